@@ -1,0 +1,34 @@
+"""The NvmlBackend protocol: the narrow contract between the plugin and the hardware.
+
+Both the real backend (pynvml) and the fake one (a machine-description file) implement it, and the
+contract tests in tests/nvml run against both. Methods raise device_plugin.errors.NvmlError with
+context on failure; they never return a silent default.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from device_plugin.nvml.types import GpuInfo, NvLinkInfo, PcieLevel, SystemInfo
+
+
+class NvmlBackend(Protocol):
+    def system_info(self) -> SystemInfo:
+        """Driver and CUDA driver versions."""
+        ...
+
+    def gpus(self) -> tuple[GpuInfo, ...]:
+        """Every physical GPU, ordered by NVML index."""
+        ...
+
+    def nvlinks(self, index: int) -> tuple[NvLinkInfo, ...]:
+        """Every NVLink of GPU `index` (inactive ones included), ordered by link number."""
+        ...
+
+    def pcie_level(self, index_a: int, index_b: int) -> PcieLevel:
+        """Closest common PCIe ancestor of two distinct GPUs."""
+        ...
+
+    def close(self) -> None:
+        """Release the backend (nvmlShutdown for the real one). Idempotent."""
+        ...

@@ -1,0 +1,182 @@
+"""ResourceManager: one advertised resource's devices and health, under one lock.
+
+It validates kubelet requests against the current device list, delegates the choice to an
+AllocationPolicy and the response to a ResponseBuilder, and wakes ListAndWatch streams (one
+Condition) whenever the list changes. No gRPC here: the servicer translates.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+
+from device_plugin.allocation_policy import AllocationPolicy, ResponseBuilder, device_sort_key
+from device_plugin.devices import ContainerAllocation, Device, DeviceListSnapshot, Health
+from device_plugin.errors import InvalidRequestError, UnhealthyDeviceError, UnknownDeviceError
+
+log = logging.getLogger(__name__)
+
+HealthListener = Callable[[str, Device, Device], None]  # (resource, before, after)
+
+
+class ResourceManager:
+    def __init__(
+        self,
+        resource_name: str,
+        devices: Iterable[Device],
+        policy: AllocationPolicy,
+        response_builder: ResponseBuilder,
+    ) -> None:
+        self.resource_name = resource_name
+        self._policy = policy
+        self._response_builder = response_builder
+        self._changed = threading.Condition()
+        self._devices: dict[str, Device] = {}
+        self._version = 0
+        self._closed = False
+        self._health_listeners: list[HealthListener] = []
+        self._install(devices)
+
+    # ---- device list -------------------------------------------------------------------------
+
+    def _install(self, devices: Iterable[Device]) -> None:
+        ordered = sorted(devices, key=device_sort_key)
+        ids = [d.id for d in ordered]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"{self.resource_name}: duplicate device IDs in {ids}")
+        self._devices = {d.id: d for d in ordered}
+
+    def snapshot(self) -> DeviceListSnapshot:
+        with self._changed:
+            return self._snapshot_locked()
+
+    def _snapshot_locked(self) -> DeviceListSnapshot:
+        devices = () if self._closed else tuple(self._devices.values())
+        return DeviceListSnapshot(self._version, devices, closed=self._closed)
+
+    def wait_for_change(self, after_version: int, timeout_s: float) -> DeviceListSnapshot:
+        """The current snapshot once its version passes `after_version` (or on close/timeout)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._version > after_version or self._closed, timeout_s)
+            return self._snapshot_locked()
+
+    def _bump_locked(self) -> None:
+        self._version += 1
+        self._changed.notify_all()
+
+    def replace_devices(self, devices: Iterable[Device]) -> None:
+        with self._changed:
+            self._install(devices)
+            self._bump_locked()
+
+    def close(self) -> None:
+        """Advertise an empty list (so no stale capacity stays) and end every ListAndWatch stream."""
+        with self._changed:
+            self._closed = True
+            self._bump_locked()
+
+    @property
+    def closed(self) -> bool:
+        with self._changed:
+            return self._closed
+
+    # ---- health ------------------------------------------------------------------------------
+
+    def add_health_listener(self, listener: HealthListener) -> None:
+        self._health_listeners.append(listener)
+
+    def set_gpu_health(self, gpu_index: int, health: Health, reason: str) -> list[str]:
+        """Set the health of every device backed by physical GPU `gpu_index`; returns changed IDs."""
+        return self._set_health(lambda d: gpu_index in d.gpu_indices, health, reason)
+
+    def set_device_health(self, device_ids: Iterable[str], health: Health, reason: str) -> list[str]:
+        wanted = set(device_ids)
+        return self._set_health(lambda d: d.id in wanted, health, reason)
+
+    def _set_health(self, matches: Callable[[Device], bool], health: Health, reason: str) -> list[str]:
+        transitions: list[tuple[Device, Device]] = []
+        with self._changed:
+            for device_id, device in self._devices.items():
+                if matches(device) and device.health is not health:
+                    updated = Device(device.id, device.gpu_indices, device.numa_node, health, reason)
+                    self._devices[device_id] = updated
+                    transitions.append((device, updated))
+            if transitions:
+                self._bump_locked()
+        for before, after in transitions:
+            log.info(
+                "%s: device %s %s -> %s (%s)",
+                self.resource_name,
+                after.id,
+                before.health.value,
+                after.health.value,
+                reason,
+            )
+            for listener in self._health_listeners:
+                listener(self.resource_name, before, after)
+        return [after.id for _, after in transitions]
+
+    # ---- requests ----------------------------------------------------------------------------
+
+    def _lookup(self, devices: dict[str, Device], device_ids: Sequence[str], what: str) -> list[Device]:
+        unknown = sorted({i for i in device_ids if i not in devices})
+        if unknown:
+            raise UnknownDeviceError(f"{what}: unknown device(s) for {self.resource_name}: {', '.join(unknown)}")
+        return [devices[i] for i in device_ids]
+
+    def preferred_allocation(self, available: Sequence[str], must_include: Sequence[str], size: int) -> tuple[str, ...]:
+        with self._changed:
+            devices = dict(self._devices)
+        if size <= 0:
+            raise InvalidRequestError(f"allocation_size must be positive, got {size}")
+        unique_available = set(available)
+        if len(unique_available) != len(available):
+            raise InvalidRequestError("available_deviceIDs contains duplicates")
+        known = self._lookup(devices, available, "available_deviceIDs")
+        must = set(must_include)
+        if len(must) != len(must_include):
+            raise InvalidRequestError("must_include_deviceIDs contains duplicates")
+        outside = sorted(must - unique_available)
+        if outside:
+            raise InvalidRequestError(f"must_include_deviceIDs not in available_deviceIDs: {', '.join(outside)}")
+        if size > len(available):
+            raise InvalidRequestError(f"allocation_size {size} exceeds the {len(available)} available devices")
+        if len(must) > size:
+            raise InvalidRequestError(f"{len(must)} must_include devices exceed allocation_size {size}")
+        ordered_ids = [d.id for d in sorted(known, key=device_sort_key)]
+        must_ordered = [i for i in ordered_ids if i in must]
+        chosen = self._policy.choose(devices, ordered_ids, must_ordered, size)
+        self._check_choice(chosen, unique_available, must, size)
+        log.info(
+            "%s: preferred %s for size %d from %d available (must include %s)",
+            self.resource_name,
+            ",".join(chosen),
+            size,
+            len(available),
+            ",".join(must_ordered) or "-",
+        )
+        return chosen
+
+    def _check_choice(self, chosen: Sequence[str], available: set[str], must: set[str], size: int) -> None:
+        # A policy bug must surface as an error, never as a wrong answer the kubelet would patch.
+        picked = set(chosen)
+        if len(chosen) != size or len(picked) != size or not picked <= available or not must <= picked:
+            raise RuntimeError(f"{self.resource_name}: allocation policy returned an invalid set {list(chosen)}")
+
+    def allocate(self, device_ids: Sequence[str]) -> ContainerAllocation:
+        if not device_ids:
+            raise InvalidRequestError("devices_ids is empty")
+        if len(set(device_ids)) != len(device_ids):
+            raise InvalidRequestError(f"devices_ids contains duplicates: {', '.join(device_ids)}")
+        with self._changed:
+            devices = self._lookup(self._devices, device_ids, "devices_ids")
+        unhealthy = sorted(d.id for d in devices if not d.healthy)
+        if unhealthy:
+            raise UnhealthyDeviceError(
+                f"devices_ids: unhealthy device(s) for {self.resource_name}: {', '.join(unhealthy)}"
+            )
+        ordered = sorted(devices, key=device_sort_key)
+        allocation = self._response_builder.build(ordered)
+        log.info("%s: allocated %s", self.resource_name, ",".join(d.id for d in ordered))
+        return allocation

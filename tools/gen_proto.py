@@ -1,0 +1,33 @@
+"""Regenerate api/deviceplugin_pb2.py, _pb2_grpc.py and .pyi from api/deviceplugin.proto.
+
+Usage: python tools/gen_proto.py [OUTPUT_ROOT]   (default: the repository root)
+The test suite calls this into a temporary directory and compares with the committed files.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from grpc_tools import protoc
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PROTO = "api/deviceplugin.proto"
+
+
+def generate(output_root: Path) -> None:
+    (output_root / "api").mkdir(parents=True, exist_ok=True)
+    args = [
+        "protoc",
+        f"-I{REPO_ROOT}",
+        f"--python_out={output_root}",
+        f"--pyi_out={output_root}",
+        f"--grpc_python_out={output_root}",
+        str(REPO_ROOT / PROTO),
+    ]
+    if protoc.main(args) != 0:
+        raise SystemExit(f"protoc failed for {PROTO}")
+
+
+if __name__ == "__main__":
+    generate(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO_ROOT)
