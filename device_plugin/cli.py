@@ -1,0 +1,42 @@
+"""The `gpu-device-plugin` console script: parses the subcommand and hands over to its module."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from device_plugin.commands import COMMAND_MODULES
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpu-device-plugin",
+        description="Kubernetes device plugin for NVIDIA GPUs (topology-aware, MIG, sharing, health recovery).",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name == module_name:  # a subcommand not built yet
+                continue
+            raise
+        sub = subparsers.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.add_arguments(sub)
+        sub.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "handler", None) is None:
+        parser.print_help()
+        return 2
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
