@@ -1,0 +1,61 @@
+"""The catalog of machine descriptions, and the one place that picks a backend.
+
+Shipped machines live in device_plugin/machines/<name>.yaml. `--machine` accepts such a name or a path
+to a file; no machine means the real NVML backend.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from device_plugin.errors import MachineDescriptionError
+from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.machine_description import MachineDescription, load_machine_file, parse_machine_yaml
+from device_plugin.nvml.protocol import NvmlBackend
+
+_SUFFIX = ".yaml"
+
+
+def _machines_dir() -> resources.abc.Traversable:
+    return resources.files("device_plugin") / "machines"
+
+
+def shipped_machine_names() -> tuple[str, ...]:
+    """Names of the machine descriptions that ship with the package, sorted."""
+    return tuple(
+        sorted(
+            entry.name.removesuffix(_SUFFIX)
+            for entry in _machines_dir().iterdir()
+            if entry.is_file() and entry.name.endswith(_SUFFIX)
+        )
+    )
+
+
+def load_machine_description(name_or_path: str) -> MachineDescription:
+    """A shipped machine by name, or a machine-description file by path."""
+    names = shipped_machine_names()
+    if name_or_path in names:
+        resource = _machines_dir() / f"{name_or_path}{_SUFFIX}"
+        return parse_machine_yaml(resource.read_text(encoding="utf-8"), source=f"shipped machine {name_or_path}")
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or len(path.parts) > 1 or path.is_file():
+        if not path.is_file():
+            raise MachineDescriptionError("machine", f"no machine-description file at {path}")
+        return load_machine_file(path)
+    raise MachineDescriptionError(
+        "machine", f"unknown machine {name_or_path!r}; shipped machines: {', '.join(names)}; or give a path to a file"
+    )
+
+
+def open_backend(machine: str | None, *, sys_root: Path = Path("/sys")) -> NvmlBackend:
+    """The real NVML backend when `machine` is None, else a FakeNvml of that machine.
+
+    `sys_root` only matters to the real backend (NUMA nodes come from sysfs); a fake's NUMA nodes come from
+    its description.
+    """
+    if machine is None:
+        from device_plugin.nvml.real import RealNvml  # deferred: loading pynvml is only needed on real nodes
+
+        return RealNvml(sys_root=sys_root)
+    return FakeNvml(load_machine_description(machine))

@@ -1,0 +1,190 @@
+"""FakeNvml: a stateful, thread-safe model of one machine, answering the NvmlBackend protocol.
+
+It is built from a validated MachineDescription and answers what NVML and sysfs would report on that
+node: GPUs, NVLinks (direct bundles and NVSwitch fabrics) and PCIe common ancestors. Per-GPU state is
+mutable and guarded by one lock so that later features (MIG layouts, injected faults) can change it
+while a server thread reads it; today nothing mutates it after construction except close().
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from device_plugin.errors import NvmlError
+from device_plugin.nvml.machine_description import (
+    GpuDescription,
+    MachineDescription,
+    nvswitch_bus_id,
+)
+from device_plugin.nvml.types import GpuInfo, NvLinkInfo, PcieLevel, SystemInfo
+
+# NVML return codes the fake reports, so callers see the same `code` as with the real library.
+NVML_ERROR_UNINITIALIZED = 1
+NVML_ERROR_INVALID_ARGUMENT = 2
+
+# Driver branch -> the CUDA version its driver API reports (nvidia-smi's "CUDA Version").
+_CUDA_BY_DRIVER_BRANCH = {
+    470: "11.4",
+    510: "11.6",
+    515: "11.7",
+    520: "11.8",
+    525: "12.0",
+    530: "12.1",
+    535: "12.2",
+    545: "12.3",
+    550: "12.4",
+    555: "12.5",
+    560: "12.6",
+    565: "12.7",
+    570: "12.8",
+    575: "12.9",
+    580: "13.0",
+}
+
+
+def cuda_version_for_driver(driver_version: str) -> str:
+    """The CUDA driver version a driver branch reports; "" for a branch this table does not know."""
+    head = driver_version.split(".", 1)[0]
+    return _CUDA_BY_DRIVER_BRANCH.get(int(head), "") if head.isdigit() else ""
+
+
+def pcie_level_of_paths(a: tuple[str, ...], b: tuple[str, ...]) -> PcieLevel:
+    """Closest common PCIe ancestor of two GPUs from their root-first paths (see the schema)."""
+    if len(a) >= 3 and len(b) >= 3 and a[-1] == b[-1]:
+        return PcieLevel.SINGLE_SWITCH
+    if set(a[2:]) & set(b[2:]):
+        return PcieLevel.MULTIPLE_SWITCHES
+    if len(a) >= 2 and len(b) >= 2 and a[1] == b[1]:
+        return PcieLevel.HOST_BRIDGE
+    if a[0] == b[0]:
+        return PcieLevel.NODE
+    return PcieLevel.SYSTEM
+
+
+@dataclass
+class _GpuState:
+    """Mutable per-GPU state; always read and written under FakeNvml._lock."""
+
+    description: GpuDescription
+    info: GpuInfo
+    links: tuple[NvLinkInfo, ...]
+    # Later features add typed fields here (a MIG layout, injected faults) and methods on FakeNvml that
+    # change them under the lock.
+
+
+class FakeNvml:
+    """NvmlBackend over a machine description. Safe to share between threads."""
+
+    def __init__(self, description: MachineDescription) -> None:
+        self._description = description
+        self._lock = threading.RLock()
+        self._closed = False
+        links = _links_by_gpu(description)
+        self._gpus = [
+            _GpuState(
+                description=gpu,
+                info=GpuInfo(
+                    index=gpu.index,
+                    uuid=gpu.uuid,
+                    name=gpu.model,
+                    memory_mib=gpu.memory_mib,
+                    pci_bus_id=gpu.pci_bus_id,
+                    numa_node=gpu.numa_node,
+                ),
+                links=links[gpu.index],
+            )
+            for gpu in description.gpus
+        ]
+        self._system = SystemInfo(
+            driver_version=description.driver_version,
+            cuda_driver_version=cuda_version_for_driver(description.driver_version),
+        )
+
+    @classmethod
+    def from_machine(cls, name_or_path: str | Path) -> FakeNvml:
+        """A fake for a shipped machine name or a machine-description file."""
+        from device_plugin.nvml.catalog import load_machine_description  # catalog imports this module
+
+        return cls(load_machine_description(str(name_or_path)))
+
+    @property
+    def description(self) -> MachineDescription:
+        return self._description
+
+    def system_info(self) -> SystemInfo:
+        with self._lock:
+            self._check_open("nvmlSystemGetDriverVersion")
+            return self._system
+
+    def gpus(self) -> tuple[GpuInfo, ...]:
+        with self._lock:
+            self._check_open("nvmlDeviceGetCount")
+            return tuple(state.info for state in self._gpus)
+
+    def nvlinks(self, index: int) -> tuple[NvLinkInfo, ...]:
+        with self._lock:
+            return self._state("nvmlDeviceGetNvLinkState", index).links
+
+    def pcie_level(self, index_a: int, index_b: int) -> PcieLevel:
+        call = "nvmlDeviceGetTopologyCommonAncestor"
+        with self._lock:
+            a = self._state(call, index_a).description
+            b = self._state(call, index_b).description
+        if index_a == index_b:
+            raise NvmlError(
+                call,
+                "a GPU has no common ancestor with itself",
+                device=f"GPU {index_a}",
+                code=NVML_ERROR_INVALID_ARGUMENT,
+            )
+        return pcie_level_of_paths(a.pcie, b.pcie)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+
+    def _check_open(self, call: str) -> None:
+        if self._closed:
+            raise NvmlError(call, "the backend is closed", code=NVML_ERROR_UNINITIALIZED)
+
+    def _state(self, call: str, index: int) -> _GpuState:
+        self._check_open(call)
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self._gpus):
+            raise NvmlError(
+                call,
+                f"no GPU with index {index!r}; this machine has {len(self._gpus)}",
+                device=f"GPU {index!r}",
+                code=NVML_ERROR_INVALID_ARGUMENT,
+            )
+        return self._gpus[index]
+
+
+def _links_by_gpu(description: MachineDescription) -> list[tuple[NvLinkInfo, ...]]:
+    """Number every GPU's links: direct bundles by peer index first, then NVSwitch links.
+
+    A GPU's link k into NVSwitch domain d lands on synthetic switch k mod S of that domain, with S the
+    smaller of links_per_gpu and 6 (a DGX A100 has 6 NVSwitches). GPUs of one domain therefore reach the
+    same switch bus ids, and two domains never share one.
+    """
+    remotes: list[list[tuple[str, bool]]] = [[] for _ in description.gpus]
+    bus = [gpu.pci_bus_id for gpu in description.gpus]
+    peers: list[list[tuple[int, int]]] = [[] for _ in description.gpus]
+    for bundle in description.nvlinks:
+        peers[bundle.gpu_a].append((bundle.gpu_b, bundle.links))
+        peers[bundle.gpu_b].append((bundle.gpu_a, bundle.links))
+    for gpu, gpu_peers in enumerate(peers):
+        for peer, count in sorted(gpu_peers):
+            remotes[gpu].extend([(bus[peer], False)] * count)
+    for d, domain in enumerate(description.nvswitch):
+        switches = min(domain.links_per_gpu, 6)
+        for gpu in domain.gpus:
+            remotes[gpu].extend((nvswitch_bus_id(d, k % switches), True) for k in range(domain.links_per_gpu))
+    return [
+        tuple(
+            NvLinkInfo(link=k, active=True, remote_pci_bus_id=remote, remote_is_nvswitch=is_switch)
+            for k, (remote, is_switch) in enumerate(gpu_remotes)
+        )
+        for gpu_remotes in remotes
+    ]

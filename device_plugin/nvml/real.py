@@ -1,0 +1,188 @@
+"""RealNvml: the NvmlBackend over nvidia-ml-py (pynvml). The only module in the project that imports pynvml.
+
+Every pynvml call goes through RealNvml._call, the one choke point that turns pynvml.NVMLError into
+device_plugin.errors.NvmlError naming the call, the device and NVML's return code. NUMA nodes do not
+come from NVML but from sysfs (`<sys_root>/bus/pci/devices/<bdf>/numa_node`), with the root injectable.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pynvml
+
+from device_plugin.errors import NvmlError, NvmlUnavailableError
+from device_plugin.nvml.types import GpuInfo, NvLinkInfo, PcieLevel, SystemInfo, normalise_pci_bus_id
+
+_MIB = 1024 * 1024
+# NVML return codes are part of its C ABI; pynvml only names them.
+# A link index this GPU does not have: skip it and look at the next one (links need not be contiguous).
+_ABSENT_LINK_CODES = frozenset({pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_INVALID_ARGUMENT})
+# The driver cannot answer this query at all (old driver or GPU generation).
+_UNSUPPORTED_CODES = frozenset({pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND})
+
+
+def read_numa_node(sys_root: Path, pci_bus_id: str) -> int | None:
+    """NUMA node of a PCI device from sysfs; None when the file is missing or says -1 (no NUMA affinity)."""
+    path = sys_root / "bus" / "pci" / "devices" / normalise_pci_bus_id(pci_bus_id) / "numa_node"
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise NvmlError("read numa_node", f"cannot read {path}: {exc.strerror or exc}", device=pci_bus_id) from exc
+    try:
+        node = int(text)
+    except ValueError as exc:
+        raise NvmlError("read numa_node", f"{path} holds {text!r}, not an integer", device=pci_bus_id) from exc
+    return None if node < 0 else node
+
+
+def format_cuda_version(version: int) -> str:
+    """NVML's CUDA driver version integer (1000 * major + 10 * minor, e.g. 12040) as "12.4"."""
+    return f"{version // 1000}.{(version % 1000) // 10}"
+
+
+def _text(value: str | bytes) -> str:
+    # Older nvidia-ml-py releases return bytes for strings, newer ones str.
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+class RealNvml:
+    """NvmlBackend over the NVIDIA driver. Initialises NVML on construction; close() shuts it down.
+
+    `library` is the pynvml module itself unless a test injects a stand-in with the same functions,
+    constants and NVMLError class (tests/nvml/nvml_standin.py builds one from a machine description).
+    """
+
+    def __init__(self, sys_root: Path = Path("/sys"), *, library: Any = None) -> None:
+        self._sys_root = sys_root
+        self._nvml: Any = pynvml if library is None else library
+        self._lock = threading.Lock()
+        self._closed = False
+        try:
+            self._nvml.nvmlInit()
+        except self._nvml.NVMLError as exc:
+            raise NvmlUnavailableError(
+                "nvmlInit",
+                f"{exc} (NVML code {exc.value}). Is the NVIDIA driver loaded and libnvidia-ml.so.1 visible (in a "
+                "container: run it with the NVIDIA container runtime)? Without a GPU, simulate one with "
+                "--machine NAME or --machine FILE.",
+                code=exc.value,
+            ) from exc
+        except OSError as exc:  # a broken library that the loader finds but cannot load
+            raise NvmlUnavailableError("nvmlInit", f"cannot load the NVML library: {exc}") from exc
+
+    def _call(self, function: str, *args: Any, device: str | None = None) -> Any:
+        """The choke point: call pynvml.<function>(*args), translating its errors into NvmlError."""
+        if self._closed:
+            raise NvmlError(function, "the backend is closed", device=device, code=pynvml.NVML_ERROR_UNINITIALIZED)
+        fn: Callable[..., Any] | None = getattr(self._nvml, function, None)
+        if fn is None:  # an nvidia-ml-py release older than the function
+            raise NvmlError(
+                function, "not in this nvidia-ml-py", device=device, code=pynvml.NVML_ERROR_FUNCTION_NOT_FOUND
+            )
+        try:
+            return fn(*args)
+        except self._nvml.NVMLError as exc:
+            raise NvmlError(function, str(exc), device=device, code=exc.value) from exc
+
+    def _handle(self, index: int) -> Any:
+        return self._call("nvmlDeviceGetHandleByIndex", index, device=f"GPU {index}")
+
+    def system_info(self) -> SystemInfo:
+        driver = _text(self._call("nvmlSystemGetDriverVersion"))
+        try:
+            cuda = format_cuda_version(int(self._call("nvmlSystemGetCudaDriverVersion")))
+        except NvmlError as exc:
+            if exc.code not in _UNSUPPORTED_CODES:
+                raise
+            cuda = ""  # the protocol's "cannot tell"
+        return SystemInfo(driver_version=driver, cuda_driver_version=cuda)
+
+    def gpus(self) -> tuple[GpuInfo, ...]:
+        count = int(self._call("nvmlDeviceGetCount"))
+        return tuple(self._gpu(index) for index in range(count))
+
+    def _gpu(self, index: int) -> GpuInfo:
+        handle = self._handle(index)
+        where = f"GPU {index}"
+        pci = self._call("nvmlDeviceGetPciInfo", handle, device=where)
+        bus_id = normalise_pci_bus_id(_text(pci.busId))
+        memory = self._call("nvmlDeviceGetMemoryInfo", handle, device=where)
+        return GpuInfo(
+            index=index,
+            uuid=_text(self._call("nvmlDeviceGetUUID", handle, device=where)),
+            name=_text(self._call("nvmlDeviceGetName", handle, device=where)),
+            memory_mib=int(memory.total) // _MIB,
+            pci_bus_id=bus_id,
+            numa_node=read_numa_node(self._sys_root, bus_id),
+        )
+
+    def nvlinks(self, index: int) -> tuple[NvLinkInfo, ...]:
+        handle = self._handle(index)
+        gpu_bus_ids: set[str] | None = None  # fetched only if the driver cannot name remote device types
+        links: list[NvLinkInfo] = []
+        for link in range(self._nvml.NVML_NVLINK_MAX_LINKS):
+            where = f"GPU {index} link {link}"
+            try:
+                active = bool(self._call("nvmlDeviceGetNvLinkState", handle, link, device=where))
+            except NvmlError as exc:
+                if exc.code in _ABSENT_LINK_CODES:
+                    continue
+                raise
+            try:
+                remote = normalise_pci_bus_id(_text(self._remote_pci_info(handle, link, where).busId))
+            except NvmlError:
+                if active:
+                    raise
+                links.append(NvLinkInfo(link, False, "", False))  # a down link may have no remote to name
+                continue
+            try:
+                kind = self._call("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link, device=where)
+                is_switch = kind == self._nvml.NVML_NVLINK_DEVICE_TYPE_SWITCH
+            except NvmlError as exc:
+                if exc.code not in _UNSUPPORTED_CODES:
+                    raise
+                # Drivers before R450 cannot say; a remote that is none of our GPUs is then an NVSwitch.
+                if gpu_bus_ids is None:
+                    gpu_bus_ids = {gpu.pci_bus_id for gpu in self.gpus()}
+                is_switch = remote not in gpu_bus_ids
+            links.append(NvLinkInfo(link, active, remote, is_switch))
+        return tuple(links)
+
+    def _remote_pci_info(self, handle: Any, link: int, where: str) -> Any:
+        function = (
+            "nvmlDeviceGetNvLinkRemotePciInfo_v2"
+            if hasattr(self._nvml, "nvmlDeviceGetNvLinkRemotePciInfo_v2")
+            else "nvmlDeviceGetNvLinkRemotePciInfo"
+        )
+        return self._call(function, handle, link, device=where)
+
+    def pcie_level(self, index_a: int, index_b: int) -> PcieLevel:
+        call = "nvmlDeviceGetTopologyCommonAncestor"
+        if index_a == index_b:
+            raise NvmlError(
+                call,
+                "a GPU has no common ancestor with itself",
+                device=f"GPU {index_a}",
+                code=pynvml.NVML_ERROR_INVALID_ARGUMENT,
+            )
+        level = self._call(call, self._handle(index_a), self._handle(index_b), device=f"GPUs {index_a},{index_b}")
+        try:
+            return PcieLevel(int(level))
+        except ValueError as exc:
+            raise NvmlError(call, f"unknown topology level {level}", device=f"GPUs {index_a},{index_b}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self._nvml.nvmlShutdown()
+        except self._nvml.NVMLError as exc:
+            raise NvmlError("nvmlShutdown", str(exc), code=exc.value) from exc
