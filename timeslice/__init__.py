@@ -1,4 +1,40 @@
-"""Time-slicing: replicas of a GPU as separate devices (issue: sharing). Sees value types only.
+"""Time-slicing: replicas of a GPU (or MIG device) advertised as separate devices. Sees value types only.
 
-Not built yet: sharing.timeSlicing in the config is refused by this version.
+The API the composition root uses, in order:
+1. parse_sharing(raw_sharing_section, gpus=nvml.gpus()) -> SharingConfig   (ConfigError names the field)
+2. share_resources({name: base devices}, config) -> AdvertisedResources     (.devices, .shared, .unmatched)
+3. per shared resource: ReplicaPolicy.for_resource(shared, choose_gpus) and
+   ReplicaResponseBuilder.for_resource(shared, inner_builder) for its ResourceManager
+4. replica_memory_mib(advertised, memory_by_id) for labels; describe_sharing(...) for `topology` output.
+Health fan-out needs nothing here: every replica carries its GPU's gpu_indices, so
+ResourceManager.set_gpu_health reaches all of them.
 """
+
+from timeslice.config import MPS_NOT_SUPPORTED, parse_sharing
+from timeslice.memory import NO_MEMORY_ISOLATION_WARNING, describe_sharing, replica_memory_mib
+from timeslice.model import GPU_RESOURCE, Placement, SharedResourceSpec, SharingConfig, TimeSlicingConfig
+from timeslice.policy import ChooseGpus, ReplicaPolicy, lowest_index_gpus
+from timeslice.replicas import AdvertisedResources, SharedResource, replica_devices, share_resource, share_resources
+from timeslice.response import ReplicaResponseBuilder
+
+__all__ = [
+    "GPU_RESOURCE",
+    "MPS_NOT_SUPPORTED",
+    "NO_MEMORY_ISOLATION_WARNING",
+    "AdvertisedResources",
+    "ChooseGpus",
+    "Placement",
+    "ReplicaPolicy",
+    "ReplicaResponseBuilder",
+    "SharedResource",
+    "SharedResourceSpec",
+    "SharingConfig",
+    "TimeSlicingConfig",
+    "describe_sharing",
+    "lowest_index_gpus",
+    "parse_sharing",
+    "replica_devices",
+    "replica_memory_mib",
+    "share_resource",
+    "share_resources",
+]
