@@ -13,16 +13,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_plugin.errors import NvmlError
+from device_plugin.nvml.fake_faults import FakeEventWatch, FakeFaults
+from device_plugin.nvml.fake_mig import FakeMigMixin
+from device_plugin.nvml.health_types import ProbeResult
 from device_plugin.nvml.machine_description import (
     GpuDescription,
     MachineDescription,
     nvswitch_bus_id,
 )
 from device_plugin.nvml.types import GpuInfo, NvLinkInfo, PcieLevel, SystemInfo
+from device_plugin.telemetry import GpuTelemetry
 
 # NVML return codes the fake reports, so callers see the same `code` as with the real library.
 NVML_ERROR_UNINITIALIZED = 1
 NVML_ERROR_INVALID_ARGUMENT = 2
+# What telemetry() reports: a plausible idle data-centre GPU (deterministic, so tests can compare).
+IDLE_TEMPERATURE_C = 35.0
+IDLE_POWER_W = 60.0
 
 # Driver branch -> the CUDA version its driver API reports (nvidia-smi's "CUDA Version").
 _CUDA_BY_DRIVER_BRANCH = {
@@ -74,7 +81,7 @@ class _GpuState:
     # change them under the lock.
 
 
-class FakeNvml:
+class FakeNvml(FakeMigMixin):
     """NvmlBackend over a machine description. Safe to share between threads."""
 
     def __init__(self, description: MachineDescription) -> None:
@@ -97,10 +104,13 @@ class FakeNvml:
             )
             for gpu in description.gpus
         ]
+        self._init_mig()  # MIG layouts from the description (fake_mig.py)
         self._system = SystemInfo(
             driver_version=description.driver_version,
             cuda_driver_version=cuda_version_for_driver(description.driver_version),
         )
+        # Injected faults and event watches (the health side); tests and fake_events.py inject through it.
+        self.faults = FakeFaults(len(self._gpus))
 
     @classmethod
     def from_machine(cls, name_or_path: str | Path) -> FakeNvml:
@@ -140,6 +150,32 @@ class FakeNvml:
                 code=NVML_ERROR_INVALID_ARGUMENT,
             )
         return pcie_level_of_paths(a.pcie, b.pcie)
+
+    def telemetry(self, index: int) -> GpuTelemetry:
+        """Readings of an idle GPU, the same every time: all memory free, 0 % busy, IDLE_* temperature/power."""
+        with self._lock:
+            info = self._state("nvmlDeviceGetMemoryInfo", index).info
+        return GpuTelemetry(
+            index=index,
+            memory_total_mib=info.memory_mib,
+            memory_used_mib=0,
+            utilisation_percent=0.0,
+            temperature_c=IDLE_TEMPERATURE_C,
+            power_w=IDLE_POWER_W,
+        )
+
+    def open_event_watch(self, indices: tuple[int, ...]) -> FakeEventWatch:
+        """HealthSource: an event watch over the injected faults (see fake_faults.py)."""
+        with self._lock:
+            self._check_open("nvmlEventSetCreate")
+        return self.faults.open_watch(indices)
+
+    def probe(self, index: int) -> ProbeResult:
+        """HealthSource: fails while an injected fault is sticky, or once the backend is closed."""
+        with self._lock:
+            if self._closed:
+                return ProbeResult(index, False, "NVML is shut down (the backend is closed)")
+        return self.faults.probe(index)
 
     def close(self) -> None:
         with self._lock:

@@ -15,7 +15,12 @@ from typing import Any
 import pynvml
 
 from device_plugin.errors import NvmlError, NvmlUnavailableError
+from device_plugin.nvml.health_types import ProbeResult
+from device_plugin.nvml.mig_types import MigDevice, MigMode
+from device_plugin.nvml.real_health import RealEventWatch, RealHealth
+from device_plugin.nvml.real_mig import read_mig_devices, read_mig_mode
 from device_plugin.nvml.types import GpuInfo, NvLinkInfo, PcieLevel, SystemInfo, normalise_pci_bus_id
+from device_plugin.telemetry import GpuTelemetry
 
 _MIB = 1024 * 1024
 # NVML return codes are part of its C ABI; pynvml only names them.
@@ -63,6 +68,7 @@ class RealNvml:
         self._nvml: Any = pynvml if library is None else library
         self._lock = threading.Lock()
         self._closed = False
+        self._health = RealHealth(self._call)  # event sets and probes, through the same choke point
         try:
             self._nvml.nvmlInit()
         except self._nvml.NVMLError as exc:
@@ -176,6 +182,48 @@ class RealNvml:
             return PcieLevel(int(level))
         except ValueError as exc:
             raise NvmlError(call, f"unknown topology level {level}", device=f"GPUs {index_a},{index_b}") from exc
+
+    def telemetry(self, index: int) -> GpuTelemetry:
+        """Live readings for the /metrics GPU gauges; a reading this GPU or driver does not support is None."""
+        handle = self._handle(index)
+        where = f"GPU {index}"
+        memory = self._optional("nvmlDeviceGetMemoryInfo", handle, where)
+        rates = self._optional("nvmlDeviceGetUtilizationRates", handle, where)
+        temperature = self._optional("nvmlDeviceGetTemperature", handle, where, pynvml.NVML_TEMPERATURE_GPU)
+        power_mw = self._optional("nvmlDeviceGetPowerUsage", handle, where)
+        return GpuTelemetry(
+            index=index,
+            memory_total_mib=None if memory is None else int(memory.total) // _MIB,
+            memory_used_mib=None if memory is None else int(memory.used) // _MIB,
+            utilisation_percent=None if rates is None else float(rates.gpu),
+            temperature_c=None if temperature is None else float(temperature),
+            power_w=None if power_mw is None else int(power_mw) / 1000.0,  # NVML reports milliwatts
+        )
+
+    def _optional(self, function: str, handle: Any, where: str, *args: Any) -> Any:
+        """_call, but None when the GPU or driver cannot answer this query (NOT_SUPPORTED, too old)."""
+        try:
+            return self._call(function, handle, *args, device=where)
+        except NvmlError as exc:
+            if exc.code in _UNSUPPORTED_CODES:
+                return None
+            raise
+
+    def open_event_watch(self, indices: tuple[int, ...]) -> RealEventWatch:
+        """HealthSource: an NVML event set over GPUs `indices` (device_plugin/nvml/real_health.py)."""
+        return self._health.open_event_watch(indices)
+
+    def probe(self, index: int) -> ProbeResult:
+        """HealthSource: whether GPU `index` still answers and needs no repair (real_health.py)."""
+        return self._health.probe(index)
+
+    def mig_mode(self, index: int) -> MigMode | None:
+        """MIG mode of GPU `index`; None when it cannot do MIG (device_plugin/nvml/real_mig.py)."""
+        return read_mig_mode(self._call, self._handle(index), f"GPU {index}")
+
+    def mig_devices(self, index: int) -> tuple[MigDevice, ...]:
+        """MIG devices of GPU `index`, read only (device_plugin/nvml/real_mig.py)."""
+        return read_mig_devices(self._call, self._handle(index), self._gpu(index))
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,208 @@
+"""Node labels: what kind of GPUs this node has and how they are connected.
+
+Boundary: pure computation from an NvmlBackend plus a few configuration values (MIG strategy,
+sharing), and a writer for node-feature-discovery's `features.d` directory. No Kubernetes API.
+
+Keys follow NVIDIA gpu-feature-discovery (GFD) so existing node selectors keep working:
+nvidia.com/gpu.{product,memory,count,family,compute.major,compute.minor,replicas,sharing-strategy},
+nvidia.com/mig.{capable,strategy}, nvidia.com/cuda.driver-version.* and nvidia.com/cuda.runtime-version.*
+(plus GFD's deprecated cuda.driver.* / cuda.runtime.*, which selectors in the wild still use).
+GFD's "cuda.runtime" is the CUDA version the *driver* supports (nvmlSystemGetCudaDriverVersion).
+Our own topology labels: nvidia.com/gpu.nvlink, nvidia.com/gpu.nvlink-group-size, nvidia.com/gpu.numa-nodes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from device_plugin.errors import PluginError
+from device_plugin.gpu_models import mig_capable, model_facts
+from device_plugin.nvlink_groups import nvlink_summary
+from device_plugin.nvml.protocol import NvmlBackend
+from device_plugin.nvml.types import GpuInfo, SystemInfo
+
+log = logging.getLogger(__name__)
+
+GPU_RESOURCE = "nvidia.com/gpu"
+DEFAULT_FEATURES_FILE = Path("/etc/kubernetes/node-feature-discovery/features.d/gpu-device-plugin")
+SHARING_STRATEGIES = ("none", "time-slicing", "mps")
+MIG_STRATEGIES = ("none", "single", "mixed")
+
+
+@dataclass(frozen=True)
+class SharingLabelInput:
+    """How one resource is shared; `renamed` when the replicas are advertised under another name."""
+
+    strategy: str = "none"
+    replicas: int = 1
+    renamed: bool = False
+
+    def __post_init__(self) -> None:
+        if self.strategy not in SHARING_STRATEGIES:
+            raise ValueError(f"sharing strategy {self.strategy!r} is not one of {SHARING_STRATEGIES}")
+        if self.replicas < 1:
+            raise ValueError(f"replicas must be >= 1, got {self.replicas}")
+
+
+@dataclass(frozen=True)
+class LabelOptions:
+    mig_strategy: str = "none"
+    # None: decide from the GPU model (A100/A30/H100/H200/B200 ... are MIG-capable).
+    mig_capable: bool | None = None
+    # resource name -> sharing; nvidia.com/gpu is labelled unshared (replicas 1, none) unless listed.
+    sharing: Mapping[str, SharingLabelInput] = field(default_factory=dict)
+    machine_type: str | None = None  # nvidia.com/gpu.machine (DMI product name), when known
+
+    def __post_init__(self) -> None:
+        if self.mig_strategy not in MIG_STRATEGIES:
+            raise ValueError(f"MIG strategy {self.mig_strategy!r} is not one of {MIG_STRATEGIES}")
+
+
+def compute_labels(backend: NvmlBackend, options: LabelOptions | None = None) -> dict[str, str]:
+    """Every label for this node, as a dict sorted by key. A node without GPUs gets no labels."""
+    options = options or LabelOptions()
+    gpus = tuple(sorted(backend.gpus(), key=lambda g: g.index))
+    if not gpus:
+        return {}
+    labels: dict[str, str] = {}
+    labels.update(_version_labels(backend.system_info()))
+    labels.update(_product_labels(gpus, options))
+    labels.update(_sharing_labels(options))
+    capable = options.mig_capable if options.mig_capable is not None else any(mig_capable(g.name) for g in gpus)
+    labels["nvidia.com/mig.capable"] = "true" if capable else "false"
+    labels["nvidia.com/mig.strategy"] = options.mig_strategy
+    if options.machine_type:
+        labels["nvidia.com/gpu.machine"] = options.machine_type.strip().replace(" ", "-")
+    labels.update(_topology_labels(backend, gpus))
+    return dict(sorted(labels.items()))
+
+
+def _version_labels(system: SystemInfo) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    parts = system.driver_version.split(".")
+    if 2 <= len(parts) <= 3 and all(p.isdigit() for p in parts):
+        major, minor, rev = parts[0], parts[1], parts[2] if len(parts) == 3 else ""
+        labels |= {
+            "nvidia.com/cuda.driver-version.major": major,
+            "nvidia.com/cuda.driver-version.minor": minor,
+            "nvidia.com/cuda.driver-version.revision": rev,
+            "nvidia.com/cuda.driver-version.full": system.driver_version,
+            "nvidia.com/cuda.driver.major": major,
+            "nvidia.com/cuda.driver.minor": minor,
+            "nvidia.com/cuda.driver.rev": rev,
+        }
+    else:
+        log.warning("driver version %r is not X.Y[.Z]: no driver-version labels", system.driver_version)
+    cuda = system.cuda_driver_version.split(".")
+    if len(cuda) == 2 and all(p.isdigit() for p in cuda):
+        labels |= {
+            "nvidia.com/cuda.runtime-version.major": cuda[0],
+            "nvidia.com/cuda.runtime-version.minor": cuda[1],
+            "nvidia.com/cuda.runtime-version.full": system.cuda_driver_version,
+            "nvidia.com/cuda.runtime.major": cuda[0],
+            "nvidia.com/cuda.runtime.minor": cuda[1],
+        }
+    else:
+        log.warning("CUDA driver version %r is not X.Y: no cuda.runtime-version labels", system.cuda_driver_version)
+    return labels
+
+
+def _product_labels(gpus: tuple[GpuInfo, ...], options: LabelOptions) -> dict[str, str]:
+    # A node with mixed models is labelled with its most common one (ties: name order), and the
+    # memory label with that model's smallest card, so a selector never promises more than a pod gets.
+    counts = Counter(g.name for g in gpus)
+    model = min(counts, key=lambda name: (-counts[name], name))
+    if len(counts) > 1:
+        log.warning("mixed GPU models %s: labelling the node as %s", sorted(counts), model)
+    product = "-".join(part for part in model.strip().split(" ") if part)
+    sharing = options.sharing.get(GPU_RESOURCE)
+    if sharing is not None and sharing.replicas > 1 and not sharing.renamed:
+        product += "-SHARED"  # GFD's convention: the product label says the cards are shared
+    labels = {
+        f"{GPU_RESOURCE}.product": product,
+        f"{GPU_RESOURCE}.count": str(len(gpus)),
+        f"{GPU_RESOURCE}.memory": str(min(g.memory_mib for g in gpus if g.name == model)),
+    }
+    facts = model_facts(model)
+    if facts is None:
+        log.warning("GPU model %r is not in the family table: no family/compute labels", model)
+    else:
+        labels[f"{GPU_RESOURCE}.family"] = facts.family
+        labels[f"{GPU_RESOURCE}.compute.major"] = str(facts.compute_major)
+        labels[f"{GPU_RESOURCE}.compute.minor"] = str(facts.compute_minor)
+    return labels
+
+
+def _sharing_labels(options: LabelOptions) -> dict[str, str]:
+    sharing = {GPU_RESOURCE: SharingLabelInput(), **options.sharing}
+    labels: dict[str, str] = {}
+    for resource, info in sharing.items():
+        labels[f"{resource}.replicas"] = str(info.replicas)
+        labels[f"{resource}.sharing-strategy"] = info.strategy
+    return labels
+
+
+def _topology_labels(backend: NvmlBackend, gpus: tuple[GpuInfo, ...]) -> dict[str, str]:
+    summary = nvlink_summary(gpus, {g.index: backend.nvlinks(g.index) for g in gpus})
+    labels = {
+        "nvidia.com/gpu.nvlink": summary.kind,
+        "nvidia.com/gpu.nvlink-group-size": str(summary.largest_group),
+    }
+    numa = {g.numa_node for g in gpus if g.numa_node is not None}
+    if numa:  # unknown on platforms that do not report NUMA: omit rather than claim 0
+        labels["nvidia.com/gpu.numa-nodes"] = str(len(numa))
+    return labels
+
+
+def format_features_file(labels: Mapping[str, str]) -> str:
+    """NFD's local-source format: one `key=value` per line, sorted for stable diffs."""
+    return "".join(f"{key}={labels[key]}\n" for key in sorted(labels))
+
+
+class FeaturesFileWriter:
+    """Keeps one NFD features.d file in step with the labels; rewrites only when the content changes."""
+
+    def __init__(self, path: Path = DEFAULT_FEATURES_FILE) -> None:
+        self.path = path
+
+    def write(self, labels: Mapping[str, str]) -> bool:
+        """Write atomically (temp file + rename in the same directory); True when the file changed."""
+        content = format_features_file(labels)
+        try:
+            if self.path.read_text(encoding="utf-8") == content:
+                return False
+        except FileNotFoundError:
+            pass
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # A leading dot: NFD skips hidden files, so it never reads the half-written temp file.
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(content)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp_name, 0o644)  # mkstemp creates 0600; nfd-worker may run as another user
+            os.replace(tmp_name, self.path)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+        log.info("wrote %d node labels to %s", len(labels), self.path)
+        return True
+
+
+def refresh_features_file(backend: NvmlBackend, options: LabelOptions, writer: FeaturesFileWriter) -> bool:
+    """Recompute and write the labels; for the daemon's periodic refresh and config reloads.
+
+    Returns True when the file changed. A failure is logged and leaves the old file in place: stale
+    labels are better than none, and a label refresh must never take the daemon down."""
+    try:
+        return writer.write(compute_labels(backend, options))
+    except (PluginError, OSError) as error:
+        log.error("node labels not refreshed (%s stays as it was): %s", writer.path, error)
+        return False

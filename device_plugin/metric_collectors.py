@@ -1,0 +1,122 @@
+"""Custom Prometheus collectors that read live state at scrape time.
+
+Boundary: each collector holds a callable, never a copy of the state, so a scrape shows what the
+plugin advertises right now. A read that fails (NVML error) drops that GPU's series for this scrape
+and is counted through `on_error`; a scrape never fails because one GPU cannot be read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from device_plugin.devices import DeviceListSnapshot, Health
+from device_plugin.errors import NvmlError
+from device_plugin.nvml.types import GpuInfo
+from device_plugin.telemetry import GpuTelemetry, TelemetrySource
+
+log = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
+
+
+class DeviceInventoryCollector(Collector):
+    """`<prefix>devices{resource, health}`: advertised devices per resource and health, zeros included."""
+
+    def __init__(self, prefix: str, snapshots: Callable[[], Mapping[str, DeviceListSnapshot]]) -> None:
+        self._prefix = prefix
+        self._snapshots = snapshots
+
+    def describe(self) -> Iterable[Metric]:
+        # Describing lets registration check names without calling into the plugin.
+        return [self._family()]
+
+    def _family(self) -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            self._prefix + "devices",
+            "Devices advertised to the kubelet, by resource and health.",
+            labels=("resource", "health"),
+        )
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        snapshots = self._snapshots()
+        for resource in sorted(snapshots):
+            snapshot = snapshots[resource]
+            if snapshot.closed:
+                continue
+            for health in Health:
+                count = sum(1 for device in snapshot.devices if device.health is health)
+                family.add_metric((resource, health.value), count)
+        yield family
+
+
+class GpuTelemetryCollector(Collector):
+    """Per-GPU gauges in Prometheus base units: bytes, ratio (0-1), celsius, watts.
+
+    A reading the GPU does not support (None) is left out rather than reported as 0.
+    """
+
+    _GAUGES = (
+        ("gpu_memory_total_bytes", "GPU framebuffer memory, total.", lambda t: _mib(t.memory_total_mib)),
+        ("gpu_memory_used_bytes", "GPU framebuffer memory, used.", lambda t: _mib(t.memory_used_mib)),
+        ("gpu_utilization_ratio", "Share of time the GPU was busy (0-1).", lambda t: _ratio(t.utilisation_percent)),
+        ("gpu_temperature_celsius", "GPU core temperature.", lambda t: t.temperature_c),
+        ("gpu_power_watts", "GPU board power draw.", lambda t: t.power_w),
+    )
+
+    def __init__(
+        self,
+        prefix: str,
+        gpus: Callable[[], Iterable[GpuInfo]],
+        source: TelemetrySource,
+        on_error: Callable[[str], None],
+    ) -> None:
+        self._prefix = prefix
+        self._gpus = gpus
+        self._source = source
+        self._on_error = on_error
+
+    def _families(self) -> list[tuple[GaugeMetricFamily, Callable[[GpuTelemetry], float | None]]]:
+        return [
+            (GaugeMetricFamily(self._prefix + name, doc, labels=("gpu", "uuid", "model")), read)
+            for name, doc, read in self._GAUGES
+        ]
+
+    def describe(self) -> Iterable[Metric]:
+        return [family for family, _ in self._families()]
+
+    def collect(self) -> Iterator[Metric]:
+        families = self._families()
+        try:
+            gpus = sorted(self._gpus(), key=lambda g: g.index)
+        except NvmlError as error:
+            self._report(error)
+            gpus = []
+        for gpu in gpus:
+            try:
+                reading = self._source.telemetry(gpu.index)
+            except NvmlError as error:
+                self._report(error)
+                continue
+            labels = (str(gpu.index), gpu.uuid, gpu.name)
+            for family, read in families:
+                value = read(reading)
+                if value is not None:
+                    family.add_metric(labels, value)
+        yield from (family for family, _ in families)
+
+    def _report(self, error: NvmlError) -> None:
+        log.warning("GPU telemetry read failed at scrape: %s", error)
+        self._on_error(error.call)
+
+
+def _mib(value: int | None) -> float | None:
+    return None if value is None else float(value * MIB)
+
+
+def _ratio(percent: float | None) -> float | None:
+    return None if percent is None else percent / 100.0
