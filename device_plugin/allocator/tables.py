@@ -1,0 +1,249 @@
+"""Start-up precompute for the exact search (at most MAX_EXACT_GPUS GPUs): every subset scored once.
+
+Subsets are bitmasks (bit i = GPU i). For all 2^n masks we compute criteria 1-3 of the objective
+(device_plugin.allocator.objective) and the Qj tables of criterion 4, then sort the masks of every
+size best first, so a request is a scan of one sorted list (device_plugin.allocator.exact).
+
+The expensive part is ring(S), the bottleneck Hamiltonian cycle. It is done by thresholding: for
+each distinct pair bandwidth t (a handful on real machines) except the smallest, one dynamic
+programme shared by all subsets decides which subsets have a Hamiltonian cycle using only pairs of
+bandwidth >= t. reach[S] is the bitmask of GPUs v such that a path starting at S's lowest GPU visits
+exactly S and ends at v; S has a cycle at t when reach[S] meets the neighbours of its lowest GPU.
+Two shortcuts skip the inner loop for most subsets of real machines: a subset whose slowest pair is
+>= t is a clique at t (every ordering is a path), and a subset spanning two connected components of
+the threshold graph has no path at all. ring(S) is the largest t with a cycle (the smallest distinct
+value always has one: the graph is complete). Cost: O(n 2^n) per threshold in the worst case, on
+every 16-GPU machine we ship far less (benchmarks/bench_allocator.py prints it).
+
+Per-row minima, maxima and sums over a mask use two half-width lookup tables (low and high bits),
+so each subset costs O(1) for criteria 2 and 3 and for the pair minimum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from device_plugin.allocator.objective import FRAG_SIZES, pack_key
+
+MAX_EXACT_GPUS = 16
+_NO_PAIR = 1 << 40  # "no pair yet" for the running minimum of a single GPU
+
+
+@dataclass(frozen=True)
+class HalfTables:
+    """Row aggregates over a mask, split into low and high bit halves: f(row, mask) = f(lo[mask & m], hi[mask >> h])."""
+
+    shift: int
+    low_mask: int
+    low: tuple[tuple[int, ...], ...]
+    high: tuple[tuple[int, ...], ...]
+
+
+def _half_tables(bw: tuple[tuple[int, ...], ...], combine: str) -> HalfTables:
+    n = len(bw)
+    shift = (n + 1) // 2
+    low_mask = (1 << shift) - 1
+    identity = {"min": _NO_PAIR, "max": 0, "sum": 0}[combine]
+    ops: dict[str, Callable[[int, int], int]] = {"min": min, "max": max, "sum": lambda x, y: x + y}
+    op = ops[combine]
+
+    def table(row: tuple[int, ...], offset: int, width: int) -> tuple[int, ...]:
+        out = [identity] * (1 << width)
+        for mask in range(1, 1 << width):
+            bit = (mask & -mask).bit_length() - 1
+            out[mask] = op(out[mask & (mask - 1)], row[offset + bit])
+        return tuple(out)
+
+    return HalfTables(
+        shift=shift,
+        low_mask=low_mask,
+        low=tuple(table(row, 0, shift) for row in bw),
+        high=tuple(table(row, shift, n - shift) for row in bw),
+    )
+
+
+@dataclass(frozen=True)
+class ExactTables:
+    """Everything a request needs; lists are indexed by mask, `order[k]` lists size-k masks best first."""
+
+    n: int
+    bw: tuple[tuple[int, ...], ...]
+    key: list[int]
+    ring: list[int]
+    order: tuple[list[int], ...]
+    neg_key: tuple[list[int], ...]  # -key of order[k], ascending: bisect finds the end of a tie block
+    rank: list[int]  # position of each mask in order[popcount(mask)]
+    best_ring: dict[int, list[int]]  # j -> Qj per mask, for j in FRAG_SIZES with j < n
+    partner_max: HalfTables
+
+
+def build_tables(bw: tuple[tuple[int, ...], ...], numa: tuple[int | None, ...]) -> ExactTables:
+    n = len(bw)
+    if not 1 <= n <= MAX_EXACT_GPUS:
+        raise ValueError(f"exact tables need 1..{MAX_EXACT_GPUS} GPUs, got {n}")
+    size = 1 << n
+    mins, sums, maxes = _half_tables(bw, "min"), _half_tables(bw, "sum"), _half_tables(bw, "max")
+    shift, low_mask = mins.shift, mins.low_mask
+    numa_ids = sorted({-1 if node is None else node for node in numa})
+    numa_bit = [1 << numa_ids.index(-1 if node is None else node) for node in numa]
+
+    popcount = [0] * size
+    min_pair = [_NO_PAIR] * size
+    total = [0] * size
+    numa_mask = [0] * size
+    for mask in range(1, size):
+        low = mask & -mask
+        rest = mask ^ low
+        v = low.bit_length() - 1
+        popcount[mask] = popcount[rest] + 1
+        numa_mask[mask] = numa_mask[rest] | numa_bit[v]
+        if rest:
+            lo, hi = rest & low_mask, rest >> shift
+            row_min = mins.low[v][lo]
+            high_min = mins.high[v][hi]
+            if high_min < row_min:
+                row_min = high_min
+            min_pair[mask] = row_min if row_min < min_pair[rest] else min_pair[rest]
+            total[mask] = total[rest] + sums.low[v][lo] + sums.high[v][hi]
+
+    ring = _rings(bw, popcount, min_pair)
+    key = [pack_key(ring[m], total[m], numa_mask[m].bit_count()) for m in range(size)]
+    key[0] = -1
+    order, neg_key = _orders(n, key, popcount)
+    rank = [0] * size
+    for masks in order:
+        for position, mask in enumerate(masks):
+            rank[mask] = position
+    best_ring = {j: _best_ring_of_size(j, ring, popcount, maxes) for j in FRAG_SIZES if j < n}
+    return ExactTables(
+        n=n,
+        bw=bw,
+        key=key,
+        ring=ring,
+        order=order,
+        neg_key=neg_key,
+        rank=rank,
+        best_ring=best_ring,
+        partner_max=maxes,
+    )
+
+
+def _rings(bw: tuple[tuple[int, ...], ...], popcount: list[int], min_pair: list[int]) -> list[int]:
+    n = len(bw)
+    size = 1 << n
+    ring = [0] * size
+    for mask in range(1, size):
+        if popcount[mask] >= 2:
+            ring[mask] = min_pair[mask]  # every cycle is at least this fast; raised below where possible
+    values = sorted({bw[a][b] for a in range(n) for b in range(a + 1, n)}, reverse=True)
+    for threshold in values[:-1]:  # at the smallest value every subset is a clique
+        adjacency = [sum(1 << b for b in range(n) if b != a and bw[a][b] >= threshold) for a in range(n)]
+        component = _components(adjacency)
+        adjacency_by_bit = {1 << a: adjacency[a] for a in range(n)}
+        reach = [0] * size
+        for mask in range(1, size):
+            low = mask & -mask
+            rest = mask ^ low
+            if not rest:
+                reach[mask] = low
+                continue
+            if min_pair[mask] >= threshold:
+                reach[mask] = rest  # a clique at this threshold: every order is a path
+                continue
+            if mask & ~component[low.bit_length() - 1]:
+                continue  # spans two components: no Hamiltonian path, reach stays 0
+            ends = 0
+            todo = rest
+            while todo:
+                bit = todo & -todo
+                if reach[mask ^ bit] & adjacency_by_bit[bit]:
+                    ends |= bit
+                todo ^= bit
+            reach[mask] = ends
+            if ring[mask] < threshold and popcount[mask] >= 3 and ends & adjacency_by_bit[low]:
+                ring[mask] = threshold
+    return ring
+
+
+def _components(adjacency: list[int]) -> list[int]:
+    """For each GPU, the bitmask of its connected component in the graph given by `adjacency`."""
+    n = len(adjacency)
+    component = [0] * n
+    for start in range(n):
+        if component[start]:
+            continue
+        seen, frontier = 1 << start, 1 << start
+        while frontier:
+            bit = frontier & -frontier
+            frontier ^= bit
+            new = adjacency[bit.bit_length() - 1] & ~seen
+            seen |= new
+            frontier |= new
+        for v in range(n):
+            if seen >> v & 1:
+                component[v] = seen
+    return component
+
+
+def _orders(n: int, key: list[int], popcount: list[int]) -> tuple[tuple[list[int], ...], tuple[list[int], ...]]:
+    """Masks of each size sorted by key descending, then by criterion 5 (lexicographically smallest first).
+
+    For equal-size sets, the lexicographically smaller ascending index tuple is the one owning the
+    lowest index where the two sets differ, i.e. the larger bit-reversed mask.
+    """
+    size = 1 << n
+    reverse = [0] * size
+    top = n - 1
+    for mask in range(1, size):
+        reverse[mask] = (reverse[mask >> 1] >> 1) | ((mask & 1) << top)
+    by_size: list[list[int]] = [[] for _ in range(n + 1)]
+    for mask in range(1, size):
+        by_size[popcount[mask]].append((key[mask] << n) | reverse[mask])
+    order: list[list[int]] = [[]]
+    neg_key: list[list[int]] = [[]]
+    low_bits = size - 1  # bit reversal is its own inverse: reverse[reverse[m]] == m
+    for k in range(1, n + 1):
+        packed = sorted(by_size[k], reverse=True)
+        masks = [reverse[p & low_bits] for p in packed]
+        order.append(masks)
+        neg_key.append([-(p >> n) for p in packed])
+    return tuple(order), tuple(neg_key)
+
+
+def _best_ring_of_size(j: int, ring: list[int], popcount: list[int], maxes: HalfTables) -> list[int]:
+    """Qj per mask: the best ring of a j-subset (0 if the mask has fewer than j GPUs).
+
+    Every j-subset of a mask with more than j GPUs misses one of the mask's j + 1 lowest GPUs, so Qj(S)
+    is the maximum of Qj(S minus g) over those j + 1 GPUs g. For j = 2 the best pair is the running
+    maximum of row maxima instead (O(1) per mask).
+    """
+    size = len(ring)
+    best = [0] * size
+    if j == 2:
+        shift, low_mask = maxes.shift, maxes.low_mask
+        for mask in range(1, size):
+            low = mask & -mask
+            rest = mask ^ low
+            if rest:
+                v = low.bit_length() - 1
+                row = max(maxes.low[v][rest & low_mask], maxes.high[v][rest >> shift])
+                best[mask] = row if row > best[rest] else best[rest]
+        return best
+    for mask in range(1, size):
+        count = popcount[mask]
+        if count < j:
+            continue
+        if count == j:
+            best[mask] = ring[mask]
+            continue
+        value = 0
+        todo = mask
+        for _ in range(j + 1):
+            bit = todo & -todo
+            todo ^= bit
+            candidate = best[mask ^ bit]
+            if candidate > value:
+                value = candidate
+        best[mask] = value
+    return best

@@ -1,0 +1,49 @@
+"""Shared by the topology, allocate and simulate subcommands: --machine, and building the Allocator."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from device_plugin.allocator import Allocator
+from device_plugin.errors import ConfigError, InvalidRequestError, PluginError
+from device_plugin.nvml.catalog import open_backend, shipped_machine_names
+from device_plugin.topology import Topology
+from device_plugin.topology_build import build_topology
+
+EXIT_INVALID = 2
+
+
+def add_machine_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--machine",
+        help=f"a shipped machine ({', '.join(shipped_machine_names())}) or a machine-description file; "
+        "default: this node's GPUs through NVML",
+    )
+
+
+def load_topology(machine: str | None) -> Topology:
+    backend = open_backend(machine)
+    try:
+        return build_topology(backend)
+    finally:
+        backend.close()
+
+
+def parse_indices(text: str | None, flag: str) -> list[int] | None:
+    if text is None:
+        return None
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not all(p.isdigit() for p in parts):
+        raise InvalidRequestError(f"{flag}: {text!r} is not a comma-separated list of GPU indices")
+    return [int(p) for p in parts]
+
+
+def fail(error: PluginError) -> int:
+    """Print the error; exit 2 for invalid input (request, machine, trace), 1 for a runtime failure."""
+    print(f"error: {error}", file=sys.stderr)
+    return EXIT_INVALID if isinstance(error, InvalidRequestError | ConfigError) else 1
+
+
+def build_allocator(machine: str | None) -> Allocator:
+    return Allocator(load_topology(machine))

@@ -1,0 +1,75 @@
+"""`gpu-device-plugin topology`: the node's GPU topology, nvidia-smi topo -m style, with bandwidths."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from device_plugin.commands._machine import add_machine_argument, fail, load_topology
+from device_plugin.errors import PluginError
+from device_plugin.topology import Topology
+
+NAME = "topology"
+HELP = "print the GPU topology matrix (NVLink / NVSwitch / PCIe level, NUMA) and per-pair bandwidth"
+
+LEGEND = """Legend:
+  X     = self
+  NV#   = # direct NVLinks          NVS#  = # NVLinks through NVSwitch
+  PIX   = one PCIe switch           PXB   = several PCIe switches
+  PHB   = a PCIe host bridge        NODE  = host bridges of one NUMA node
+  SYS   = across the CPU interconnect
+Bandwidth: one direction, GB/s, from the facts table (README, device_plugin/topology_facts.py)."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_machine_argument(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def render(topology: Topology) -> str:
+    n = topology.gpu_count
+    heads = [f"GPU{i}" for i in range(n)]
+    width = max(6, *(len(h) + 1 for h in heads))
+
+    def row(name: str, cells: list[str]) -> str:
+        return f"{name:<7}" + "".join(f"{c:>{width}}" for c in cells)
+
+    lines = [row("", [*heads, "NUMA"])]
+    for a in range(n):
+        cells = ["X" if a == b else topology.pair(a, b).label for b in range(n)]
+        numa = topology.numa_nodes[a]
+        lines.append(row(f"GPU{a}", [*cells, "N/A" if numa is None else str(numa)]))
+    lines += ["", "Bandwidth (GB/s, one direction):", row("", heads)]
+    for a in range(n):
+        lines.append(row(f"GPU{a}", ["-" if a == b else f"{topology.bandwidth_gbps(a, b):g}" for b in range(n)]))
+    return "\n".join([*lines, "", LEGEND])
+
+
+def as_json(topology: Topology) -> dict[str, object]:
+    n = topology.gpu_count
+    return {
+        "gpus": [{"index": i, "name": topology.gpu_names[i], "numa_node": topology.numa_nodes[i]} for i in range(n)],
+        "pairs": [
+            {
+                "a": a,
+                "b": b,
+                "link": topology.pair(a, b).label,
+                "nvlinks": topology.pair(a, b).nvlinks,
+                "via_nvswitch": topology.pair(a, b).via_nvswitch,
+                "pcie": topology.pair(a, b).pcie_level.short_name,
+                "same_numa": topology.pair(a, b).same_numa,
+                "bandwidth_gbps": topology.bandwidth_gbps(a, b),
+            }
+            for a in range(n)
+            for b in range(a + 1, n)
+        ],
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        topology = load_topology(args.machine)
+    except PluginError as error:
+        return fail(error)
+    print(json.dumps(as_json(topology), indent=2) if args.json else render(topology))
+    return 0

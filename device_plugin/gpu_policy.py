@@ -1,0 +1,92 @@
+"""TopologyPolicy: the AllocationPolicy for whole-GPU resources, backed by the topology-aware Allocator.
+
+It maps device IDs to NVML indices (Device.gpu_indices), asks the Allocator, maps the answer back to
+IDs, writes one log line per decision and hands the AllocationDecision to an optional hook (the
+allocation-quality metric). Pure apart from the log line and the hook: no NVML, no clock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from device_plugin.allocator import Allocator
+from device_plugin.allocator.decision import AllocationDecision, DecisionHook
+from device_plugin.devices import Device
+from device_plugin.errors import InvalidRequestError
+from device_plugin.nvml.protocol import NvmlBackend
+from device_plugin.topology_build import build_topology
+
+log = logging.getLogger(__name__)
+
+
+class TopologyPolicy:
+    """Chooses whole GPUs by the objective of device_plugin.allocator.objective."""
+
+    def __init__(self, allocator: Allocator, *, on_decision: DecisionHook | None = None) -> None:
+        self._allocator = allocator
+        self._on_decision = on_decision
+
+    @classmethod
+    def from_backend(cls, backend: NvmlBackend, *, on_decision: DecisionHook | None = None) -> TopologyPolicy:
+        """Build the topology and the allocator's tables once (start-up cost, see the README)."""
+        return cls(Allocator(build_topology(backend)), on_decision=on_decision)
+
+    @property
+    def allocator(self) -> Allocator:
+        return self._allocator
+
+    def choose(
+        self,
+        devices: Mapping[str, Device],
+        available: Sequence[str],
+        must_include: Sequence[str],
+        size: int,
+    ) -> tuple[str, ...]:
+        id_by_index: dict[int, str] = {}
+        for device_id in available:
+            device = devices.get(device_id)
+            if device is None:
+                raise InvalidRequestError(f"unknown device {device_id!r}")
+            if len(device.gpu_indices) != 1:
+                raise InvalidRequestError(
+                    f"device {device_id!r} is not one whole GPU (GPUs {list(device.gpu_indices)}); "
+                    "the topology policy serves whole-GPU resources only"
+                )
+            index = device.gpu_indices[0]
+            if index in id_by_index:
+                raise InvalidRequestError(
+                    f"devices {id_by_index[index]!r} and {device_id!r} are the same GPU {index}; "
+                    "the topology policy serves whole-GPU resources only"
+                )
+            id_by_index[index] = device_id
+        index_by_id = {device_id: index for index, device_id in id_by_index.items()}
+        missing = [device_id for device_id in must_include if device_id not in index_by_id]
+        if missing:
+            raise InvalidRequestError(f"must_include devices {missing} are not available")
+        decision = self._allocator.decide(
+            sorted(id_by_index), sorted(index_by_id[device_id] for device_id in must_include), size
+        )
+        chosen = tuple(id_by_index[index] for index in decision.chosen)
+        log.info(
+            "preferred allocation: %d of %d available (must include %s) -> %s (GPUs %s); ring %.1f GB/s, "
+            "best on an empty node %.1f GB/s%s",
+            size,
+            len(available),
+            ",".join(must_include) or "none",
+            ",".join(chosen),
+            ",".join(map(str, decision.chosen)),
+            decision.ring_bandwidth_gbps,
+            decision.best_possible_gbps,
+            "" if decision.optimal else " (below it: the free GPUs are fragmented)",
+        )
+        self._notify(decision)
+        return chosen
+
+    def _notify(self, decision: AllocationDecision) -> None:
+        if self._on_decision is None:
+            return
+        try:
+            self._on_decision(decision)
+        except Exception:  # a metrics hook must never fail pod admission
+            log.exception("allocation decision hook failed; the allocation itself stands")

@@ -1,0 +1,71 @@
+"""An independent, deliberately simple reference for the documented objective (the README's five criteria).
+
+It enumerates every candidate set and every ring (permutations), with exact fractions, and shares no
+code with device_plugin.allocator. Only fit for machines of at most 8 GPUs.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import cache
+from itertools import combinations, permutations
+
+from device_plugin.topology import Topology
+
+FRAG_SIZES = (8, 4, 2)
+
+
+class BruteForce:
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        n = topology.gpu_count
+        self.w = {(a, b): Fraction(topology.bandwidth_gbps(a, b)) for a in range(n) for b in range(n) if a != b}
+        self.ring = cache(self._ring)
+        self.best_ring = cache(self._best_ring)
+
+    def _ring(self, members: frozenset[int]) -> Fraction:
+        gpus = sorted(members)
+        if len(gpus) == 1:
+            return Fraction(0)
+        if len(gpus) == 2:
+            return self.w[gpus[0], gpus[1]]
+        best = Fraction(0)
+        for rest in permutations(gpus[1:]):
+            cycle = (gpus[0], *rest)
+            slowest = min(self.w[cycle[i], cycle[(i + 1) % len(cycle)]] for i in range(len(cycle)))
+            best = max(best, slowest)
+        return best
+
+    def total(self, members: frozenset[int]) -> Fraction:
+        return sum((self.w[a, b] for a, b in combinations(sorted(members), 2)), Fraction(0))
+
+    def numa_nodes(self, members: frozenset[int]) -> int:
+        return len({self.topology.numa_nodes[g] for g in members})
+
+    def _best_ring(self, remaining: frozenset[int], size: int) -> Fraction:
+        if len(remaining) < size:
+            return Fraction(0)
+        return max(self.ring(frozenset(t)) for t in combinations(sorted(remaining), size))
+
+    def partner_sum(self, remaining: frozenset[int]) -> Fraction:
+        if len(remaining) < 2:
+            return Fraction(0)
+        return sum((max(self.w[v, u] for u in remaining if u != v) for v in remaining), Fraction(0))
+
+    def objective(self, chosen: frozenset[int], available: frozenset[int]) -> tuple[object, ...]:
+        """Criteria 1-4 as a tuple where larger is better."""
+        remaining = available - chosen
+        return (
+            self.ring(chosen),
+            self.total(chosen),
+            -self.numa_nodes(chosen),
+            *(self.best_ring(remaining, j) for j in FRAG_SIZES),
+            self.partner_sum(remaining),
+        )
+
+    def best(self, available: set[int], must_include: set[int], size: int) -> tuple[int, ...]:
+        avail = frozenset(available)
+        candidates = [frozenset(c) for c in combinations(sorted(avail), size) if must_include <= set(c)]
+        scored = [(self.objective(c, avail), c) for c in candidates]
+        top = max(score for score, _ in scored)
+        return min(tuple(sorted(c)) for score, c in scored if score == top)  # criterion 5

@@ -1,0 +1,62 @@
+"""TopologyPolicy: device IDs in, device IDs out, one log line and one hook call per decision."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from device_plugin.allocator.decision import AllocationDecision
+from device_plugin.devices import Device
+from device_plugin.errors import InvalidRequestError
+from device_plugin.gpu_policy import TopologyPolicy
+from device_plugin.nvml.fake import FakeNvml
+
+
+def _devices(machine: str) -> dict[str, Device]:
+    gpus = FakeNvml.from_machine(machine).gpus()
+    return {g.uuid: Device(id=g.uuid, gpu_indices=(g.index,), numa_node=g.numa_node) for g in gpus}
+
+
+def test_policy_maps_ids_and_reports_the_decision(caplog: pytest.LogCaptureFixture) -> None:
+    decisions: list[AllocationDecision] = []
+    policy = TopologyPolicy.from_backend(FakeNvml.from_machine("workstation-4gpu"), on_decision=decisions.append)
+    devices = _devices("workstation-4gpu")
+    by_index = {d.gpu_indices[0]: d.id for d in devices.values()}
+    available = [by_index[2], by_index[0], by_index[1]]  # kubelet order is arbitrary
+    with caplog.at_level(logging.INFO, logger="device_plugin.gpu_policy"):
+        chosen = policy.choose(devices, available, [], 1)
+    assert chosen == (by_index[2],)
+    assert [d.chosen for d in decisions] == [(2,)]
+    assert len(caplog.records) == 1 and by_index[2] in caplog.records[0].getMessage()
+
+
+def test_policy_honours_must_include() -> None:
+    policy = TopologyPolicy.from_backend(FakeNvml.from_machine("pcie-8gpu-2socket"))
+    devices = _devices("pcie-8gpu-2socket")
+    by_index = {d.gpu_indices[0]: d.id for d in devices.values()}
+    chosen = policy.choose(devices, list(devices), [by_index[5]], 2)
+    assert chosen == (by_index[4], by_index[5])
+
+
+def test_a_failing_hook_does_not_fail_the_allocation() -> None:
+    def broken(_: AllocationDecision) -> None:
+        raise RuntimeError("metrics down")
+
+    policy = TopologyPolicy.from_backend(FakeNvml.from_machine("single-gpu"), on_decision=broken)
+    devices = _devices("single-gpu")
+    assert policy.choose(devices, list(devices), [], 1) == tuple(devices)
+
+
+@pytest.mark.parametrize(
+    "devices",
+    [
+        {"a::0": Device("a::0", (0,), 0), "a::1": Device("a::1", (0,), 0)},
+        {"mig": Device("mig", (0, 1), 0)},
+    ],
+    ids=["replicas of one GPU are refused", "a device spanning GPUs is refused"],
+)
+def test_policy_refuses_non_whole_gpu_devices(devices: dict[str, Device]) -> None:
+    policy = TopologyPolicy.from_backend(FakeNvml.from_machine("workstation-4gpu"))
+    with pytest.raises(InvalidRequestError, match="whole-GPU"):
+        policy.choose(devices, list(devices), [], 1)
