@@ -1,0 +1,156 @@
+"""`gpu-device-plugin run`: the daemon.
+
+Loads the config (CLI > env > file), opens the NVML backend (real, or a named/described machine with
+--machine), builds the resources and serves them until SIGTERM/SIGINT. When NVML cannot start it
+exits non-zero, or with failOnInitError=false logs why and waits without serving.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+
+from device_plugin.composition import build_resources
+from device_plugin.config import Config, config_file_path, load_config
+from device_plugin.config_schema import OUR_SECTION
+from device_plugin.errors import ConfigError, NvmlUnavailableError, PluginError
+from device_plugin.lifecycle import PluginManager
+from device_plugin.nvml.catalog import open_backend
+
+NAME = "run"
+HELP = "Run the device plugin daemon (real NVML, or a simulated machine with --machine)."
+
+log = logging.getLogger("device_plugin")
+
+# CLI flag dest -> config field (dotted path in the config file).
+CLI_FIELDS = {
+    "mig_strategy": "flags.migStrategy",
+    "fail_on_init_error": "flags.failOnInitError",
+    "nvidia_driver_root": "flags.nvidiaDriverRoot",
+    "pass_device_specs": "flags.plugin.passDeviceSpecs",
+    "device_list_strategy": "flags.plugin.deviceListStrategy",
+    "device_id_strategy": "flags.plugin.deviceIDStrategy",
+    "device_plugin_dir": f"{OUR_SECTION}.devicePluginDir",
+    "metrics_address": f"{OUR_SECTION}.metricsAddress",
+    "log_format": f"{OUR_SECTION}.logFormat",
+}
+STOP_TIMEOUT_S = 4.0  # SIGTERM to exit stays under 5 s
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--machine", metavar="NAME|FILE", help="simulate a machine (shipped name or YAML file)")
+    parser.add_argument("--config", metavar="FILE", help="config file, NVIDIA's version: v1 format (env CONFIG_FILE)")
+    parser.add_argument("--device-plugin-dir", metavar="DIR", help="kubelet device-plugin dir (env DEVICE_PLUGIN_DIR)")
+    parser.add_argument("--mig-strategy", help="none|single|mixed (env MIG_STRATEGY)")
+    parser.add_argument(
+        "--fail-on-init-error", nargs="?", const="true", metavar="BOOL", help="(env FAIL_ON_INIT_ERROR)"
+    )
+    parser.add_argument("--nvidia-driver-root", metavar="DIR", help="(env NVIDIA_DRIVER_ROOT)")
+    parser.add_argument("--pass-device-specs", nargs="?", const="true", metavar="BOOL", help="(env PASS_DEVICE_SPECS)")
+    parser.add_argument("--device-list-strategy", metavar="LIST", help="comma-separated (env DEVICE_LIST_STRATEGY)")
+    parser.add_argument("--device-id-strategy", help="uuid|index (env DEVICE_ID_STRATEGY)")
+    parser.add_argument("--metrics-address", metavar="HOST:PORT", help="(env METRICS_ADDRESS)")
+    parser.add_argument("--log-format", help="text|json (env LOG_FORMAT)")
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, sort_keys=True)
+
+
+def configure_logging(log_format: str, level: str = "INFO") -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+def load_effective_config(args: argparse.Namespace) -> Config:
+    cli = {path: getattr(args, dest, None) for dest, path in CLI_FIELDS.items()}
+    return load_config(config_file=config_file_path(args.config, os.environ), env=os.environ, cli=cli)
+
+
+class SignalWaiter:
+    """Installed first thing, so a SIGTERM during start-up is also a clean stop."""
+
+    def __init__(self) -> None:
+        self._received: list[str] = []
+        self._event = threading.Event()
+        signal.signal(signal.SIGTERM, self._handle)
+        signal.signal(signal.SIGINT, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self._received.append(signal.Signals(signum).name)
+        self._event.set()
+
+    def wait(self) -> str:
+        while not self._event.wait(0.5):
+            pass
+        return self._received[0]
+
+
+def run(args: argparse.Namespace) -> int:
+    signals = SignalWaiter()
+    try:
+        config = load_effective_config(args)
+    except ConfigError as error:
+        print(f"gpu-device-plugin: config error: {error}", file=sys.stderr)
+        return 2
+    configure_logging(config.daemon.log_format, args.log_level)
+    log.info("effective config (%s): %s", "; ".join(config.sources) or "defaults", config.describe())
+    if config.daemon.metrics_address:
+        log.warning(
+            "metrics_address %s is set but the metrics endpoint is not built yet", config.daemon.metrics_address
+        )
+    try:
+        backend = open_backend(args.machine)
+    except NvmlUnavailableError as error:
+        if config.flags.fail_on_init_error:
+            log.error("NVML is unavailable: %s. Is the NVIDIA driver installed and this a GPU node?", error)
+            log.error("exiting; set failOnInitError=false (FAIL_ON_INIT_ERROR=false) to wait instead")
+            return 1
+        log.error("NVML is unavailable: %s. failOnInitError=false: waiting without serving until SIGTERM", error)
+        log.info("received %s; exiting", signals.wait())
+        return 0
+    except ConfigError as error:  # a bad machine description
+        log.error("cannot load machine %s: %s", args.machine, error)
+        return 2
+    try:
+        resources = build_resources(backend, config)
+    except ConfigError as error:
+        log.error("config error: %s", error)
+        backend.close()
+        return 2
+    except PluginError as error:
+        log.error("cannot enumerate GPUs: %s", error)
+        backend.close()
+        return 1
+    manager = PluginManager(resources, config.daemon.device_plugin_dir)
+    manager.start()
+    signal_name = signals.wait()
+    started = time.monotonic()
+    log.info("received %s; sending empty device lists and stopping", signal_name)
+    manager.stop(timeout_s=STOP_TIMEOUT_S)
+    backend.close()
+    log.info("stopped in %.2f s", time.monotonic() - started)
+    return 0

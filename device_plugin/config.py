@@ -1,0 +1,245 @@
+"""The daemon's configuration: NVIDIA's `version: v1` file, env variables and CLI flags, merged once.
+
+Precedence: CLI > env > file > default. Env and CLI values are turned into file-shaped values first
+(errors name the variable or flag and the field), merged into the file's mapping, and the result is
+checked in one pass (config_schema), so every source obeys the same rules. The outcome is a frozen
+dataclass tree. `sharing`, `resources` and `imex` keep their validated raw shape for now: the
+time-slicing parser in timeslice/ turns `sharing` into replicas.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from device_plugin.config_schema import (
+    CONFIG_FILE_ENV,
+    ENV_FIELDS,
+    FIELDS,
+    OUR_SECTION,
+    SUPPORTED_VERSION,
+    TOP_LEVEL,
+    sections,
+)
+from device_plugin.config_sections import check_imex, check_resources, check_sharing
+from device_plugin.errors import ConfigError
+
+DEFAULT_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
+
+
+def _frozen(value: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+@dataclass(frozen=True)
+class PluginFlags:
+    pass_device_specs: bool = False
+    device_list_strategy: tuple[str, ...] = ("envvar",)
+    device_id_strategy: str = "uuid"
+    cdi_annotation_prefix: str = "cdi.k8s.io/"
+    nvidia_ctk_path: str = "/usr/bin/nvidia-ctk"
+    container_driver_root: str = "/driver-root"
+    shared_devices_allocation_policy: str = "distributed"
+
+
+@dataclass(frozen=True)
+class Flags:
+    mig_strategy: str = "none"
+    fail_on_init_error: bool = True
+    nvidia_driver_root: str = "/"
+    nvidia_dev_root: str | None = None  # None: same as nvidia_driver_root
+    mps_root: str = ""
+    gdrcopy_enabled: bool = False
+    gds_enabled: bool = False
+    mofed_enabled: bool = False
+    use_node_feature_api: bool | None = None
+    device_discovery_strategy: str = "auto"
+    plugin: PluginFlags = field(default_factory=PluginFlags)
+    gfd: Mapping[str, Any] = field(default_factory=_frozen)
+
+
+@dataclass(frozen=True)
+class DaemonSettings:
+    """Our own settings (section `gpuDevicePlugin`), not part of NVIDIA's format."""
+
+    device_plugin_dir: Path = DEFAULT_DEVICE_PLUGIN_DIR
+    metrics_address: str = ""  # host:port for /metrics; empty: no metrics endpoint
+    log_format: str = "text"  # text | json
+
+
+@dataclass(frozen=True)
+class Config:
+    version: str = SUPPORTED_VERSION
+    flags: Flags = field(default_factory=Flags)
+    resources: Mapping[str, Any] = field(default_factory=_frozen)
+    sharing: Mapping[str, Any] = field(default_factory=_frozen)
+    imex: Mapping[str, Any] = field(default_factory=_frozen)
+    daemon: DaemonSettings = field(default_factory=DaemonSettings)
+    sources: tuple[str, ...] = ()  # where values came from, for the start-up log line
+
+    def describe(self) -> str:
+        """The effective config as one line of JSON."""
+        return json.dumps(_plain(self), sort_keys=True, separators=(",", ":"))
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready copy (asdict cannot copy the read-only mappings)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+# ---- loading -----------------------------------------------------------------------------------
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ConfigError("config file", f"cannot read {path}: {error.strerror}") from error
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError("config file", f"{path} is not valid YAML/JSON: {error}") from error
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError("config file", f"{path} must hold a mapping at the top level")
+    return raw
+
+
+def config_file_path(cli_path: str | None, env: Mapping[str, str]) -> Path | None:
+    if cli_path:
+        return Path(cli_path)
+    from_env = env.get(CONFIG_FILE_ENV, "")
+    return Path(from_env) if from_env else None
+
+
+def load_config(
+    *,
+    config_file: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    cli: Mapping[str, str | None] | None = None,
+) -> Config:
+    """Merge file, env and CLI (keys of `cli` are dotted field paths, values their text)."""
+    raw = read_config_file(config_file) if config_file is not None else {}
+    sources = [f"file {config_file}"] if config_file is not None else []
+    env_set = [(name, text) for name, text in sorted((env or {}).items()) if name in ENV_FIELDS and text != ""]
+    for name, text in env_set:
+        path = ENV_FIELDS[name]
+        _put(raw, path, _from_text(path, text, origin=f"env {name}"))
+    if env_set:
+        sources.append("env " + ",".join(name for name, _ in env_set))
+    cli_set = [(path, text) for path, text in sorted((cli or {}).items()) if text is not None]
+    for path, text in cli_set:
+        _put(raw, path, _from_text(path, text, origin="command line"))
+    if cli_set:
+        sources.append("cli " + ",".join(path for path, _ in cli_set))
+    return parse_config(raw, sources=tuple(sources))
+
+
+def _from_text(path: str, text: str, *, origin: str) -> Any:
+    if path not in FIELDS:
+        raise ConfigError(path, f"unknown field (from {origin})")
+    try:
+        return FIELDS[path].from_text(path, text)
+    except ConfigError as error:
+        raise ConfigError(path, f"{error.message} (from {origin})") from error
+
+
+def _put(raw: dict[str, Any], path: str, value: Any) -> None:
+    *parents, leaf = path.split(".")
+    node = raw
+    for i, part in enumerate(parents):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(".".join(parents[: i + 1]), f"must be a mapping, got {child!r}")
+        node = child
+    node[leaf] = value
+
+
+def parse_config(raw: Mapping[str, Any], *, sources: tuple[str, ...] = ()) -> Config:
+    version = raw.get("version") or SUPPORTED_VERSION
+    if version != SUPPORTED_VERSION:
+        raise ConfigError("version", f"unsupported version {version!r}; only {SUPPORTED_VERSION!r} is accepted")
+    values = _walk(raw)
+    plugin = PluginFlags(
+        **_pick(
+            values,
+            "flags.plugin.",
+            PluginFlags,
+            rename={"deviceIDStrategy": "device_id_strategy", "nvidiaCTKPath": "nvidia_ctk_path"},
+        )
+    )
+    flags_kw = _pick(values, "flags.", Flags, rename={"useNodeFeatureAPI": "use_node_feature_api"})
+    flags_kw["gfd"] = _frozen(flags_kw.get("gfd"))
+    daemon_kw = _pick(values, f"{OUR_SECTION}.", DaemonSettings)
+    if "device_plugin_dir" in daemon_kw:
+        daemon_kw["device_plugin_dir"] = Path(daemon_kw["device_plugin_dir"])
+    return Config(
+        version=version,
+        flags=Flags(plugin=plugin, **flags_kw),
+        resources=_frozen(check_resources(raw.get("resources"))),
+        sharing=_frozen(check_sharing(raw.get("sharing"))),
+        imex=_frozen(check_imex(raw.get("imex"))),
+        daemon=DaemonSettings(**daemon_kw),
+        sources=sources,
+    )
+
+
+def _walk(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Check every key of the known sections; return the set leaf values by dotted path."""
+    known_sections = sections()
+    values: dict[str, Any] = {}
+
+    def visit(prefix: str, node: Mapping[str, Any]) -> None:
+        for key, value in node.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if prefix == "" and key in TOP_LEVEL and path not in known_sections:
+                continue  # version / resources / sharing / imex: checked on their own
+            if path in FIELDS:
+                if value is not None:  # null means "not set", as with NVIDIA's pointer fields
+                    values[path] = FIELDS[path].check(path, value)
+            elif path in known_sections:
+                if value is None:
+                    continue
+                if not isinstance(value, dict):
+                    raise ConfigError(path, f"must be a mapping, got {value!r}")
+                visit(path, value)
+            else:
+                raise ConfigError(path, "unknown field")
+
+    visit("", raw)
+    return values
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
+def _pick(values: Mapping[str, Any], prefix: str, target: type, *, rename: Mapping[str, str] | None = None) -> dict:
+    names = set(target.__dataclass_fields__)  # type: ignore[attr-defined]
+    picked: dict[str, Any] = {}
+    for path, value in values.items():
+        if not path.startswith(prefix) or "." in path[len(prefix) :]:
+            continue
+        key = path[len(prefix) :]
+        attr = (rename or {}).get(key) or _snake(key)
+        if attr not in names:
+            raise AssertionError(f"config field {path} has no attribute {attr} in {target.__name__}")
+        picked[attr] = value
+    return picked

@@ -1,0 +1,151 @@
+"""The shape of the config file: which keys exist, what each one accepts, and where env and CLI map.
+
+NVIDIA's `version: v1` keys are accepted as they are, so an existing ConfigMap works unchanged. Our
+own settings live in a separate top-level section, `gpuDevicePlugin`, so they never collide with a
+key NVIDIA might add to `flags`. Values are checked here; errors are ConfigError naming the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from device_plugin.errors import ConfigError
+
+SUPPORTED_VERSION = "v1"
+OUR_SECTION = "gpuDevicePlugin"
+
+DEVICE_LIST_STRATEGIES = ("envvar", "volume-mounts", "cdi-annotations", "cdi-cri")
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One leaf key: how a file value is checked and how an env/CLI string becomes a value."""
+
+    check: Callable[[str, Any], Any]  # (field, file value) -> value
+    from_text: Callable[[str, str], Any]  # (field, env/CLI text) -> value
+
+
+def _bool(field: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(field, f"must be true or false, got {value!r}")
+    return value
+
+
+def _bool_text(field: str, text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ConfigError(field, f"must be true or false, got {text!r}")
+
+
+def _str(field: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(field, f"must be a string, got {value!r}")
+    return value
+
+
+def _text(field: str, text: str) -> str:
+    return text
+
+
+def _choice(*choices: str) -> Field:
+    def check(field: str, value: Any) -> str:
+        if value not in choices:
+            raise ConfigError(field, f"must be one of {', '.join(choices)}; got {value!r}")
+        return str(value)
+
+    return Field(check, check)
+
+
+def _strategy_list(field: str, value: Any) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items:
+        raise ConfigError(field, f"must be a strategy or a non-empty list of them, got {value!r}")
+    for item in items:
+        if item not in DEVICE_LIST_STRATEGIES:
+            raise ConfigError(field, f"unknown strategy {item!r}; choose from {', '.join(DEVICE_LIST_STRATEGIES)}")
+    if len(set(items)) != len(items):
+        raise ConfigError(field, f"lists a strategy twice: {items}")
+    return tuple(items)
+
+
+def _strategy_text(field: str, text: str) -> list[str]:
+    items = [part.strip() for part in text.split(",") if part.strip()]
+    _strategy_list(field, items)
+    return items  # file-shaped: the merged mapping is checked again as a whole
+
+
+def _mapping(field: str, value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(field, f"must be a mapping, got {value!r}")
+    return value
+
+
+def _no_text(field: str, text: str) -> Any:
+    raise ConfigError(field, "cannot be set from the environment or the command line")
+
+
+BOOL = Field(_bool, _bool_text)
+STR = Field(_str, _text)
+RAW_MAPPING = Field(_mapping, _no_text)
+
+# Every leaf key by dotted path. Sections (mappings of keys) are the prefixes that appear here.
+FIELDS: dict[str, Field] = {
+    "flags.migStrategy": _choice("none", "single", "mixed"),
+    "flags.failOnInitError": BOOL,
+    "flags.nvidiaDriverRoot": STR,
+    "flags.nvidiaDevRoot": STR,
+    "flags.mpsRoot": STR,
+    "flags.gdrcopyEnabled": BOOL,
+    "flags.gdsEnabled": BOOL,
+    "flags.mofedEnabled": BOOL,
+    "flags.useNodeFeatureAPI": BOOL,
+    "flags.deviceDiscoveryStrategy": _choice("auto", "nvml", "tegra"),
+    "flags.plugin.passDeviceSpecs": BOOL,
+    "flags.plugin.deviceListStrategy": Field(_strategy_list, _strategy_text),
+    "flags.plugin.deviceIDStrategy": _choice("uuid", "index"),
+    "flags.plugin.cdiAnnotationPrefix": STR,
+    "flags.plugin.nvidiaCTKPath": STR,
+    "flags.plugin.containerDriverRoot": STR,
+    "flags.plugin.sharedDevicesAllocationPolicy": _choice("distributed", "packed"),
+    "flags.gfd": RAW_MAPPING,  # GFD's settings: accepted so shared ConfigMaps load; this plugin ignores them
+    f"{OUR_SECTION}.devicePluginDir": STR,
+    f"{OUR_SECTION}.metricsAddress": STR,
+    f"{OUR_SECTION}.logFormat": _choice("text", "json"),
+}
+# Top-level keys with a shape of their own (validated in config_sections).
+TOP_LEVEL = ("version", "flags", "resources", "sharing", "imex", OUR_SECTION)
+
+# Environment variables, NVIDIA's names where NVIDIA has one.
+ENV_FIELDS: dict[str, str] = {
+    "MIG_STRATEGY": "flags.migStrategy",
+    "FAIL_ON_INIT_ERROR": "flags.failOnInitError",
+    "NVIDIA_DRIVER_ROOT": "flags.nvidiaDriverRoot",
+    "NVIDIA_DEV_ROOT": "flags.nvidiaDevRoot",
+    "MPS_ROOT": "flags.mpsRoot",
+    "PASS_DEVICE_SPECS": "flags.plugin.passDeviceSpecs",
+    "DEVICE_LIST_STRATEGY": "flags.plugin.deviceListStrategy",
+    "DEVICE_ID_STRATEGY": "flags.plugin.deviceIDStrategy",
+    "CDI_ANNOTATION_PREFIX": "flags.plugin.cdiAnnotationPrefix",
+    "NVIDIA_CTK_PATH": "flags.plugin.nvidiaCTKPath",
+    "CONTAINER_DRIVER_ROOT": "flags.plugin.containerDriverRoot",
+    "DEVICE_PLUGIN_DIR": f"{OUR_SECTION}.devicePluginDir",
+    "METRICS_ADDRESS": f"{OUR_SECTION}.metricsAddress",
+    "LOG_FORMAT": f"{OUR_SECTION}.logFormat",
+}
+CONFIG_FILE_ENV = "CONFIG_FILE"
+
+
+def sections() -> set[str]:
+    """Dotted paths that are mappings of known keys ("" is the top level)."""
+    found = {""}
+    for path in FIELDS:
+        parts = path.split(".")
+        found.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return found

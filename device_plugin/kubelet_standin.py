@@ -1,0 +1,285 @@
+"""A kubelet stand-in: the kubelet's side of the device-plugin contract, on real unix sockets.
+
+Test harness and demo prop, not part of the daemon. It behaves like kubelets >= 1.25:
+- serves v1beta1.Registration on `<dir>/kubelet.sock`, refusing a wrong version or an invalid
+  resource name with the kubelet's own messages;
+- inside Register dials `<dir>/<endpoint>`, calls GetDevicePluginOptions and opens ListAndWatch in a
+  thread that records every list; a new registration of a resource cancels the old stream;
+- never retries a broken stream;
+- admits pods like the device manager: GetPreferredAllocation with the free healthy devices in
+  shuffled order, then Allocate with one container request;
+- restart(): stops, deletes every socket in the directory (and nothing else), re-creates kubelet.sock.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import stat
+import threading
+from collections.abc import Callable
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+import grpc
+
+from api import deviceplugin_pb2 as pb
+from api import deviceplugin_pb2_grpc as pb_grpc
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SUPPORTED_VERSION = "v1beta1"
+DIAL_TIMEOUT_S = 10.0
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """The kubelet's IsExtendedResourceName: `<dns-subdomain>/<name>`, not native, quota name valid."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    prefix, _, short = f"requests.{name}".partition("/")
+    if "/" in short or not 0 < len(short) <= 63 or not _QUALIFIED_NAME.match(short):
+        return False
+    return len(prefix) <= 253 and all(_DNS_LABEL.match(label) for label in prefix.split("."))
+
+
+@dataclass(frozen=True)
+class ListedDevice:
+    id: str
+    health: str
+    numa_nodes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RegisterCall:
+    version: str
+    endpoint: str
+    resource_name: str
+    options: pb.DevicePluginOptions
+    refusal: str | None  # the error the stand-in answered with, None when accepted
+
+
+@dataclass
+class PluginConnection:
+    """One accepted registration: the channel to the plugin and what its stream delivered."""
+
+    resource_name: str
+    endpoint: str
+    request_options: pb.DevicePluginOptions
+    plugin_options: pb.DevicePluginOptions
+    channel: grpc.Channel
+    stub: pb_grpc.DevicePluginStub
+    lists: list[tuple[ListedDevice, ...]] = field(default_factory=list)
+    stream_ended: bool = False
+    stream_error: str | None = None
+    call: grpc.Future | None = None
+
+
+@dataclass(frozen=True)
+class Admission:
+    """One pod container admitted for `resource`: what the plugin preferred and what Allocate gave."""
+
+    requested: int
+    available: tuple[str, ...]  # in the shuffled order sent
+    preferred: tuple[str, ...]
+    envs: dict[str, str]
+    response: pb.ContainerAllocateResponse
+
+
+class KubeletStandIn:
+    def __init__(self, plugin_dir: Path, *, refuse_registrations: int = 0, seed: int = 0) -> None:
+        self.plugin_dir = Path(plugin_dir)
+        self.socket_path = self.plugin_dir / "kubelet.sock"
+        self._cond = threading.Condition()
+        self._server: grpc.Server | None = None
+        self._refuse_remaining = refuse_registrations
+        self._rng = random.Random(seed)
+        self.register_calls: list[RegisterCall] = []
+        self.connections: list[PluginConnection] = []
+        self._current: dict[str, PluginConnection] = {}
+        self._allocated: dict[str, set[str]] = {}
+
+    # ---- server --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        pb_grpc.add_RegistrationServicer_to_server(_Registration(self), server)
+        server.add_insecure_port(f"unix://{self.socket_path}")
+        server.start()
+        self._server = server
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop(0.5).wait(2.0)
+            self._server = None
+        with self._cond:
+            connections, self._current = list(self._current.values()), {}
+        for connection in connections:
+            _close(connection)
+
+    def restart(self) -> list[str]:
+        """Like a kubelet restart: every socket in the directory is deleted; returns their names."""
+        self.stop()
+        deleted = []
+        for entry in sorted(self.plugin_dir.iterdir()):
+            if stat.S_ISSOCK(entry.lstat().st_mode):
+                entry.unlink()
+                deleted.append(entry.name)
+        with self._cond:
+            self._allocated.clear()
+        self.start()
+        return deleted
+
+    # ---- observation ---------------------------------------------------------------------------
+
+    def wait_for(self, predicate: Callable[[], T | None], timeout_s: float) -> T:
+        """Wait until `predicate()` is truthy (evaluated under the stand-in's lock); return its value."""
+        with self._cond:
+            result = self._cond.wait_for(predicate, timeout_s)
+        if not result:
+            raise TimeoutError(f"kubelet stand-in: condition not met within {timeout_s} s")
+        return result
+
+    def wait_for_connection(self, resource_name: str, count: int = 1, timeout_s: float = 10.0) -> PluginConnection:
+        """The current connection of `resource_name` once it is at least the `count`-th accepted
+        registration and its first list arrived. (A registration the plugin abandoned may land too, so
+        the current one is returned rather than the `count`-th.)"""
+
+        def ready() -> PluginConnection | None:
+            accepted = sum(1 for c in self.connections if c.resource_name == resource_name)
+            current = self._current.get(resource_name)
+            if accepted >= count and current is not None and current.lists and not current.stream_ended:
+                return current
+            return None
+
+        return self.wait_for(ready, timeout_s)
+
+    def current(self, resource_name: str) -> PluginConnection:
+        with self._cond:
+            return self._current[resource_name]
+
+    def latest_devices(self, resource_name: str) -> tuple[ListedDevice, ...]:
+        with self._cond:
+            return self._current[resource_name].lists[-1]
+
+    # ---- pod admission -------------------------------------------------------------------------
+
+    def admit(self, resource_name: str, count: int) -> Admission:
+        """Admit one container asking for `count` devices. RPC errors propagate as grpc.RpcError."""
+        with self._cond:
+            connection = self._current[resource_name]
+            allocated = self._allocated.setdefault(resource_name, set())
+            healthy = [d.id for d in connection.lists[-1] if d.health == "Healthy"]
+            available = [i for i in healthy if i not in allocated]
+            self._rng.shuffle(available)
+        if len(available) < count:
+            raise RuntimeError(
+                f"requested number of devices unavailable for {resource_name}. "
+                f"Requested: {count}, Available: {len(available)}"
+            )
+        preferred_reply = connection.stub.GetPreferredAllocation(
+            pb.PreferredAllocationRequest(
+                container_requests=[
+                    pb.ContainerPreferredAllocationRequest(available_deviceIDs=available, allocation_size=count)
+                ]
+            ),
+            timeout=10.0,
+        )
+        preferred = tuple(preferred_reply.container_responses[0].deviceIDs)
+        # Like the kubelet: keep what is available, fill any shortfall from the rest.
+        chosen = [i for i in preferred if i in available][:count]
+        chosen += [i for i in available if i not in chosen][: count - len(chosen)]
+        reply = connection.stub.Allocate(
+            pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=chosen)]), timeout=10.0
+        )
+        if not reply.container_responses:
+            raise RuntimeError(f"no containers return in allocation response {reply}")
+        with self._cond:
+            allocated.update(chosen)
+        response = reply.container_responses[0]
+        return Admission(count, tuple(available), preferred, dict(response.envs), response)
+
+    def release(self, resource_name: str, device_ids: list[str] | tuple[str, ...]) -> None:
+        with self._cond:
+            self._allocated.get(resource_name, set()).difference_update(device_ids)
+
+    # ---- Register ------------------------------------------------------------------------------
+
+    def _register(self, request: pb.RegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
+        refusal = self._refusal(request)
+        call = RegisterCall(request.version, request.endpoint, request.resource_name, request.options, refusal)
+        with self._cond:
+            self.register_calls.append(call)
+            self._cond.notify_all()
+        if refusal is not None:
+            context.abort(grpc.StatusCode.UNKNOWN, refusal)
+        channel = grpc.insecure_channel(f"unix://{self.plugin_dir / request.endpoint}")
+        try:
+            grpc.channel_ready_future(channel).result(timeout=DIAL_TIMEOUT_S)
+            stub = pb_grpc.DevicePluginStub(channel)
+            options = stub.GetDevicePluginOptions(pb.Empty(), timeout=DIAL_TIMEOUT_S)
+        except (grpc.FutureTimeoutError, grpc.RpcError) as error:
+            channel.close()
+            context.abort(grpc.StatusCode.UNKNOWN, f"failed to dial device plugin: {error}")
+        connection = PluginConnection(request.resource_name, request.endpoint, request.options, options, channel, stub)
+        connection.call = stub.ListAndWatch(pb.Empty())
+        with self._cond:
+            previous = self._current.get(request.resource_name)
+            self._current[request.resource_name] = connection
+            self.connections.append(connection)
+        if previous is not None:
+            _close(previous)
+        threading.Thread(target=self._watch, args=(connection,), daemon=True, name="standin-law").start()
+        return pb.Empty()
+
+    def _refusal(self, request: pb.RegisterRequest) -> str | None:
+        if request.version != SUPPORTED_VERSION:
+            return (
+                f"requested API version {request.version!r} is not supported by kubelet. "
+                f"Supported version is {SUPPORTED_VERSION!r}"
+            )
+        if not is_extended_resource_name(request.resource_name):
+            return f"the ResourceName {request.resource_name!r} is invalid"
+        if not request.endpoint or "/" in request.endpoint or request.endpoint in (".", ".."):
+            return f"endpoint {request.endpoint!r} is not a file name in {self.plugin_dir}"
+        with self._cond:
+            if self._refuse_remaining > 0:
+                self._refuse_remaining -= 1
+                return "registration refused by the stand-in (configured to refuse)"
+        return None
+
+    def _watch(self, connection: PluginConnection) -> None:
+        try:
+            for response in connection.call:  # type: ignore[union-attr]
+                listed = tuple(
+                    ListedDevice(d.ID, d.health, tuple(n.ID for n in d.topology.nodes)) for d in response.devices
+                )
+                with self._cond:
+                    connection.lists.append(listed)
+                    self._cond.notify_all()
+        except grpc.RpcError as error:
+            connection.stream_error = f"{error.code().name}: {error.details()}"  # type: ignore[attr-defined]
+        finally:
+            with self._cond:
+                connection.stream_ended = True
+                self._cond.notify_all()
+
+
+def _close(connection: PluginConnection) -> None:
+    if connection.call is not None:
+        connection.call.cancel()
+    connection.channel.close()
+
+
+class _Registration(pb_grpc.RegistrationServicer):
+    def __init__(self, standin: KubeletStandIn) -> None:
+        self._standin = standin
+
+    def Register(self, request: pb.RegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
+        return self._standin._register(request, context)

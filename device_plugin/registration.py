@@ -1,0 +1,110 @@
+"""The Register client: tells the kubelet where a resource's plugin socket is.
+
+One call per attempt (register) and the backoff schedule the lifecycle retries with. A failure is a
+RegistrationError with the kubelet's reason; it is never fatal to the daemon (the lifecycle retries).
+Kubelets >= 1.25 dial the plugin, call GetDevicePluginOptions and open ListAndWatch *inside*
+Register, so the deadline covers their 10 s dial plus those calls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from api import deviceplugin_pb2 as pb
+from api import deviceplugin_pb2_grpc as pb_grpc
+from device_plugin.errors import RegistrationError
+from device_plugin.server import plugin_options
+
+API_VERSION = "v1beta1"
+KUBELET_SOCKET_NAME = "kubelet.sock"
+_POLL_S = 0.05  # how often a waiting Register checks whether to give up
+
+
+class RegistrationAbandoned(RegistrationError):
+    """The caller gave up waiting (stop or kubelet restart); not the kubelet's refusal."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential backoff between Register attempts."""
+
+    initial_s: float = 0.2
+    factor: float = 2.0
+    max_s: float = 10.0
+
+    def delays_s(self) -> BackoffIterator:
+        return BackoffIterator(self)
+
+
+class BackoffIterator:
+    def __init__(self, backoff: Backoff) -> None:
+        self._backoff = backoff
+        self._next_s = backoff.initial_s
+
+    def __next__(self) -> float:
+        delay = self._next_s
+        self._next_s = min(self._next_s * self._backoff.factor, self._backoff.max_s)
+        return delay
+
+    def __iter__(self) -> BackoffIterator:
+        return self
+
+
+def register(
+    kubelet_socket: Path,
+    endpoint: str,
+    resource_name: str,
+    *,
+    timeout_s: float = 20.0,
+    abandon: Callable[[], bool] = lambda: False,
+) -> None:
+    """Register `resource_name` served on `endpoint` (a file name in the kubelet socket's directory).
+
+    `abandon` is polled while waiting: when it turns true (a kubelet restart, a stop) the call is
+    cancelled and RegistrationAbandoned raised, so a kubelet that died mid-call cannot hold us for
+    its whole dial timeout.
+    """
+    if "/" in endpoint:
+        raise ValueError(f"endpoint must be a bare file name, got {endpoint!r}")
+    request = pb.RegisterRequest(
+        version=API_VERSION,
+        endpoint=endpoint,
+        resource_name=resource_name,
+        options=plugin_options(),
+    )
+    deadline = time.monotonic() + timeout_s
+    with grpc.insecure_channel(f"unix://{kubelet_socket}") as channel:
+        ready = grpc.channel_ready_future(channel)
+        _wait(ready, min(deadline, time.monotonic() + 5.0), abandon, f"kubelet at {kubelet_socket} not reachable")
+        call = pb_grpc.RegistrationStub(channel).Register.future(request, timeout=timeout_s)
+        _wait(call, deadline, abandon, f"kubelet at {kubelet_socket} did not answer Register")
+        try:
+            call.result()
+        except grpc.RpcError as error:
+            code = error.code().name if hasattr(error, "code") else "UNKNOWN"
+            details = error.details() if hasattr(error, "details") else str(error)
+            raise RegistrationError(
+                f"kubelet at {kubelet_socket} refused {resource_name}: {code}: {details}"
+            ) from error
+
+
+def _wait(future: grpc.Future, deadline: float, abandon: Callable[[], bool], timeout_message: str) -> None:
+    while True:
+        try:
+            future.result(timeout=min(_POLL_S, max(0.0, deadline - time.monotonic())))
+            return
+        except grpc.FutureTimeoutError:
+            pass
+        except grpc.RpcError:
+            return  # the caller reads the error from the future
+        if abandon():
+            future.cancel()
+            raise RegistrationAbandoned("registration abandoned (kubelet restart or stop)")
+        if time.monotonic() >= deadline:
+            future.cancel()
+            raise RegistrationError(timeout_message)

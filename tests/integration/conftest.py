@@ -1,0 +1,68 @@
+"""A simulated node for integration tests: the plugin (PluginManager) and the kubelet stand-in,
+talking over real unix sockets in a short temporary directory (unix socket paths max 107 bytes)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from device_plugin.composition import GPU_RESOURCE, build_resources
+from device_plugin.config import Config
+from device_plugin.kubelet_standin import KubeletStandIn, PluginConnection
+from device_plugin.lifecycle import LifecycleTiming, PluginManager
+from device_plugin.nvml.catalog import open_backend
+from device_plugin.registration import Backoff
+from device_plugin.resources import ResourceManager
+
+# Short delays so tests stay fast; behaviour is the same as with the defaults.
+FAST = LifecycleTiming(
+    register_timeout_s=10.0,
+    backoff=Backoff(initial_s=0.05, factor=2.0, max_s=0.5),
+    stream_lost_grace_s=0.3,
+    stop_grace_s=0.2,
+    debounce_s=0.05,
+)
+WAIT_S = 10.0  # failure bound for anything the contract says must happen "within seconds"
+
+
+@pytest.fixture
+def plugin_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="gdp-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@dataclass
+class Node:
+    dir: Path
+    resource: ResourceManager
+    manager: PluginManager
+    kubelet: KubeletStandIn
+
+    @property
+    def connection(self) -> PluginConnection:
+        return self.kubelet.current(GPU_RESOURCE)
+
+
+def start_node(plugin_dir: Path, machine: str = "dgx1-v100", *, resources: list[ResourceManager] | None = None) -> Node:
+    if resources is None:
+        resources = build_resources(open_backend(machine), Config())
+    kubelet = KubeletStandIn(plugin_dir)
+    kubelet.start()
+    manager = PluginManager(resources, plugin_dir, timing=FAST)
+    manager.start()
+    kubelet.wait_for_connection(resources[0].resource_name, timeout_s=WAIT_S)
+    return Node(plugin_dir, resources[0], manager, kubelet)
+
+
+@pytest.fixture
+def node(plugin_dir: Path) -> Iterator[Node]:
+    started = start_node(plugin_dir)
+    yield started
+    started.manager.stop()
+    started.kubelet.stop()

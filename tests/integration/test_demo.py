@@ -1,0 +1,23 @@
+"""The demo runs end to end on a simulated node and says what happened."""
+
+from __future__ import annotations
+
+import pytest
+
+from device_plugin.cli import main
+
+
+@pytest.mark.parametrize("machine", ["dgx1-v100", "single-gpu"], ids=["eight-gpus", "one-gpu"])
+def test_demo_walks_through_and_exits_zero(machine: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--machine", machine]) == 0
+    out = capsys.readouterr().out
+    assert "version v1beta1, endpoint nvidia-gpu.sock" in out
+    assert "NUMA 0" in out
+    assert "Allocate -> NVIDIA_VISIBLE_DEVICES=GPU-" in out
+    assert "registered again" in out
+    assert "Last list the kubelet saw: 0 devices. Files left: []" in out
+
+
+def test_demo_refuses_an_unknown_machine(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--machine", "no-such-machine"]) == 2
+    assert "no-such-machine" in capsys.readouterr().out
