@@ -1,13 +1,24 @@
-"""The composition root: whole GPUs as nvidia.com/gpu, and honest refusal of what is not built yet."""
+"""The composition root: config + machine -> the resources served, with the right policies and answers."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from device_plugin.composition import GPU_RESOURCE, build_resources
+from device_plugin.composition import GPU_RESOURCE, build_node, build_resources
 from device_plugin.config import load_config
 from device_plugin.errors import ConfigError
 from device_plugin.nvml.catalog import open_backend
+
+TIME_SLICING = """
+version: v1
+sharing:
+  timeSlicing:
+    resources:
+      - name: nvidia.com/gpu
+        replicas: 4
+"""
 
 
 @pytest.mark.parametrize("machine", ["dgx1-v100", "single-gpu", "island-16gpu"])
@@ -21,17 +32,64 @@ def test_every_gpu_is_one_device_with_uuid_index_and_numa(machine: str) -> None:
     ]
 
 
+def test_whole_gpus_are_chosen_by_topology_not_by_index() -> None:
+    # dgx1-v100: GPUs 0,3 share 2 NVLinks; 0,1 only one. Lowest-index would say 0,1.
+    backend = open_backend("dgx1-v100")
+    (resource,) = build_resources(backend, load_config())
+    uuid = {g.index: g.uuid for g in backend.gpus()}
+    chosen = resource.preferred_allocation([uuid[i] for i in (1, 0, 3)], [uuid[0]], 2)
+    assert set(chosen) == {uuid[0], uuid[3]}
+
+
+def test_decision_hook_names_the_resource() -> None:
+    seen = []
+    node = build_node(open_backend("dgx1-v100"), load_config(), on_decision=lambda name, d: seen.append((name, d)))
+    (resource,) = node.resources
+    ids = [d.id for d in resource.snapshot().devices]
+    resource.preferred_allocation(ids, [], 4)
+    assert [(name, d.size, d.optimal) for name, d in seen] == [(GPU_RESOURCE, 4, True)]
+
+
+def test_time_slicing_config_serves_replicas(tmp_path: Path) -> None:
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(TIME_SLICING)
+    node = build_node(open_backend("hgx-h100"), load_config(config_file=config_file))
+    (resource,) = node.resources
+    devices = resource.snapshot().devices
+    assert len(devices) == 8 * 4 and all("::" in d.id for d in devices)
+    assert node.replica_memory_mib == {GPU_RESOURCE: 81559 // 4}
+    # Two replicas land on two distinct GPUs, and NVIDIA_VISIBLE_DEVICES names both GPUs.
+    chosen = resource.preferred_allocation([d.id for d in devices], [], 2)
+    allocation = resource.allocate(chosen)
+    assert len(allocation.envs["NVIDIA_VISIBLE_DEVICES"].split(",")) == 2
+
+
 @pytest.mark.parametrize(
-    ("env", "field"),
+    ("env", "check"),
     [
-        ({"MIG_STRATEGY": "mixed"}, "flags.migStrategy"),
-        ({"DEVICE_LIST_STRATEGY": "cdi-cri"}, "flags.plugin.deviceListStrategy"),
-        ({"DEVICE_ID_STRATEGY": "index"}, "flags.plugin.deviceIDStrategy"),
-        ({"PASS_DEVICE_SPECS": "true"}, "flags.plugin.passDeviceSpecs"),
+        ({"DEVICE_LIST_STRATEGY": "cdi-cri"}, lambda a, g: a.cdi_devices == (f"nvidia.com/gpu={g.uuid}",)),
+        ({"DEVICE_ID_STRATEGY": "index"}, lambda a, g: a.envs["NVIDIA_VISIBLE_DEVICES"] == str(g.index)),
+        ({"DEVICE_LIST_STRATEGY": "envvar"}, lambda a, g: a.envs["NVIDIA_VISIBLE_DEVICES"] == g.uuid),
     ],
-    ids=["mig", "cdi", "index-ids", "device-specs"],
+    ids=["cdi-cri-names-the-gpu", "index-strategy-uses-nvml-index", "envvar-default-uses-uuid"],
 )
-def test_settings_not_built_yet_are_refused_naming_the_field(env: dict, field: str) -> None:
+def test_device_list_strategies_reach_allocate(env: dict, check) -> None:
+    backend = open_backend("workstation-4gpu")
+    (resource,) = build_resources(backend, load_config(env=env))
+    gpu = backend.gpus()[2]
+    assert check(resource.allocate([gpu.uuid]), gpu)
+
+
+def test_pass_device_specs_uses_the_injected_dev_root(tmp_path: Path) -> None:
+    for name in ("nvidia2", "nvidiactl", "nvidia-uvm"):
+        (tmp_path / name).touch()
+    backend = open_backend("workstation-4gpu")
+    (resource,) = build_resources(backend, load_config(env={"PASS_DEVICE_SPECS": "true"}), dev_root=tmp_path)
+    specs = {s.container_path for s in resource.allocate([backend.gpus()[2].uuid]).device_specs}
+    assert specs == {"/dev/nvidia2", "/dev/nvidiactl", "/dev/nvidia-uvm"}
+
+
+def test_unbuilt_mig_strategy_is_refused_naming_the_field() -> None:
     with pytest.raises(ConfigError) as caught:
-        build_resources(open_backend("single-gpu"), load_config(env=env))
-    assert caught.value.field == field
+        build_resources(open_backend("single-gpu"), load_config(env={"MIG_STRATEGY": "mixed"}))
+    assert caught.value.field == "flags.migStrategy"

@@ -1,0 +1,228 @@
+"""HealthWatcher: watches every physical GPU and fans health transitions out to every ResourceManager.
+
+Boundary: the threads and the fan-out. Decisions are the pure HealthStateMachine's
+(device_plugin/health_state.py); faults come from a HealthSource (FakeNvml or RealNvml, see
+device_plugin/nvml/health_types.py). Two daemon threads:
+- the event thread keeps one NVML event watch open and feeds each event to the machine the moment it
+  arrives, so a transition reaches ResourceManager.set_gpu_health (and ListAndWatch) without waiting
+  for a probe round;
+- the probe thread probes every GPU each `probe_interval_s`, and at once after a recovery hint.
+Fail closed: if the event set cannot be created, a GPU cannot be registered or a wait fails, the GPUs it
+should cover go Unhealthy with that reason and the watch is reopened with exponential backoff. Any
+exception from a backend is logged and treated as a failure; it never ends a thread.
+The clock is injected (time.monotonic by default); only the machine reads its values.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from device_plugin.devices import Health
+from device_plugin.errors import NvmlError
+from device_plugin.health_config import HealthConfig
+from device_plugin.health_state import GpuHealthState, HealthStateMachine, HealthTransition
+from device_plugin.nvml.health_types import EventWatch, HealthEventKind, HealthSource, ProbeResult
+from device_plugin.resources import ResourceManager
+
+log = logging.getLogger("device_plugin.health")
+
+TransitionListener = Callable[[HealthTransition], None]
+
+
+class HealthWatcher:
+    def __init__(
+        self,
+        source: HealthSource,
+        gpu_indices: Iterable[int],
+        resources: Sequence[ResourceManager],
+        config: HealthConfig,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        listeners: Sequence[TransitionListener] = (),
+    ) -> None:
+        self._source = source
+        self._indices = tuple(sorted(set(gpu_indices)))
+        self._config = config
+        self._clock = clock
+        self._lock = threading.RLock()  # guards the machine, the resources and the listeners
+        self._machine = HealthStateMachine(self._indices, config)
+        self._resources = tuple(resources)
+        self._listeners = list(listeners)
+        self._stop = threading.Event()
+        self._probe_wake = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # ---- public --------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> HealthConfig:
+        return self._config
+
+    def states(self) -> Mapping[int, GpuHealthState]:
+        with self._lock:
+            return self._machine.states()
+
+    def add_listener(self, listener: TransitionListener) -> None:
+        """Called with every transition, after the ResourceManagers have it (metrics, Kubernetes events)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def set_resources(self, resources: Sequence[ResourceManager]) -> None:
+        """Fan out to these ResourceManagers from now on (after a config reload rebuilt them).
+
+        New managers start all Healthy, so every GPU the machine holds Unhealthy is applied to them now.
+        """
+        with self._lock:
+            self._resources = tuple(resources)
+            for index, state in self._machine.states().items():
+                if state.health is not Health.HEALTHY:
+                    for resource in self._resources:
+                        resource.set_gpu_health(index, state.health, state.reason)
+
+    def probe_now(self) -> None:
+        self._probe_wake.set()
+
+    def start(self) -> None:
+        if not self._config.enabled:
+            log.warning("health checks are disabled (DP_DISABLE_HEALTHCHECKS=all or health.enabled: false)")
+            return
+        if not self._indices:
+            return
+        log.info("watching the health of GPUs %s: %s", ",".join(map(str, self._indices)), self._config.describe())
+        for target, name in ((self._event_loop, "health-events"), (self._probe_loop, "health-probes")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        """Stop both threads; bounded by `timeout_s` (an event wait lasts at most `event_wait_s`)."""
+        self._stop.set()
+        self._probe_wake.set()
+        deadline = time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        self._threads = [t for t in self._threads if t.is_alive()]
+        if self._threads:
+            log.warning("health threads still running after %.1f s: %s", timeout_s, [t.name for t in self._threads])
+
+    # ---- fan-out -------------------------------------------------------------------------------
+
+    def _apply(self, transitions: Iterable[HealthTransition | None]) -> None:
+        """Under the lock, so two threads' transitions for one GPU reach every manager in order."""
+        with self._lock:
+            for transition in transitions:
+                if transition is None:
+                    continue
+                for resource in self._resources:
+                    resource.set_gpu_health(transition.gpu_index, transition.after, transition.reason)
+                for listener in self._listeners:
+                    try:
+                        listener(transition)
+                    except Exception:  # a broken listener must not stop health fan-out
+                        log.exception("health transition listener failed")
+
+    # ---- event thread --------------------------------------------------------------------------
+
+    def _event_loop(self) -> None:
+        watch: EventWatch | None = None
+        retry = _Backoff(self._config.retry_initial_s, self._config.retry_max_s)
+        reopen_at: float | None = None  # reopen to retry GPUs whose registration failed
+        while not self._stop.is_set():
+            if watch is None or (reopen_at is not None and time.monotonic() >= reopen_at):
+                opened = self._open_watch()
+                if opened is None:
+                    self._stop.wait(retry.next_s())
+                    continue
+                _close_quietly(watch)
+                watch = opened
+                reopen_at = time.monotonic() + retry.next_s() if opened.registration_failures else None
+            try:
+                event = watch.wait(self._config.event_wait_s)
+            except Exception as exc:  # NVML stopped answering: fail closed and start over
+                self._log_failure("event wait", exc)
+                self._watch_failed(self._indices, f"event wait failed: {exc}")
+                _close_quietly(watch)
+                watch = None
+                self._stop.wait(retry.next_s())
+                continue
+            if reopen_at is None:
+                retry.reset()
+            if event is not None:
+                with self._lock:
+                    self._apply([self._machine.on_event(event, self._clock())])
+                if event.kind is HealthEventKind.RECOVERED:
+                    self.probe_now()
+        _close_quietly(watch)
+
+    def _open_watch(self) -> EventWatch | None:
+        try:
+            watch = self._source.open_event_watch(self._indices)
+        except Exception as exc:
+            self._log_failure("event set creation", exc)
+            self._watch_failed(self._indices, f"event set cannot be created: {exc}")
+            return None
+        failures = watch.registration_failures
+        with self._lock:
+            self._machine.on_watch_restored(i for i in self._indices if i not in failures)
+            for index in sorted(failures):
+                self._apply(self._machine.on_watch_failed([index], failures[index], self._clock()))
+        return watch
+
+    def _watch_failed(self, indices: Sequence[int], reason: str) -> None:
+        with self._lock:
+            self._apply(self._machine.on_watch_failed(indices, reason, self._clock()))
+
+    @staticmethod
+    def _log_failure(what: str, exc: Exception) -> None:
+        if isinstance(exc, NvmlError):
+            log.warning("%s failed: %s; every watched GPU is Unhealthy until it works again", what, exc)
+        else:
+            log.exception("%s raised unexpectedly; every watched GPU is Unhealthy until it works again", what)
+
+    # ---- probe thread --------------------------------------------------------------------------
+
+    def _probe_loop(self) -> None:
+        while not self._stop.is_set():
+            for index in self._indices:
+                if self._stop.is_set():
+                    return
+                result = self._probe(index)
+                with self._lock:
+                    self._apply([self._machine.on_probe(result, self._clock())])
+            self._probe_wake.wait(self._config.probe_interval_s)
+            self._probe_wake.clear()
+
+    def _probe(self, index: int) -> ProbeResult:
+        try:
+            return self._source.probe(index)
+        except NvmlError as exc:
+            return ProbeResult(index, False, str(exc))
+        except Exception as exc:
+            log.exception("probe of GPU %d raised unexpectedly", index)
+            return ProbeResult(index, False, f"probe raised {type(exc).__name__}: {exc}")
+
+
+class _Backoff:
+    def __init__(self, initial_s: float, max_s: float) -> None:
+        self._initial_s = initial_s
+        self._max_s = max_s
+        self._next_s = initial_s
+
+    def next_s(self) -> float:
+        delay_s, self._next_s = self._next_s, min(self._next_s * 2, self._max_s)
+        return delay_s
+
+    def reset(self) -> None:
+        self._next_s = self._initial_s
+
+
+def _close_quietly(watch: EventWatch | None) -> None:
+    if watch is None:
+        return
+    try:
+        watch.close()
+    except Exception:  # closing a watch on a failing driver: nothing more to do
+        log.warning("closing the NVML event watch failed", exc_info=True)

@@ -1,0 +1,151 @@
+"""HealthConfig: which faults count, how fast the watcher probes, how long a GPU must stay quiet to recover.
+
+Boundary: parsing and validating the `health` config section and the NVIDIA-compatible env vars into
+one frozen value; no NVML, no threads. The config loader (device_plugin/config.py) hands the raw
+mapping of the section to parse_health_config and the lead wires the result into the HealthWatcher.
+
+Env vars (read from the injected env mapping, as NVIDIA's plugin reads them; they add to the file):
+- DP_DISABLE_HEALTHCHECKS: `all` turns every check off (devices stay Healthy, as with NVIDIA);
+  `xids` ignores every Xid (ECC, lost-GPU and probe checks stay on); otherwise a comma list of extra
+  Xids to ignore. Tokens combine: `xids,all` is `all`.
+- DP_ENABLE_HEALTHCHECKS: a comma list of Xids that are critical even if ignored, or `all` (every Xid).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from device_plugin.errors import ConfigError
+
+DISABLE_ENV = "DP_DISABLE_HEALTHCHECKS"
+ENABLE_ENV = "DP_ENABLE_HEALTHCHECKS"
+# Application-level Xids (a bad kernel, a page fault, a killed context, ...): the GPU itself is fine.
+DEFAULT_IGNORED_XIDS = frozenset({13, 31, 43, 45, 68, 109})
+
+
+@dataclass(frozen=True)
+class HealthConfig:
+    enabled: bool = True  # False: no watcher, every device stays Healthy
+    ignored_xids: frozenset[int] = DEFAULT_IGNORED_XIDS
+    ignore_all_xids: bool = False  # DP_DISABLE_HEALTHCHECKS=xids or ignoredXids: all
+    critical_xids: frozenset[int] = frozenset()  # critical even if ignored (DP_ENABLE_HEALTHCHECKS)
+    all_xids_critical: bool = False  # DP_ENABLE_HEALTHCHECKS=all or criticalXids: all
+    quiet_period_s: float = 60.0  # probes must pass this long, with no critical event, before recovery
+    probe_interval_s: float = 5.0  # between two probe rounds over every GPU
+    event_wait_s: float = 0.5  # one NVML event wait; bounds how long stop() waits for the event thread
+    retry_initial_s: float = 0.5  # first delay before reopening a failed event watch
+    retry_max_s: float = 30.0  # the backoff doubles up to this
+
+    def __post_init__(self) -> None:
+        for name in ("quiet_period_s", "probe_interval_s", "event_wait_s", "retry_initial_s", "retry_max_s"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0 or (value == 0 and name != "quiet_period_s"):
+                raise ValueError(f"HealthConfig.{name} must be a finite positive number, got {value}")
+
+    def is_critical_xid(self, xid: int) -> bool:
+        if self.all_xids_critical or xid in self.critical_xids:
+            return True
+        return not self.ignore_all_xids and xid not in self.ignored_xids
+
+    def describe(self) -> str:
+        if not self.enabled:
+            return "health checks disabled"
+        ignored = "all" if self.ignore_all_xids else ",".join(map(str, sorted(self.ignored_xids))) or "none"
+        critical = "all" if self.all_xids_critical else ",".join(map(str, sorted(self.critical_xids))) or "none"
+        return (
+            f"ignored Xids {ignored}; forced critical Xids {critical}; quiet period {self.quiet_period_s:g} s; "
+            f"probe every {self.probe_interval_s:g} s"
+        )
+
+
+# config-file key -> HealthConfig field, for the durations in seconds
+_NUMBERS = {
+    "quietPeriodSeconds": "quiet_period_s",
+    "probeIntervalSeconds": "probe_interval_s",
+    "eventWaitSeconds": "event_wait_s",
+    "retryInitialSeconds": "retry_initial_s",
+    "retryMaxSeconds": "retry_max_s",
+}
+KNOWN_KEYS = ("enabled", "ignoredXids", "criticalXids", *_NUMBERS)
+
+
+def parse_health_config(
+    raw: Mapping[str, Any] | None, env: Mapping[str, str], *, field: str = "health"
+) -> HealthConfig:
+    """The `health` section (None when absent) plus the env vars; ConfigError names the offending field."""
+    raw = {} if raw is None else raw
+    if not isinstance(raw, Mapping):
+        raise ConfigError(field, f"must be a mapping, got {type(raw).__name__}")
+    for key in raw:
+        if key not in KNOWN_KEYS:
+            raise ConfigError(f"{field}.{key}", f"unknown field; known fields: {', '.join(KNOWN_KEYS)}")
+    values: dict[str, Any] = {}
+    enabled = raw.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{field}.enabled", f"must be true or false, got {enabled!r}")
+    for key, name in _NUMBERS.items():
+        if key in raw:
+            values[name] = _seconds(f"{field}.{key}", raw[key], allow_zero=name == "quiet_period_s")
+    ignore_all, ignored = _xid_list(f"{field}.ignoredXids", raw.get("ignoredXids", []))
+    all_critical, critical = _xid_list(f"{field}.criticalXids", raw.get("criticalXids", []))
+    disable = _env_tokens(DISABLE_ENV, env.get(DISABLE_ENV, ""), words=("all", "xids"))
+    enable = _env_tokens(ENABLE_ENV, env.get(ENABLE_ENV, ""), words=("all",))
+    if values.get("retry_max_s", HealthConfig.retry_max_s) < values.get(
+        "retry_initial_s", HealthConfig.retry_initial_s
+    ):
+        raise ConfigError(f"{field}.retryMaxSeconds", "must not be below retryInitialSeconds")
+    return HealthConfig(
+        enabled=enabled and "all" not in disable.words,
+        ignored_xids=DEFAULT_IGNORED_XIDS | ignored | disable.xids,
+        ignore_all_xids=ignore_all or "xids" in disable.words,
+        critical_xids=critical | enable.xids,
+        all_xids_critical=all_critical or "all" in enable.words,
+        **values,
+    )
+
+
+def _seconds(field: str, value: Any, *, allow_zero: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(field, f"must be a number of seconds, got {value!r}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ConfigError(field, f"must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+    return float(value)
+
+
+def _xid(field: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(field, f"an Xid is a non-negative integer, got {value!r}")
+    return value
+
+
+def _xid_list(field: str, value: Any) -> tuple[bool, frozenset[int]]:
+    """(`all` given, the Xids listed)."""
+    if isinstance(value, str) and value.strip().lower() == "all":
+        return True, frozenset()
+    if not isinstance(value, list):
+        raise ConfigError(field, f"must be a list of Xids or 'all', got {value!r}")
+    return False, frozenset(_xid(f"{field}[{i}]", item) for i, item in enumerate(value))
+
+
+@dataclass(frozen=True)
+class _Tokens:
+    words: frozenset[str]
+    xids: frozenset[int]
+
+
+def _env_tokens(name: str, text: str, *, words: tuple[str, ...]) -> _Tokens:
+    found: set[str] = set()
+    xids: set[int] = set()
+    for token in (t.strip().lower() for t in text.split(",")):
+        if not token:
+            continue
+        if token in words:
+            found.add(token)
+        elif token.isdigit():
+            xids.add(int(token))
+        else:
+            raise ConfigError(f"env {name}", f"{token!r} is neither an Xid nor one of {', '.join(words)}")
+    return _Tokens(frozenset(found), frozenset(xids))

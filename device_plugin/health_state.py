@@ -1,0 +1,137 @@
+"""HealthStateMachine: the two-way health state of every physical GPU, pure and clock-free.
+
+Boundary: decisions only. Inputs are NVML health values (events, probe results, watch failures) and
+the time `now_s` the caller read from its injected clock; outputs are HealthTransition values that the
+HealthWatcher (device_plugin/health.py) fans out to every ResourceManager. No threads, no NVML.
+
+Rules, per GPU:
+- Healthy -> Unhealthy on a critical event (an Xid the policy does not ignore, a double-bit ECC error,
+  a lost GPU), on a failed probe, or when the event watch cannot cover the GPU (fail closed).
+- Unhealthy -> Healthy once probes have passed for `quiet_period_s` with no critical event, and only
+  while the event watch covers the GPU again. A critical event or failed probe restarts the period.
+- Ignored Xids and recovery hints never change health. When the config disables health checks, nothing does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+
+from device_plugin.devices import Health
+from device_plugin.health_config import HealthConfig
+from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult
+
+log = logging.getLogger("device_plugin.health")
+
+
+@dataclass(frozen=True)
+class HealthTransition:
+    """GPU `gpu_index` went from `before` to `after` at `at_s` (the watcher's clock) because of `reason`."""
+
+    gpu_index: int
+    before: Health
+    after: Health
+    reason: str
+    at_s: float
+    xid: int | None = None
+
+
+@dataclass(frozen=True)
+class GpuHealthState:
+    health: Health = Health.HEALTHY
+    reason: str = ""
+    last_critical_s: float | None = None
+    passing_since_s: float | None = None  # first passing probe since the last failure, while Unhealthy
+    watch_failure: str | None = None  # why the event watch does not cover this GPU; None when it does
+    last_failure: str = ""  # the latest failure seen, which may differ from the one that made it Unhealthy
+
+
+class HealthStateMachine:
+    def __init__(self, indices: Iterable[int], config: HealthConfig) -> None:
+        self._config = config
+        self._states = {index: GpuHealthState() for index in sorted(set(indices))}
+
+    @property
+    def config(self) -> HealthConfig:
+        return self._config
+
+    def states(self) -> Mapping[int, GpuHealthState]:
+        return MappingProxyType(dict(self._states))
+
+    def state(self, index: int) -> GpuHealthState:
+        return self._states[index]
+
+    # ---- inputs --------------------------------------------------------------------------------
+
+    def on_event(self, event: HealthEvent, now_s: float) -> HealthTransition | None:
+        if not self._config.enabled or not self._known(event.gpu_index, "event"):
+            return None
+        if event.kind is HealthEventKind.RECOVERED:
+            log.info("GPU %d: %s; recovery still needs passing probes", event.gpu_index, event.describe())
+            return None
+        if event.kind is HealthEventKind.XID and not self._config.is_critical_xid(event.xid or 0):
+            log.info("GPU %d: %s ignored (application-level Xid by policy)", event.gpu_index, event.describe())
+            return None
+        state = replace(self._states[event.gpu_index], last_critical_s=now_s, passing_since_s=None)
+        return self._fail(event.gpu_index, state, event.describe(), now_s, event.xid)
+
+    def on_probe(self, result: ProbeResult, now_s: float) -> HealthTransition | None:
+        if not self._config.enabled or not self._known(result.gpu_index, "probe"):
+            return None
+        index = result.gpu_index
+        state = self._states[index]
+        if not result.ok:
+            return self._fail(index, replace(state, passing_since_s=None), f"probe failed: {result.reason}", now_s)
+        if state.health is Health.HEALTHY or state.watch_failure is not None:
+            return None  # nothing to recover, or not allowed to while the GPU is not watched
+        passing_since = now_s if state.passing_since_s is None else state.passing_since_s
+        if now_s - passing_since < self._config.quiet_period_s:
+            self._states[index] = replace(state, passing_since_s=passing_since)
+            return None
+        reason = f"recovered: probes passed for {now_s - passing_since:.1f} s with no critical event"
+        self._states[index] = replace(state, health=Health.HEALTHY, reason=reason, passing_since_s=None)
+        log.info("GPU %d: Unhealthy -> Healthy (%s; was: %s)", index, reason, state.reason)
+        return HealthTransition(index, Health.UNHEALTHY, Health.HEALTHY, reason, now_s)
+
+    def on_watch_failed(self, indices: Iterable[int], reason: str, now_s: float) -> list[HealthTransition]:
+        """The event watch cannot cover `indices` (creation, registration or wait failed): fail closed."""
+        if not self._config.enabled:
+            return []
+        transitions = []
+        for index in sorted(set(indices)):
+            if not self._known(index, "watch failure"):
+                continue
+            state = replace(self._states[index], watch_failure=reason, passing_since_s=None)
+            transition = self._fail(index, state, f"health watch failed: {reason}", now_s)
+            if transition is not None:
+                transitions.append(transition)
+        return transitions
+
+    def on_watch_restored(self, indices: Iterable[int]) -> None:
+        """The event watch covers `indices` again; their quiet period can start with the next passing probe."""
+        for index in sorted(set(indices)):
+            if index in self._states and self._states[index].watch_failure is not None:
+                log.info("GPU %d: health watch restored", index)
+                self._states[index] = replace(self._states[index], watch_failure=None)
+
+    # ---- internals -----------------------------------------------------------------------------
+
+    def _known(self, index: int, what: str) -> bool:
+        if index in self._states:
+            return True
+        log.warning("%s for GPU %d, which is not watched; ignored", what, index)
+        return False
+
+    def _fail(
+        self, index: int, state: GpuHealthState, reason: str, now_s: float, xid: int | None = None
+    ) -> HealthTransition | None:
+        if state.health is Health.UNHEALTHY:
+            if state.last_failure != reason:  # say so once per new cause, not on every failed probe
+                log.info("GPU %d: still Unhealthy, now: %s (quiet period restarts)", index, reason)
+            self._states[index] = replace(state, last_failure=reason)
+            return None
+        self._states[index] = replace(state, health=Health.UNHEALTHY, reason=reason, last_failure=reason)
+        log.warning("GPU %d: Healthy -> Unhealthy (%s)", index, reason)
+        return HealthTransition(index, Health.HEALTHY, Health.UNHEALTHY, reason, now_s, xid)
