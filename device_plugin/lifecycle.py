@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import grpc
 
@@ -27,7 +28,7 @@ from device_plugin.errors import PluginError, RegistrationError
 from device_plugin.kubelet_watch import DirectoryEvents, KubeletWatcher
 from device_plugin.registration import KUBELET_SOCKET_NAME, Backoff, RegistrationAbandoned, register
 from device_plugin.resources import ResourceManager
-from device_plugin.server import DevicePluginServicer
+from device_plugin.server import DevicePluginServicer, RpcObserver
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,14 @@ class LifecycleTiming:
     stop_grace_s: float = 1.0
     debounce_s: float = 0.15
     server_threads: int = 32
+
+
+class LifecycleObserver(RpcObserver, Protocol):
+    """Hears registration states and kubelet restarts (the metrics hook), besides every RPC."""
+
+    def registration_state(self, resource: str, state: str) -> None: ...  # registered|unregistered|failed
+
+    def kubelet_restart_seen(self) -> None: ...
 
 
 def socket_name(resource_name: str) -> str:
@@ -69,7 +78,12 @@ class _Served:
 
 class PluginManager:
     def __init__(
-        self, resources: Sequence[ResourceManager], plugin_dir: Path, *, timing: LifecycleTiming | None = None
+        self,
+        resources: Sequence[ResourceManager],
+        plugin_dir: Path,
+        *,
+        timing: LifecycleTiming | None = None,
+        observer: LifecycleObserver | None = None,
     ) -> None:
         names = [r.resource_name for r in resources]
         if len(set(names)) != len(names):
@@ -77,6 +91,7 @@ class PluginManager:
         self._resources = tuple(resources)
         self._dir = Path(plugin_dir)
         self._timing = timing or LifecycleTiming()
+        self._observer = observer
         self._kubelet_socket = self._dir / KUBELET_SOCKET_NAME
         self._cond = threading.Condition()
         self._stopping = False
@@ -109,6 +124,30 @@ class PluginManager:
         with self._cond:
             return self._cond.wait_for(lambda: self._registrations >= count, timeout_s)
 
+    @property
+    def resources(self) -> tuple[ResourceManager, ...]:
+        return self._resources
+
+    def serving(self) -> tuple[bool, str]:
+        """Liveness: the control loop runs and every served socket is still ours."""
+        if self._thread is None or not self._thread.is_alive():
+            return False, "plugin manager control loop is not running"
+        with self._cond:
+            served = len(self._served)
+        if served < len(self._resources):
+            return False, f"serving {served} of {len(self._resources)} resources"
+        if not self._sockets_intact():
+            return False, "a plugin socket was removed or replaced; re-serving"
+        return True, f"serving {served} resources"
+
+    def _notify(self, method: str, *args: str) -> None:
+        if self._observer is None:
+            return
+        try:
+            getattr(self._observer, method)(*args)
+        except Exception:  # metrics must never break the lifecycle
+            log.exception("lifecycle observer %s failed", method)
+
     def start(self) -> None:
         self._dir.mkdir(parents=True, exist_ok=True)
         self._watcher.start()
@@ -136,6 +175,8 @@ class PluginManager:
             # A kubelet.sock we already registered with is no restart (we may have seen it by polling first).
             if events.kubelet_socket_created and _identity(self._kubelet_socket) != self._registered_with:
                 self._restart_pending = True
+                if self._registered_with is not None:
+                    self._notify("kubelet_restart_seen")
             if events.removed_sockets:
                 self._check_sockets = True
             self._cond.notify_all()
@@ -223,7 +264,8 @@ class PluginManager:
                 )
                 return None
             path.unlink()  # our own stale socket from an earlier run
-        servicer = DevicePluginServicer(resource, on_stream_ended=self._on_stream_ended)
+        servicer = DevicePluginServicer(resource, on_stream_ended=self._on_stream_ended, observer=self._observer)
+        self._notify("registration_state", resource.resource_name, "unregistered")
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=self._timing.server_threads))
         pb_grpc.add_DevicePluginServicer_to_server(servicer, server)
         try:
@@ -307,6 +349,7 @@ class PluginManager:
             except (RegistrationError, ValueError) as error:
                 delay_s = next(delays)
                 log.warning("%s: registration failed (%s); retrying in %.2f s", name, error, delay_s)
+                self._notify("registration_state", name, "failed")
                 self._wait_interruptible(delay_s)
                 continue
             with self._cond:
@@ -315,6 +358,7 @@ class PluginManager:
                 self._registrations += 1
                 self._cond.notify_all()
             log.info("%s: registered with %s as endpoint %s", name, self._kubelet_socket, served.socket_path.name)
+            self._notify("registration_state", name, "registered")
             return True
 
     def _interrupted_now(self) -> bool:

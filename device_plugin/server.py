@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import grpc
 
@@ -29,6 +30,14 @@ T = TypeVar("T")
 STREAM_POLL_S = 0.25
 
 StreamEndedCallback = Callable[["DevicePluginServicer"], None]
+
+
+class RpcObserver(Protocol):
+    """Hears how each unary RPC ended (the metrics hook). Must not raise; errors are logged and dropped."""
+
+    def rpc_finished(
+        self, method: str, resource: str, code: str, duration_s: float, error: BaseException | None
+    ) -> None: ...
 
 
 def plugin_options() -> pb.DevicePluginOptions:
@@ -76,9 +85,15 @@ def allocation_to_pb(allocation: ContainerAllocation) -> pb.ContainerAllocateRes
 class DevicePluginServicer(pb_grpc.DevicePluginServicer):
     """Serves one ResourceManager. `on_stream_ended` hears of streams the client (kubelet) ended."""
 
-    def __init__(self, resource: ResourceManager, on_stream_ended: StreamEndedCallback | None = None) -> None:
+    def __init__(
+        self,
+        resource: ResourceManager,
+        on_stream_ended: StreamEndedCallback | None = None,
+        observer: RpcObserver | None = None,
+    ) -> None:
         self.resource = resource
         self._on_stream_ended = on_stream_ended
+        self._observer = observer
         self._lock = threading.Lock()
         self._active_streams = 0
         self._shutting_down = threading.Event()
@@ -93,14 +108,28 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
         self._shutting_down.set()
 
     def _call(self, rpc: str, context: grpc.ServicerContext, handler: Callable[[], T]) -> T:
+        started = time.perf_counter()
         try:
-            return handler()
+            result = handler()
         except Exception as error:
             code, message = status_for(error)
             level = logging.INFO if code is grpc.StatusCode.INVALID_ARGUMENT else logging.ERROR
             log.log(level, "%s %s refused with %s: %s", self.resource.resource_name, rpc, code.name, message)
+            self._observe(rpc, code, started, error)
+        else:
+            self._observe(rpc, grpc.StatusCode.OK, started, None)
+            return result
         context.abort(code, message)  # raises; outside the except so the traceback stays small
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _observe(self, rpc: str, code: grpc.StatusCode, started: float, error: BaseException | None) -> None:
+        if self._observer is None:
+            return
+        try:
+            duration_s = time.perf_counter() - started
+            self._observer.rpc_finished(rpc, self.resource.resource_name, code.name, duration_s, error)
+        except Exception:  # a metrics bug must never fail an RPC
+            log.exception("RPC observer failed for %s %s", self.resource.resource_name, rpc)
 
     # ---- RPCs ----------------------------------------------------------------------------------
 

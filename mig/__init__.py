@@ -1,4 +1,5 @@
-"""MIG discovery, strategies and allocation (issue: MIG). Sees device_plugin value types only.
+"""MIG: discovery over the NVML boundary, NVIDIA-compatible strategies, allocation policy, re-discovery.
 
-Not built yet: MIG-enabled GPUs are not discovered or advertised by this version.
+Boundary: value types only (device_plugin.devices, ids, errors, allocation_policy, nvml.types,
+nvml.mig_types); never grpc, api or pynvml. Backends are reached through the small MigBackend protocol.
 """

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from device_plugin.errors import MachineDescriptionError
+from device_plugin.nvml.mig_description import MigLayout, parse_mig
 from device_plugin.nvml.types import normalise_pci_bus_id
 
 DEFAULT_DRIVER_VERSION = "550.54.15"
@@ -32,7 +33,7 @@ _PCI_BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _UUID = re.compile(r"^GPU-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
 
 _TOP_KEYS = frozenset({"name", "driver_version", "gpus", "nvlinks", "nvswitch"})
-_GPU_KEYS = frozenset({"model", "memory_mib", "uuid", "pci_bus_id", "numa_node", "pcie"})
+_GPU_KEYS = frozenset({"model", "memory_mib", "uuid", "pci_bus_id", "numa_node", "pcie", "mig"})
 _NVSWITCH_KEYS = frozenset({"gpus", "links_per_gpu"})
 
 
@@ -47,6 +48,7 @@ class GpuDescription:
     pci_bus_id: str  # normalised like device_plugin.nvml.types.normalise_pci_bus_id
     numa_node: int | None
     pcie: tuple[str, ...]  # [0] CPU socket, [1] host bridge / root port, [2:] PCIe switches, root first
+    mig: MigLayout | None = None  # the `mig:` key (device_plugin/nvml/mig_description.py); None: not given
 
 
 @dataclass(frozen=True)
@@ -177,7 +179,8 @@ def _parse_gpu(raw: object, index: int, machine_name: str) -> GpuDescription:
         pcie = tuple(_string(part, f"{where}.pcie[{i}]") for i, part in enumerate(path))
     else:
         pcie = (f"cpu{numa_node or 0}",)
-    return GpuDescription(index, model, memory_mib, uuid, bus_id, numa_node, pcie)
+    mig = parse_mig(gpu["mig"], f"{where}.mig", model) if "mig" in gpu else None
+    return GpuDescription(index, model, memory_mib, uuid, bus_id, numa_node, pcie, mig=mig)
 
 
 def _looks_like_bus_id(text: str) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from device_plugin.nvml.mig_types import MigDevice, MigMode
 from device_plugin.nvml.types import GpuInfo, NvLinkInfo, PcieLevel, SystemInfo
 
 
@@ -27,6 +28,14 @@ class NvmlBackend(Protocol):
 
     def pcie_level(self, index_a: int, index_b: int) -> PcieLevel:
         """Closest common PCIe ancestor of two distinct GPUs."""
+        ...
+
+    def mig_mode(self, index: int) -> MigMode | None:
+        """MIG mode (current, pending) of GPU `index`; None when the GPU cannot do MIG."""
+        ...
+
+    def mig_devices(self, index: int) -> tuple[MigDevice, ...]:
+        """MIG devices of GPU `index` (mig_types.mig_device_sort_key order); empty unless MIG is enabled now."""
         ...
 
     def close(self) -> None:

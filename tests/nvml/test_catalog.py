@@ -23,6 +23,9 @@ EXPECTED = {
     "workstation-4gpu": (4, "NVIDIA RTX A6000", 49140, [0, 0, 0, 0]),
     "island-16gpu": (16, "NVIDIA H100 80GB HBM3", 81559, [0] * 8 + [1] * 8),
     "single-gpu": (1, "NVIDIA A100-PCIE-40GB", 40960, [0]),
+    # MIG machines (issue 4); their MIG layouts are checked in tests/mig.
+    "a100-mig-7x1g": (8, "NVIDIA A100-SXM4-40GB", 40960, [3, 3, 1, 1, 7, 7, 5, 5]),
+    "h100-mig-mixed": (8, "NVIDIA H100 80GB HBM3", 81559, [0, 0, 0, 0, 1, 1, 1, 1]),
 }
 
 

@@ -58,6 +58,8 @@ TOPOLOGY = {
     "workstation-4gpu": ("pairs", "2", "1", "ampere", "false"),  # NVLink bridges on two pairs
     "island-16gpu": ("nvswitch", "8", "2", "hopper", "true"),  # two 8-GPU islands
     "single-gpu": ("none", "1", "1", "ampere", "true"),
+    "a100-mig-7x1g": ("nvswitch", "8", "4", "ampere", "true"),  # MIG machines (issue 4): DGX A100 40GB
+    "h100-mig-mixed": ("nvswitch", "8", "2", "hopper", "true"),  # HGX H100, half the GPUs partitioned
 }
 
 

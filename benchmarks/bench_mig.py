@@ -1,0 +1,34 @@
+"""Print how long the MIG GetPreferredAllocation policy takes on the a100-mig-7x1g machine (56 MIG devices).
+
+Run: .venv/bin/python benchmarks/bench_mig.py
+"""
+
+from __future__ import annotations
+
+import time
+
+from device_plugin.nvml.fake import FakeNvml
+from mig.discovery import discover
+from mig.policy import MigAllocationPolicy, MigPlacement
+from mig.strategy import build_resources
+
+ROUNDS = 300
+
+
+def main() -> None:
+    inventory = discover(FakeNvml.from_machine("a100-mig-7x1g"))
+    resources = build_resources(inventory.gpus, inventory.devices_by_gpu, "mixed")
+    devices = {d.id: d for d in resources["nvidia.com/mig-1g.5gb"]}
+    ids = sorted(devices)
+    for placement in MigPlacement:
+        policy = MigAllocationPolicy(placement)
+        for size in (1, 8, 28, 56):
+            start = time.perf_counter()
+            for _ in range(ROUNDS):
+                policy.choose(devices, ids, [], size)
+            per_call_us = (time.perf_counter() - start) / ROUNDS * 1e6
+            print(f"{placement.value:6} size {size:2}: {per_call_us:7.0f} us per choose over {len(ids)} MIG devices")
+
+
+if __name__ == "__main__":
+    main()
