@@ -2,10 +2,11 @@
 
 - Whole GPUs are `nvidia.com/gpu` devices (ID = UUID, NUMA node from the backend), chosen by the
   topology-aware TopologyPolicy (one Allocator per node, its tables built once here).
+- MIG devices follow flags.migStrategy (mig/): spread or packed over parent GPUs, the parents chosen
+  by the same Allocator.
 - `sharing.timeSlicing` turns GPUs into replicas (timeslice/), whose physical GPUs are chosen by the
   same Allocator.
 - Allocate answers follow flags.plugin (device-list strategy, ID strategy, passDeviceSpecs).
-Config values whose feature is not built are refused here with a ConfigError naming the field.
 No gRPC here: lifecycle serves what this returns.
 """
 
@@ -21,13 +22,15 @@ from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config import Config
 from device_plugin.devices import Device
-from device_plugin.errors import ConfigError
 from device_plugin.gpu_policy import TopologyPolicy
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.resources import ResourceManager
 from device_plugin.response_builders import StrategyResponseBuilder, response_settings, scan_device_nodes
 from device_plugin.topology_build import build_topology
+from mig.discovery import MigInventory, discover
+from mig.policy import MigAllocationPolicy, MigPlacement
+from mig.strategy import build_resources as mig_resources
 from timeslice import (
     AdvertisedResources,
     ReplicaPolicy,
@@ -52,14 +55,21 @@ class Node:
     resources: tuple[ResourceManager, ...]
     gpus: tuple[GpuInfo, ...]
     advertised: AdvertisedResources
+    mig: MigInventory
     replica_memory_mib: Mapping[str, int] = field(default_factory=dict)
 
+    def layout(self) -> Mapping[str, tuple[str, ...]]:
+        """Resource name -> device IDs: what a rescan compares to decide whether to re-serve."""
+        return {r.resource_name: tuple(d.id for d in r.snapshot().devices) for r in self.resources}
 
-def check_supported(config: Config) -> None:
-    """Refuse settings this build cannot honour (the error says which field and what works)."""
-    flags = config.flags
-    if flags.mig_strategy != "none":
-        raise ConfigError("flags.migStrategy", f"{flags.mig_strategy!r} is not supported yet; use 'none'")
+
+def mig_indices(inventory: MigInventory) -> dict[str, tuple[int, int]]:
+    """MIG UUID -> (parent NVML index, position among the parent's MIG devices): the `index` ID strategy."""
+    return {
+        device.uuid: (parent, position)
+        for parent, devices in inventory.devices_by_gpu.items()
+        for position, device in enumerate(devices)
+    }
 
 
 def gpu_devices(gpus: tuple[GpuInfo, ...]) -> list[Device]:
@@ -73,24 +83,36 @@ def build_node(
     dev_root: Path = Path("/dev"),
     on_decision: ResourceDecisionHook | None = None,
 ) -> Node:
-    check_supported(config)
     if config.resources:
         log.warning("config 'resources' (custom resource names) is accepted but not applied; serving defaults")
-    gpus = backend.gpus()
+    inventory = discover(backend)
+    gpus = inventory.gpus
     sharing = parse_sharing(config.sharing or None, gpus=gpus)
     if not gpus:
         log.warning("no GPUs found; nothing to serve")
-        return Node((), gpus, share_resources({}, sharing))
+        return Node((), gpus, share_resources({}, sharing), inventory)
     allocator = Allocator(build_topology(backend))
-    advertised = share_resources({GPU_RESOURCE: tuple(gpu_devices(gpus))}, sharing)
+    base = mig_resources(gpus, inventory.devices_by_gpu, config.flags.mig_strategy)
+    advertised = share_resources(base, sharing)
     settings = response_settings(config.flags)
     for note in settings.notes():
         log.warning("config: %s", note)
-    builder = StrategyResponseBuilder(settings, scan_device_nodes(dev_root))
+    builder = StrategyResponseBuilder(settings, scan_device_nodes(dev_root), mig_indices(inventory))
+    mig_ids = set(mig_indices(inventory))
+    placement = config.flags.plugin.shared_devices_allocation_policy
     resources = []
     for name, devices in sorted(advertised.devices.items()):
+        if not devices:
+            log.warning("%s: no devices; not served", name)
+            continue
         builder.check_devices(devices)
-        policy, response = _policy_for(name, advertised, allocator, builder, on_decision)
+        if name not in advertised.shared and devices[0].id in mig_ids:
+            policy: AllocationPolicy = MigAllocationPolicy(
+                MigPlacement.parse(placement), choose_gpus=allocator.allocate, resource_name=name
+            )
+            response: ResponseBuilder = builder
+        else:
+            policy, response = _policy_for(name, advertised, allocator, builder, on_decision)
         resources.append(ResourceManager(name, devices, policy, response))
         log.info(
             "%s: %d devices on GPUs %s",
@@ -98,8 +120,9 @@ def build_node(
             len(devices),
             ", ".join(sorted({f"{d.gpu_indices[0]} (NUMA {d.numa_node})" for d in devices})),
         )
-    memory = replica_memory_mib(advertised, {gpu.uuid: gpu.memory_mib for gpu in gpus})
-    return Node(tuple(resources), gpus, advertised, memory)
+    memory_by_id = {gpu.uuid: gpu.memory_mib for gpu in gpus}
+    memory_by_id.update({d.uuid: d.memory_mib for ds in inventory.devices_by_gpu.values() for d in ds})
+    return Node(tuple(resources), gpus, advertised, inventory, replica_memory_mib(advertised, memory_by_id))
 
 
 def _policy_for(
@@ -115,10 +138,7 @@ def _policy_for(
     if shared is None:
         return topology_policy, builder
 
-    def choose_gpus(candidates: tuple[int, ...], must: tuple[int, ...], count: int) -> tuple[int, ...]:
-        return allocator.allocate(candidates, must, count)
-
-    return ReplicaPolicy.for_resource(shared, choose_gpus), ReplicaResponseBuilder.for_resource(shared, builder)
+    return ReplicaPolicy.for_resource(shared, allocator.allocate), ReplicaResponseBuilder.for_resource(shared, builder)
 
 
 def build_resources(backend: NvmlBackend, config: Config, *, dev_root: Path = Path("/dev")) -> list[ResourceManager]:

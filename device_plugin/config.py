@@ -20,6 +20,8 @@ import yaml
 
 from device_plugin.config_schema import (
     CONFIG_FILE_ENV,
+    DEFAULT_METRICS_ADDRESS,
+    EMPTY_MEANS_OFF_ENV,
     ENV_FIELDS,
     FIELDS,
     OUR_SECTION,
@@ -29,6 +31,7 @@ from device_plugin.config_schema import (
 )
 from device_plugin.config_sections import check_imex, check_resources, check_sharing
 from device_plugin.errors import ConfigError
+from device_plugin.health_config import HealthConfig, parse_health_config
 
 DEFAULT_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
 
@@ -69,8 +72,12 @@ class DaemonSettings:
     """Our own settings (section `gpuDevicePlugin`), not part of NVIDIA's format."""
 
     device_plugin_dir: Path = DEFAULT_DEVICE_PLUGIN_DIR
-    metrics_address: str = ""  # host:port for /metrics; empty: no metrics endpoint
+    metrics_address: str = DEFAULT_METRICS_ADDRESS  # host:port for /metrics, /healthz, /readyz; empty: off
     log_format: str = "text"  # text | json
+    gpu_gauges: bool = True  # GPU memory/utilisation/temperature/power gauges; off where DCGM exporter runs
+    labels_file: str = ""  # node-feature-discovery features.d file to keep up to date; empty: off
+    rescan_interval_s: float = 60.0  # how often MIG layouts and the GPU list are re-read
+    health: HealthConfig = field(default_factory=HealthConfig)
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,8 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted(_plain(v) for v in value)
     if isinstance(value, Path):
         return str(value)
     return value
@@ -136,7 +145,11 @@ def load_config(
     """Merge file, env and CLI (keys of `cli` are dotted field paths, values their text)."""
     raw = read_config_file(config_file) if config_file is not None else {}
     sources = [f"file {config_file}"] if config_file is not None else []
-    env_set = [(name, text) for name, text in sorted((env or {}).items()) if name in ENV_FIELDS and text != ""]
+    env_set = [
+        (name, text)
+        for name, text in sorted((env or {}).items())
+        if name in ENV_FIELDS and (text != "" or name in EMPTY_MEANS_OFF_ENV)
+    ]
     for name, text in env_set:
         path = ENV_FIELDS[name]
         _put(raw, path, _from_text(path, text, origin=f"env {name}"))
@@ -147,7 +160,7 @@ def load_config(
         _put(raw, path, _from_text(path, text, origin="command line"))
     if cli_set:
         sources.append("cli " + ",".join(path for path, _ in cli_set))
-    return parse_config(raw, sources=tuple(sources))
+    return parse_config(raw, sources=tuple(sources), env=env)
 
 
 def _from_text(path: str, text: str, *, origin: str) -> Any:
@@ -172,7 +185,9 @@ def _put(raw: dict[str, Any], path: str, value: Any) -> None:
     node[leaf] = value
 
 
-def parse_config(raw: Mapping[str, Any], *, sources: tuple[str, ...] = ()) -> Config:
+def parse_config(
+    raw: Mapping[str, Any], *, sources: tuple[str, ...] = (), env: Mapping[str, str] | None = None
+) -> Config:
     version = raw.get("version") or SUPPORTED_VERSION
     if version != SUPPORTED_VERSION:
         raise ConfigError("version", f"unsupported version {version!r}; only {SUPPORTED_VERSION!r} is accepted")
@@ -187,9 +202,10 @@ def parse_config(raw: Mapping[str, Any], *, sources: tuple[str, ...] = ()) -> Co
     )
     flags_kw = _pick(values, "flags.", Flags, rename={"useNodeFeatureAPI": "use_node_feature_api"})
     flags_kw["gfd"] = _frozen(flags_kw.get("gfd"))
-    daemon_kw = _pick(values, f"{OUR_SECTION}.", DaemonSettings)
+    daemon_kw = _pick(values, f"{OUR_SECTION}.", DaemonSettings, rename={"rescanIntervalSeconds": "rescan_interval_s"})
     if "device_plugin_dir" in daemon_kw:
         daemon_kw["device_plugin_dir"] = Path(daemon_kw["device_plugin_dir"])
+    daemon_kw["health"] = parse_health_config(daemon_kw.get("health"), env or {}, field=f"{OUR_SECTION}.health")
     return Config(
         version=version,
         flags=Flags(plugin=plugin, **flags_kw),

@@ -14,6 +14,8 @@ from typing import Any
 from device_plugin.errors import ConfigError
 
 SUPPORTED_VERSION = "v1"
+# /metrics, /healthz, /readyz. 9100-9999 is crowded with exporters (9400 is dcgm-exporter's).
+DEFAULT_METRICS_ADDRESS = ":2112"
 OUR_SECTION = "gpuDevicePlugin"
 
 DEVICE_LIST_STRATEGIES = ("envvar", "volume-mounts", "cdi-annotations", "cdi-cri")
@@ -91,6 +93,19 @@ def _no_text(field: str, text: str) -> Any:
     raise ConfigError(field, "cannot be set from the environment or the command line")
 
 
+def _seconds(field: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 86400:
+        raise ConfigError(field, f"must be a number of seconds between 0 and 86400, got {value!r}")
+    return float(value)
+
+
+def _seconds_text(field: str, text: str) -> float:
+    try:
+        return _seconds(field, float(text))
+    except ValueError as error:
+        raise ConfigError(field, f"must be a number of seconds, got {text!r}") from error
+
+
 BOOL = Field(_bool, _bool_text)
 STR = Field(_str, _text)
 RAW_MAPPING = Field(_mapping, _no_text)
@@ -118,6 +133,10 @@ FIELDS: dict[str, Field] = {
     f"{OUR_SECTION}.devicePluginDir": STR,
     f"{OUR_SECTION}.metricsAddress": STR,
     f"{OUR_SECTION}.logFormat": _choice("text", "json"),
+    f"{OUR_SECTION}.gpuGauges": BOOL,
+    f"{OUR_SECTION}.labelsFile": STR,
+    f"{OUR_SECTION}.rescanIntervalSeconds": Field(_seconds, _seconds_text),
+    f"{OUR_SECTION}.health": RAW_MAPPING,  # parsed by device_plugin.health_config (with the DP_* env vars)
 }
 # Top-level keys with a shape of their own (validated in config_sections).
 TOP_LEVEL = ("version", "flags", "resources", "sharing", "imex", OUR_SECTION)
@@ -138,7 +157,12 @@ ENV_FIELDS: dict[str, str] = {
     "DEVICE_PLUGIN_DIR": f"{OUR_SECTION}.devicePluginDir",
     "METRICS_ADDRESS": f"{OUR_SECTION}.metricsAddress",
     "LOG_FORMAT": f"{OUR_SECTION}.logFormat",
+    "GPU_GAUGES": f"{OUR_SECTION}.gpuGauges",
+    "LABELS_FILE": f"{OUR_SECTION}.labelsFile",
+    "RESCAN_INTERVAL_SECONDS": f"{OUR_SECTION}.rescanIntervalSeconds",
 }
+# Set but empty still means something for these: "turn it off".
+EMPTY_MEANS_OFF_ENV = frozenset({"METRICS_ADDRESS", "LABELS_FILE"})
 CONFIG_FILE_ENV = "CONFIG_FILE"
 
 

@@ -26,7 +26,6 @@ from device_plugin.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_METRICS_ADDRESS = ":2112"
 METRICS_ADDRESS_ENV = "METRICS_ADDRESS"
 
 

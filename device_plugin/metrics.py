@@ -163,6 +163,16 @@ class PluginMetrics:
 
     # ---- requests ----------------------------------------------------------------------------
 
+    def rpc_finished(
+        self, method: str, resource: str, code: str, duration_s: float, error: BaseException | None
+    ) -> None:
+        """The servicer's RpcObserver hook: latency for every RPC, results for the two that allocate."""
+        self.observe_rpc(method, resource, code, duration_s)
+        if method == "Allocate":
+            self.allocation(resource, result_label(error))
+        elif method == "GetPreferredAllocation":
+            self.preferred_allocation(resource, result_label(error))
+
     def observe_rpc(self, method: str, resource: str, code: str, duration_s: float) -> None:
         """One unary RPC (not ListAndWatch, whose duration is the stream's lifetime). `code`: gRPC status name."""
         self.rpc_duration.labels(method, resource, code).observe(duration_s)

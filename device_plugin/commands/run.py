@@ -15,14 +15,18 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 
-from device_plugin.composition import build_resources
 from device_plugin.config import Config, config_file_path, load_config
 from device_plugin.config_schema import OUR_SECTION
+from device_plugin.config_watch import ConfigFileWatch
+from device_plugin.daemon import Daemon
 from device_plugin.errors import ConfigError, NvmlUnavailableError, PluginError
-from device_plugin.lifecycle import PluginManager
+from device_plugin.fake_events import FakeEventsTail
 from device_plugin.nvml.catalog import open_backend
+from device_plugin.nvml.fake import FakeNvml
 
 NAME = "run"
 HELP = "Run the device plugin daemon (real NVML, or a simulated machine with --machine)."
@@ -40,6 +44,8 @@ CLI_FIELDS = {
     "device_plugin_dir": f"{OUR_SECTION}.devicePluginDir",
     "metrics_address": f"{OUR_SECTION}.metricsAddress",
     "log_format": f"{OUR_SECTION}.logFormat",
+    "labels_file": f"{OUR_SECTION}.labelsFile",
+    "rescan_interval_s": f"{OUR_SECTION}.rescanIntervalSeconds",
 }
 STOP_TIMEOUT_S = 4.0  # SIGTERM to exit stays under 5 s
 
@@ -58,6 +64,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device-id-strategy", help="uuid|index (env DEVICE_ID_STRATEGY)")
     parser.add_argument("--metrics-address", metavar="HOST:PORT", help="(env METRICS_ADDRESS)")
     parser.add_argument("--log-format", help="text|json (env LOG_FORMAT)")
+    parser.add_argument("--labels-file", metavar="FILE", help="NFD features.d file to keep current (env LABELS_FILE)")
+    parser.add_argument(
+        "--rescan-interval-s", metavar="SECONDS", help="re-read GPUs and MIG layouts every N s (default 60)"
+    )
+    parser.add_argument(
+        "--fake-events",
+        metavar="FILE",
+        help='with --machine: inject faults from JSON lines appended to FILE, e.g. {"gpu": 3, "xid": 79}',
+    )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
 
 
@@ -91,13 +106,19 @@ def load_effective_config(args: argparse.Namespace) -> Config:
 
 
 class SignalWaiter:
-    """Installed first thing, so a SIGTERM during start-up is also a clean stop."""
+    """Installed first thing, so a SIGTERM during start-up is also a clean stop. SIGHUP asks for a rescan."""
 
     def __init__(self) -> None:
         self._received: list[str] = []
         self._event = threading.Event()
+        self.on_hangup: Callable[[], None] | None = None
         signal.signal(signal.SIGTERM, self._handle)
         signal.signal(signal.SIGINT, self._handle)
+        signal.signal(signal.SIGHUP, self._hangup)
+
+    def _hangup(self, signum: int, frame: FrameType | None) -> None:
+        if self.on_hangup is not None:
+            self.on_hangup()
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self._received.append(signal.Signals(signum).name)
@@ -118,10 +139,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     configure_logging(config.daemon.log_format, args.log_level)
     log.info("effective config (%s): %s", "; ".join(config.sources) or "defaults", config.describe())
-    if config.daemon.metrics_address:
-        log.warning(
-            "metrics_address %s is set but the metrics endpoint is not built yet", config.daemon.metrics_address
-        )
+    if args.fake_events and not args.machine:
+        log.error("--fake-events needs --machine: faults can only be injected into a simulated machine")
+        return 2
     try:
         backend = open_backend(args.machine)
     except NvmlUnavailableError as error:
@@ -135,8 +155,9 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:  # a bad machine description
         log.error("cannot load machine %s: %s", args.machine, error)
         return 2
+    config_file = config_file_path(args.config, os.environ)
     try:
-        resources = build_resources(backend, config)
+        daemon = Daemon(backend, config, load_config=lambda: load_effective_config(args), config_file=config_file)
     except ConfigError as error:
         log.error("config error: %s", error)
         backend.close()
@@ -145,12 +166,23 @@ def run(args: argparse.Namespace) -> int:
         log.error("cannot enumerate GPUs: %s", error)
         backend.close()
         return 1
-    manager = PluginManager(resources, config.daemon.device_plugin_dir)
-    manager.start()
+    tail = None
+    if args.fake_events and isinstance(backend, FakeNvml):
+        tail = FakeEventsTail(Path(args.fake_events), backend.faults.inject)
+        tail.start()
+    watch = ConfigFileWatch(config_file, daemon.request_rescan) if config_file is not None else None
+    daemon.start()
+    if watch is not None:
+        watch.start()
+    signals.on_hangup = daemon.request_rescan
     signal_name = signals.wait()
     started = time.monotonic()
     log.info("received %s; sending empty device lists and stopping", signal_name)
-    manager.stop(timeout_s=STOP_TIMEOUT_S)
+    if watch is not None:
+        watch.stop()
+    if tail is not None:
+        tail.stop()
+    daemon.stop(timeout_s=STOP_TIMEOUT_S)
     backend.close()
     log.info("stopped in %.2f s", time.monotonic() - started)
     return 0

@@ -89,7 +89,42 @@ def test_pass_device_specs_uses_the_injected_dev_root(tmp_path: Path) -> None:
     assert specs == {"/dev/nvidia2", "/dev/nvidiactl", "/dev/nvidia-uvm"}
 
 
-def test_unbuilt_mig_strategy_is_refused_naming_the_field() -> None:
+MIG_CASES = [
+    ("h100-mig-mixed", "none", {"nvidia.com/gpu": 4}),
+    ("a100-mig-7x1g", "single", {"nvidia.com/gpu": 56}),
+    (
+        "h100-mig-mixed",
+        "mixed",
+        {
+            "nvidia.com/gpu": 4,
+            "nvidia.com/mig-1g.10gb": 8,
+            "nvidia.com/mig-1g.10gb.me": 1,
+            "nvidia.com/mig-2g.20gb": 3,
+            "nvidia.com/mig-3g.40gb": 2,
+            "nvidia.com/mig-7g.80gb": 1,
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("machine", "strategy", "expected"), MIG_CASES, ids=[f"{m}-{s}" for m, s, _ in MIG_CASES])
+def test_mig_strategy_decides_the_served_resources(machine: str, strategy: str, expected: dict[str, int]) -> None:
+    resources = build_resources(open_backend(machine), load_config(env={"MIG_STRATEGY": strategy}))
+    assert {r.resource_name: len(r.snapshot().devices) for r in resources} == expected
+
+
+def test_mig_requests_spread_over_parents_and_name_mig_uuids() -> None:
+    backend = open_backend("a100-mig-7x1g")
+    (resource,) = build_resources(backend, load_config(env={"MIG_STRATEGY": "mixed"}))
+    devices = resource.snapshot().devices
+    chosen = resource.preferred_allocation([d.id for d in devices], [], 4)
+    parents = {next(d.gpu_indices for d in devices if d.id == c) for c in chosen}
+    assert len(parents) == 4
+    visible = resource.allocate(chosen).envs["NVIDIA_VISIBLE_DEVICES"].split(",")
+    assert sorted(visible) == sorted(chosen) and all(v.startswith("MIG-") for v in visible)
+
+
+def test_mig_single_refuses_a_mixed_layout_naming_the_field() -> None:
     with pytest.raises(ConfigError) as caught:
-        build_resources(open_backend("single-gpu"), load_config(env={"MIG_STRATEGY": "mixed"}))
+        build_resources(open_backend("h100-mig-mixed"), load_config(env={"MIG_STRATEGY": "single"}))
     assert caught.value.field == "flags.migStrategy"

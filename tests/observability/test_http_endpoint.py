@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
+from device_plugin.config_schema import DEFAULT_METRICS_ADDRESS
 from device_plugin.errors import ConfigError
 from device_plugin.http_endpoint import (
-    DEFAULT_METRICS_ADDRESS,
     EndpointProbeResult,
     HttpEndpoint,
     parse_metrics_address,

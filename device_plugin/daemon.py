@@ -1,0 +1,225 @@
+"""The running daemon: one node's resources served, watched, measured, and rebuilt when things change.
+
+Daemon owns, for the life of the process: the PluginManager (gRPC servers + registration), the
+HealthWatcher, the metrics registry and its HTTP endpoint, the node-labels file, and a rescan loop.
+A rebuild (config file changed, SIGHUP, or the periodic rescan seeing a new MIG layout / GPU list)
+builds the new resources first; if that fails the old ones keep serving. If the result differs, the
+old servers are stopped first (every resource sends an empty list, so no stale capacity stays) and
+the new ones are served and registered. No gRPC here: lifecycle does that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from device_plugin.composition import Node, build_node
+from device_plugin.config import Config
+from device_plugin.errors import PluginError
+from device_plugin.health import HealthWatcher
+from device_plugin.http_endpoint import EndpointProbeResult, HttpEndpoint, parse_metrics_address, registration_readiness
+from device_plugin.labels import FeaturesFileWriter, LabelOptions, SharingLabelInput, refresh_features_file
+from device_plugin.lifecycle import LifecycleTiming, PluginManager
+from device_plugin.metrics import PluginMetrics
+from device_plugin.nvml.health_types import HealthSource
+from device_plugin.nvml.protocol import NvmlBackend
+from device_plugin.telemetry import TelemetrySource
+
+log = logging.getLogger(__name__)
+
+ConfigLoader = Callable[[], Config]
+
+
+class Daemon:
+    def __init__(
+        self,
+        backend: NvmlBackend,
+        config: Config,
+        *,
+        load_config: ConfigLoader | None = None,
+        config_file: Path | None = None,
+        dev_root: Path = Path("/dev"),
+        timing: LifecycleTiming | None = None,
+    ) -> None:
+        self._backend = backend
+        self._config = config
+        self._load_config = load_config
+        self._config_file = config_file
+        self._config_digest = _digest(config_file)
+        self._dev_root = dev_root
+        self._timing = timing
+        self._lock = threading.Lock()  # one rebuild at a time
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.registry = CollectorRegistry()
+        self._node = self._build(config)
+        gpus = self._node.gpus
+        self.metrics = PluginMetrics(
+            self.registry,
+            device_snapshots=lambda: {r.resource_name: r.snapshot() for r in self._node.resources},
+            gpus=lambda: gpus,
+            telemetry=backend if isinstance(backend, TelemetrySource) else None,
+            gpu_gauges=config.daemon.gpu_gauges,
+            process_metrics=True,
+        )
+        self._watch_resources(self._node)
+        self._manager = PluginManager(
+            self._node.resources, config.daemon.device_plugin_dir, timing=timing, observer=self.metrics
+        )
+        self.health: HealthWatcher | None = None
+        if isinstance(backend, HealthSource):
+            self.health = HealthWatcher(backend, [g.index for g in gpus], self._node.resources, config.daemon.health)
+        else:
+            log.warning("the NVML backend has no health source: devices are not health-checked")
+        address = parse_metrics_address(config.daemon.metrics_address, field="gpuDevicePlugin.metricsAddress")
+        self._endpoint = None
+        if address is not None:
+            self._endpoint = HttpEndpoint(
+                *address,
+                self.registry,
+                liveness=lambda: EndpointProbeResult(*self._manager.serving()),
+                readiness=registration_readiness(self.metrics.registration_snapshot),
+            )
+        self._labels = FeaturesFileWriter(Path(config.daemon.labels_file)) if config.daemon.labels_file else None
+
+    # ---- public --------------------------------------------------------------------------------
+
+    @property
+    def node(self) -> Node:
+        return self._node
+
+    @property
+    def manager(self) -> PluginManager:
+        return self._manager
+
+    @property
+    def endpoint(self) -> HttpEndpoint | None:
+        return self._endpoint
+
+    def start(self) -> None:
+        if self._endpoint is not None:
+            try:
+                self._endpoint.start()
+            except OSError as error:  # the GPUs still get served; the probes will say the endpoint is missing
+                log.error("cannot serve /metrics on %s: %s", self._config.daemon.metrics_address, error)
+                self._endpoint = None
+        if self.health is not None:
+            self.health.start()
+        self._manager.start()
+        self._refresh_labels()
+        self._thread = threading.Thread(target=self._rescan_loop, name="rescan", daemon=True)
+        self._thread.start()
+
+    def request_rescan(self) -> None:
+        """SIGHUP and the config-file watch call this: re-read config and hardware soon."""
+        self._wake.set()
+
+    def stop(self, timeout_s: float = 4.0) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self.health is not None:
+            self.health.stop()
+        self._manager.stop(timeout_s=timeout_s)
+        if self._endpoint is not None:
+            self._endpoint.stop()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+
+    # ---- rebuilds ------------------------------------------------------------------------------
+
+    def _build(self, config: Config) -> Node:
+        def on_decision(resource: str, decision) -> None:  # type: ignore[no-untyped-def]
+            self.metrics.allocation_decision(
+                resource, decision.size, decision.ring_bandwidth_gbps, decision.optimal, decision.best_possible_gbps
+            )
+
+        return build_node(self._backend, config, dev_root=self._dev_root, on_decision=on_decision)
+
+    def _watch_resources(self, node: Node) -> None:
+        gpus = node.gpus
+        for resource in node.resources:
+            resource.add_health_listener(self.metrics.on_device_health_change)
+            if resource.resource_name in node.advertised.shared:
+                self.metrics.record_replicas(resource.resource_name, resource.snapshot().devices, gpus)
+
+    def _rescan_loop(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.wait(self._config.daemon.rescan_interval_s)
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
+            try:
+                self.rebuild()
+            except Exception:  # a rescan bug must leave the current resources serving
+                log.exception("rescan failed; the current resources keep serving")
+
+    def rebuild(self) -> bool:
+        """Re-read config (if it changed) and hardware; re-serve when the result differs. True if re-served."""
+        with self._lock:
+            config = self._config
+            digest = _digest(self._config_file)
+            if self._load_config is not None and digest != self._config_digest:
+                try:
+                    config = self._load_config()
+                except PluginError as error:
+                    log.error("config file changed but is invalid, keeping the running config: %s", error)
+                    self._config_digest = digest  # do not re-log the same broken content every rescan
+                    return False
+                self._config_digest = digest
+                log.info("config file changed; effective config now: %s", config.describe())
+            try:
+                node = self._build(config)
+            except PluginError as error:
+                log.error("rebuilding the resources failed, keeping the current ones: %s", error)
+                return False
+            if config == self._config and node.layout() == self._node.layout():
+                return False
+            self._switch(config, node)
+            return True
+
+    def _switch(self, config: Config, node: Node) -> None:
+        before, after = self._node.layout(), node.layout()
+        gone = sorted(set(before) - set(after))
+        log.info(
+            "re-serving: resources %s (was %s)%s",
+            ", ".join(f"{n}={len(ids)}" for n, ids in sorted(after.items())) or "none",
+            ", ".join(f"{n}={len(ids)}" for n, ids in sorted(before.items())) or "none",
+            f"; removed {', '.join(gone)}" if gone else "",
+        )
+        self._manager.stop()  # every resource sends its empty list first: no stale capacity stays
+        for name in gone:
+            self.metrics.forget_resource(name)
+        self._config, self._node = config, node
+        self._watch_resources(node)
+        if self.health is not None:
+            self.health.set_resources(node.resources)
+        self._manager = PluginManager(
+            node.resources, config.daemon.device_plugin_dir, timing=self._timing, observer=self.metrics
+        )
+        self._manager.start()
+        self._refresh_labels()
+
+    def _refresh_labels(self) -> None:
+        if self._labels is None:
+            return
+        sharing = {
+            name: SharingLabelInput("time-slicing", shared.replicas, renamed=name != shared.source_name)
+            for name, shared in self._node.advertised.shared.items()
+        }
+        options = LabelOptions(mig_strategy=self._config.flags.mig_strategy, sharing=sharing)
+        refresh_features_file(self._backend, options, self._labels)
+
+
+def _digest(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
