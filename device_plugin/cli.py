@@ -17,12 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name == module_name:  # a subcommand not built yet
-                continue
-            raise
+        module = importlib.import_module(module_name)
         sub = subparsers.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(sub)
         sub.set_defaults(handler=module.run)

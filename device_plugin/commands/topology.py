@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from device_plugin.commands._machine import add_machine_argument, fail, load_topology
+from device_plugin.commands._machine import add_machine_argument, fail
 from device_plugin.errors import PluginError
+from device_plugin.nvml.catalog import open_backend
 from device_plugin.topology import Topology
+from device_plugin.topology_build import build_topology
+from mig.render import render_mig_tree
+from timeslice import NO_MEMORY_ISOLATION_WARNING
 
 NAME = "topology"
 HELP = "print the GPU topology matrix (NVLink / NVSwitch / PCIe level, NUMA) and per-pair bandwidth"
@@ -68,8 +72,20 @@ def as_json(topology: Topology) -> dict[str, object]:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        topology = load_topology(args.machine)
+        backend = open_backend(args.machine)
+        try:
+            topology = build_topology(backend)
+            mig_tree = render_mig_tree(backend)
+        finally:
+            backend.close()
     except PluginError as error:
         return fail(error)
-    print(json.dumps(as_json(topology), indent=2) if args.json else render(topology))
+    if args.json:
+        print(json.dumps(as_json(topology), indent=2))
+        return 0
+    print(render(topology))
+    print()
+    print(mig_tree)
+    print()
+    print(NO_MEMORY_ISOLATION_WARNING)
     return 0
