@@ -23,7 +23,17 @@ REPO = Path(__file__).resolve().parents[2]
 def start_daemon(plugin_dir: Path, *extra: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CONFIG_FILE", "DEVICE_PLUGIN_DIR")}
     return subprocess.Popen(
-        [sys.executable, "-m", "device_plugin.cli", "run", "--device-plugin-dir", str(plugin_dir), "--metrics-address", "127.0.0.1:0", *extra],
+        [
+            sys.executable,
+            "-m",
+            "device_plugin.cli",
+            "run",
+            "--device-plugin-dir",
+            str(plugin_dir),
+            "--metrics-address",
+            "127.0.0.1:0",
+            *extra,
+        ],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
