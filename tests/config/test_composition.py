@@ -89,28 +89,7 @@ def test_pass_device_specs_uses_the_injected_dev_root(tmp_path: Path) -> None:
     assert specs == {"/dev/nvidia2", "/dev/nvidiactl", "/dev/nvidia-uvm"}
 
 
-MIG_CASES = [
-    ("h100-mig-mixed", "none", {"nvidia.com/gpu": 4}),
-    ("a100-mig-7x1g", "single", {"nvidia.com/gpu": 56}),
-    (
-        "h100-mig-mixed",
-        "mixed",
-        {
-            "nvidia.com/gpu": 4,
-            "nvidia.com/mig-1g.10gb": 8,
-            "nvidia.com/mig-1g.10gb.me": 1,
-            "nvidia.com/mig-2g.20gb": 3,
-            "nvidia.com/mig-3g.40gb": 2,
-            "nvidia.com/mig-7g.80gb": 1,
-        },
-    ),
-]
-
-
-@pytest.mark.parametrize(("machine", "strategy", "expected"), MIG_CASES, ids=[f"{m}-{s}" for m, s, _ in MIG_CASES])
-def test_mig_strategy_decides_the_served_resources(machine: str, strategy: str, expected: dict[str, int]) -> None:
-    resources = build_resources(open_backend(machine), load_config(env={"MIG_STRATEGY": strategy}))
-    assert {r.resource_name: len(r.snapshot().devices) for r in resources} == expected
+# Resource names and counts per MIG strategy: tests/daemon/test_resources_over_kubelet.py (over the kubelet).
 
 
 def test_mig_requests_spread_over_parents_and_name_mig_uuids() -> None:

@@ -12,6 +12,7 @@ from device_plugin.config import load_config
 from device_plugin.daemon import Daemon
 from device_plugin.kubelet_standin import KubeletStandIn
 from device_plugin.nvml.fake import FakeNvml
+from tests.mig.test_strategy import H100_MIG_MIXED_RESOURCES
 
 from .test_daemon import TIMING, WAIT_S
 
@@ -24,18 +25,7 @@ SLICED_MIG = (
 CASES = [
     ("h100-mig-mixed", "flags: {migStrategy: none}", {"nvidia.com/gpu": 4}),
     ("a100-mig-7x1g", "flags: {migStrategy: single}", {"nvidia.com/gpu": 56}),
-    (
-        "h100-mig-mixed",
-        "flags: {migStrategy: mixed}",
-        {
-            "nvidia.com/gpu": 4,
-            "nvidia.com/mig-1g.10gb": 8,
-            "nvidia.com/mig-1g.10gb.me": 1,
-            "nvidia.com/mig-2g.20gb": 3,
-            "nvidia.com/mig-3g.40gb": 2,
-            "nvidia.com/mig-7g.80gb": 1,
-        },
-    ),
+    ("h100-mig-mixed", "flags: {migStrategy: mixed}", H100_MIG_MIXED_RESOURCES),
     ("dgx1-v100", SLICED, {"nvidia.com/gpu": 8 * 3}),
     ("dgx1-v100", SLICED_RENAMED, {"nvidia.com/gpu.shared": 8 * 2}),
     ("a100-mig-7x1g", SLICED_MIG, {"nvidia.com/mig-small-shared": 56 * 2}),

@@ -5,30 +5,13 @@ On a real GPU node this reads the MIG state only; it never changes it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from device_plugin.errors import NvmlUnavailableError
-from device_plugin.nvml.catalog import open_backend, shipped_machine_names
 from device_plugin.nvml.mig_types import mig_device_sort_key
 from device_plugin.nvml.protocol import NvmlBackend
 from mig.discovery import discover
 from mig.render import render_mig_tree
 from mig.strategy import build_resources
-
-BACKENDS = [pytest.param(name, id=f"fake-{name}") for name in shipped_machine_names()]
-BACKENDS.append(pytest.param(None, id="real", marks=pytest.mark.gpu))
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> Iterator[NvmlBackend]:
-    try:
-        opened = open_backend(request.param)
-    except NvmlUnavailableError as exc:
-        pytest.skip(f"real backend: NVML cannot initialise here (code {exc.code}); run on a GPU node")
-    yield opened
-    opened.close()
 
 
 def test_mig_devices_belong_to_their_parent_and_do_not_overlap(backend: NvmlBackend) -> None:

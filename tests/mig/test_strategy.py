@@ -20,23 +20,21 @@ def counts(resources: dict[str, tuple]) -> dict[str, int]:
     return {name: len(devices) for name, devices in resources.items()}
 
 
+# The shipped h100-mig-mixed machine under migStrategy mixed (also checked over the kubelet stand-in).
+H100_MIG_MIXED_RESOURCES = {
+    "nvidia.com/gpu": 4,
+    "nvidia.com/mig-1g.10gb": 8,
+    "nvidia.com/mig-1g.10gb.me": 1,
+    "nvidia.com/mig-2g.20gb": 3,
+    "nvidia.com/mig-3g.40gb": 2,
+    "nvidia.com/mig-7g.80gb": 1,
+}
 CASES = [
     ("a100-mig-7x1g", "none", {}),
     ("a100-mig-7x1g", "single", {"nvidia.com/gpu": 56}),
     ("a100-mig-7x1g", "mixed", {"nvidia.com/mig-1g.5gb": 56}),
     ("h100-mig-mixed", "none", {"nvidia.com/gpu": 4}),
-    (
-        "h100-mig-mixed",
-        "mixed",
-        {
-            "nvidia.com/gpu": 4,
-            "nvidia.com/mig-1g.10gb": 8,
-            "nvidia.com/mig-1g.10gb.me": 1,
-            "nvidia.com/mig-2g.20gb": 3,
-            "nvidia.com/mig-3g.40gb": 2,
-            "nvidia.com/mig-7g.80gb": 1,
-        },
-    ),
+    ("h100-mig-mixed", "mixed", H100_MIG_MIXED_RESOURCES),
     ("dgx-a100", "none", {"nvidia.com/gpu": 8}),
     ("dgx-a100", "single", {"nvidia.com/gpu": 8}),
     ("dgx-a100", "mixed", {"nvidia.com/gpu": 8}),

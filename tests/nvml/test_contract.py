@@ -6,28 +6,13 @@ The real backend runs only where NVML initialises (marker `gpu`); elsewhere it i
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 
 import pytest
 
-from device_plugin.errors import NvmlError, NvmlUnavailableError
-from device_plugin.nvml.catalog import open_backend, shipped_machine_names
+from device_plugin.errors import NvmlError
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import PcieLevel, normalise_pci_bus_id
-
-BACKENDS = [pytest.param(name, id=f"fake-{name}") for name in shipped_machine_names()]
-BACKENDS.append(pytest.param(None, id="real", marks=pytest.mark.gpu))
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> Iterator[NvmlBackend]:
-    try:
-        opened = open_backend(request.param)
-    except NvmlUnavailableError as exc:
-        pytest.skip(f"real backend: NVML cannot initialise here (code {exc.code}); run on a GPU node")
-    yield opened
-    opened.close()
 
 
 def test_indices_are_contiguous_from_zero(backend: NvmlBackend) -> None:
