@@ -112,16 +112,13 @@ def _rss_kib(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
-def bench_daemon(idle_s: float, settle_s: float) -> None:
-    if not (REPO / "device_plugin" / "commands" / "run.py").is_file():
-        print("daemon: not measured (device_plugin/commands/run.py is not built)")
-        return
+def bench_daemon(machine: str, idle_s: float, settle_s: float) -> None:
     if not Path("/proc/self/stat").exists():
         print("daemon: not measured (needs Linux /proc)")
         return
     plugin_dir = Path(tempfile.mkdtemp(prefix="bench-dp-"))
-    command = [sys.executable, "-m", "device_plugin.cli", "run", "--machine", "dgx1-v100"]
-    command += ["--device-plugin-dir", str(plugin_dir)]
+    command = [sys.executable, "-m", "device_plugin.cli", "run", "--machine", machine, "--mig-strategy", "mixed"]
+    command += ["--device-plugin-dir", str(plugin_dir), "--metrics-address", "127.0.0.1:0"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     log_path = plugin_dir.with_suffix(".log")  # a file, not a pipe: a full pipe would stall the daemon
     with log_path.open("wb") as log_file:
@@ -136,7 +133,7 @@ def bench_daemon(idle_s: float, settle_s: float) -> None:
         before = _cpu_ticks(process.pid)
         time.sleep(idle_s)
         cpu_s = (_cpu_ticks(process.pid) - before) / hz
-        print(f"daemon [dgx1-v100, no kubelet, {idle_s:.0f} s idle after {settle_s:.0f} s start-up]:")
+        print(f"daemon [{machine}, metrics endpoint and health watcher on, no kubelet, {idle_s:.0f} s idle]:")
         rss_mib = _rss_kib(process.pid) / 1024
         print(f"  CPU {cpu_s:.3f} s = {100 * cpu_s / idle_s:.2f} % of one core   RSS {rss_mib:.1f} MiB")
     finally:
@@ -158,7 +155,8 @@ def main() -> None:
     parser.add_argument("--settle-s", type=float, default=3.0)
     args = parser.parse_args()
     bench_scrape(args.machine, args.scrapes)
-    bench_daemon(args.idle_s, args.settle_s)
+    for machine in ("dgx1-v100", "island-16gpu", "h100-mig-mixed"):
+        bench_daemon(machine, args.idle_s, args.settle_s)
 
 
 if __name__ == "__main__":
