@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,8 +54,11 @@ def test_mounts_the_kubelet_plugin_dir(rendered: Rendered, name: str) -> None:
     mounts = {m["mountPath"]: m for m in container(rendered[name])["volumeMounts"]}
     assert volumes[mounts[PLUGIN_DIR]["name"]]["hostPath"] == {"path": PLUGIN_DIR, "type": "Directory"}
     assert env(rendered[name])["DEVICE_PLUGIN_DIR"] == PLUGIN_DIR
-    # No other host path: the plugin needs nothing else from the host (the runtime injects /dev/nvidia*).
-    assert [v["name"] for v in volumes.values() if "hostPath" in v] == [mounts[PLUGIN_DIR]["name"]]
+    # Besides it, only NFD's features.d (for the labels file); the runtime injects /dev/nvidia*.
+    labels_dir = str(Path(env(rendered[name])["LABELS_FILE"]).parent)
+    assert volumes[mounts[labels_dir]["name"]]["hostPath"] == {"path": labels_dir, "type": "DirectoryOrCreate"}
+    host_paths = sorted(v["name"] for v in volumes.values() if "hostPath" in v)
+    assert host_paths == sorted([mounts[PLUGIN_DIR]["name"], mounts[labels_dir]["name"]])
 
 
 @pytest.mark.parametrize("name", KUSTOMIZATIONS)
