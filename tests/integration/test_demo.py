@@ -15,9 +15,16 @@ def test_demo_walks_through_and_exits_zero(machine: str, capsys: pytest.CaptureF
     assert "NUMA 0" in out
     assert "Allocate -> NVIDIA_VISIBLE_DEVICES=GPU-" in out
     assert "registered again" in out
+    assert "Unhealthy after" in out and "Healthy again after" in out
     assert "Last list the kubelet saw: 0 devices. Files left: []" in out
 
 
 def test_demo_refuses_an_unknown_machine(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--machine", "no-such-machine"]) == 2
     assert "no-such-machine" in capsys.readouterr().out
+
+
+def test_demo_on_dgx1_prefers_the_double_nvlink_pair(capsys: pytest.CaptureFixture[str]) -> None:
+    # GPU 0 is taken by the 1-GPU pod; of the rest, 2-3 share two NVLinks (50 GB/s): the 2-GPU pod gets them.
+    assert main(["demo", "--machine", "dgx1-v100"]) == 0
+    assert "pod-2 (2 GPUs): 7 free; plugin prefers GPU 2, GPU 3, ring 50 GB/s per direction" in capsys.readouterr().out
