@@ -95,12 +95,13 @@ class PluginManager:
         self._kubelet_socket = self._dir / KUBELET_SOCKET_NAME
         self._cond = threading.Condition()
         self._stopping = False
-        self._restart_pending = False
+        self._restart_pending = False  # a new generation is due: kubelet restarted or a socket of ours is gone
         self._check_sockets = False
         self._lost: set[str] = set()
         self._served: dict[str, _Served] = {}
         self._registrations = 0
         self._registered_with: tuple[int, int] | None = None  # identity of the kubelet.sock we registered with
+        self._registering_with: tuple[int, int] | None = None  # ... and of the one a Register call is under way to
         self._thread: threading.Thread | None = None
         self._watcher = KubeletWatcher(
             self._dir,
@@ -172,13 +173,20 @@ class PluginManager:
 
     def _on_dir_events(self, events: DirectoryEvents) -> None:
         with self._cond:
-            # A kubelet.sock we already registered with is no restart (we may have seen it by polling first).
-            if events.kubelet_socket_created and _identity(self._kubelet_socket) != self._registered_with:
+            # A kubelet.sock we registered with, or are registering with now, is no restart: we may have
+            # seen it by polling before its creation event arrived (abandoning would register twice).
+            known = (self._registered_with, self._registering_with)
+            if events.kubelet_socket_created and _identity(self._kubelet_socket) not in known:
                 self._restart_pending = True
                 if self._registered_with is not None:
                     self._notify("kubelet_restart_seen")
             if events.removed_sockets:
                 self._check_sockets = True
+                # One of the sockets we serve now is gone: serve afresh at once. Waiting for the idle
+                # check is not enough: a Register under way (e.g. after a lost stream) would send the
+                # kubelet to a socket that no longer exists and block for its whole dial timeout.
+                if not self._sockets_intact():
+                    self._restart_pending = True
             self._cond.notify_all()
 
     def _on_stream_ended(self, servicer: DevicePluginServicer) -> None:
@@ -329,6 +337,10 @@ class PluginManager:
                 served = self._served.get(name)
             if served is None:
                 return False
+            if not self._sockets_intact():  # the kubelet would dial a socket that is gone: serve afresh first
+                with self._cond:
+                    self._restart_pending = True
+                return False
             if not self._kubelet_socket.exists():
                 if not waited_note:
                     log.info("%s: waiting for %s before registering", name, self._kubelet_socket)
@@ -336,6 +348,8 @@ class PluginManager:
                 self._wait_interruptible(1.0)  # the watcher wakes us when kubelet.sock appears
                 continue
             kubelet_identity = _identity(self._kubelet_socket)
+            with self._cond:
+                self._registering_with = kubelet_identity
             try:
                 register(
                     self._kubelet_socket,

@@ -140,16 +140,19 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
         name = self.resource.resource_name
         with self._lock:
             self._active_streams += 1
-        ended_by_client = False
+        # Any end we did not choose is the client's: it went inactive while we waited, or it cancelled
+        # while a message was in flight, in which case gRPC drops this generator and closes it at the
+        # `yield` (GeneratorExit), so no line after the yield runs. Hence decided here, not there.
+        ended_here = False
         try:
             snapshot = self.resource.snapshot()
             log.info("%s ListAndWatch: sending %d devices (version %d)", name, len(snapshot.devices), snapshot.version)
             yield pb.ListAndWatchResponse(devices=devices_to_pb(snapshot.devices))
             while not snapshot.closed:
                 if not context.is_active():
-                    ended_by_client = not self._shutting_down.is_set()
                     return
                 if self._shutting_down.is_set():
+                    ended_here = True
                     return
                 latest = self.resource.wait_for_change(snapshot.version, STREAM_POLL_S)
                 if latest.version == snapshot.version:
@@ -165,14 +168,16 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
                     ",".join(unhealthy) or "none",
                 )
                 yield pb.ListAndWatchResponse(devices=devices_to_pb(snapshot.devices))
+            ended_here = True  # the resource closed: the empty list went out
         except Exception as error:  # a bug here must end this stream with a status, not the server
+            ended_here = True
             code, message = status_for(error)
             log.error("%s ListAndWatch failed: %s", name, message)
             context.abort(code, message)
         finally:
             with self._lock:
                 self._active_streams -= 1
-            if ended_by_client:
+            if not ended_here and not self._shutting_down.is_set():
                 log.warning("%s ListAndWatch: the kubelet ended the stream", name)
                 if self._on_stream_ended is not None:
                     self._on_stream_ended(self)

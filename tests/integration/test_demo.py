@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+
 import pytest
 
 from device_plugin.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _root_logger_restored() -> Iterator[None]:
+    """The demo configures logging like a program does (root handlers, level ERROR); undo it so
+    later tests in this process still see INFO records (caplog)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.mark.parametrize("machine", ["dgx1-v100", "single-gpu"], ids=["eight-gpus", "one-gpu"])

@@ -17,7 +17,7 @@ from device_plugin.devices import Device, Health
 from device_plugin.nvml.catalog import open_backend
 from device_plugin.resources import ResourceManager
 
-from .conftest import Node, start_node
+from .conftest import WAIT_S, Node, start_node
 
 GPUS = [gpu.uuid for gpu in open_backend("dgx1-v100").gpus()]
 
@@ -30,7 +30,7 @@ def preferred(stub, available: Sequence[str], must: Sequence[str], size: int) ->
             )
         ]
     )
-    (response,) = stub.GetPreferredAllocation(request, timeout=5).container_responses
+    (response,) = stub.GetPreferredAllocation(request, timeout=WAIT_S).container_responses
     return list(response.deviceIDs)
 
 
@@ -38,7 +38,7 @@ def allocate(stub, *containers: Sequence[str]) -> pb.AllocateResponse:
     request = pb.AllocateRequest(
         container_requests=[pb.ContainerAllocateRequest(devices_ids=list(c)) for c in containers]
     )
-    return stub.Allocate(request, timeout=5)
+    return stub.Allocate(request, timeout=WAIT_S)
 
 
 @pytest.mark.parametrize(
@@ -123,7 +123,7 @@ def test_invalid_allocate_is_invalid_argument_and_changes_nothing(
 
 
 def test_prestart_container_is_a_no_op(node: Node) -> None:
-    reply = node.connection.stub.PreStartContainer(pb.PreStartContainerRequest(devices_ids=[GPUS[0]]), timeout=5)
+    reply = node.connection.stub.PreStartContainer(pb.PreStartContainerRequest(devices_ids=[GPUS[0]]), timeout=WAIT_S)
     assert reply == pb.PreStartContainerResponse()
 
 
@@ -136,7 +136,7 @@ def test_hundreds_of_concurrent_rpcs_all_answered(node: Node) -> None:
             return len(preferred(stub, GPUS, [], size)) == size
         if i % 3 == 1:
             return len(allocate(stub, GPUS[: min(size, 7)]).container_responses) == 1  # GPU 7 flips health
-        return stub.GetDevicePluginOptions(pb.Empty(), timeout=5).get_preferred_allocation_available
+        return stub.GetDevicePluginOptions(pb.Empty(), timeout=WAIT_S).get_preferred_allocation_available
 
     with ThreadPoolExecutor(max_workers=50) as pool:
         # ListAndWatch updates go out while the RPCs run.
