@@ -133,7 +133,7 @@ def _policy_for(
     on_decision: ResourceDecisionHook | None,
 ) -> tuple[AllocationPolicy, ResponseBuilder]:
     hook = None if on_decision is None else (lambda decision: on_decision(name, decision))
-    topology_policy = TopologyPolicy(allocator, on_decision=hook)
+    topology_policy = TopologyPolicy(allocator, on_decision=hook, resource_name=name)
     shared = advertised.shared.get(name)
     if shared is None:
         return topology_policy, builder

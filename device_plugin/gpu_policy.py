@@ -23,9 +23,12 @@ log = logging.getLogger(__name__)
 class TopologyPolicy:
     """Chooses whole GPUs by the objective of device_plugin.allocator.objective."""
 
-    def __init__(self, allocator: Allocator, *, on_decision: DecisionHook | None = None) -> None:
+    def __init__(
+        self, allocator: Allocator, *, on_decision: DecisionHook | None = None, resource_name: str = "GPUs"
+    ) -> None:
         self._allocator = allocator
         self._on_decision = on_decision
+        self._resource = resource_name
 
     @classmethod
     def from_backend(cls, backend: NvmlBackend, *, on_decision: DecisionHook | None = None) -> TopologyPolicy:
@@ -69,8 +72,9 @@ class TopologyPolicy:
         )
         chosen = tuple(id_by_index[index] for index in decision.chosen)
         log.info(
-            "preferred allocation: %d of %d available (must include %s) -> %s (GPUs %s); ring %.1f GB/s, "
+            "%s: %d of %d available (must include %s) -> %s (GPUs %s); ring %.1f GB/s, "
             "best on an empty node %.1f GB/s%s",
+            self._resource,
             size,
             len(available),
             ",".join(must_include) or "none",

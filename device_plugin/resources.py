@@ -148,7 +148,8 @@ class ResourceManager:
         must_ordered = [i for i in ordered_ids if i in must]
         chosen = self._policy.choose(devices, ordered_ids, must_ordered, size)
         self._check_choice(chosen, unique_available, must, size)
-        log.info(
+        # The policy writes the decision's one INFO line, with its reasons; this is the bare record.
+        log.debug(
             "%s: preferred %s for size %d from %d available (must include %s)",
             self.resource_name,
             ",".join(chosen),

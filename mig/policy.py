@@ -107,7 +107,17 @@ class MigAllocationPolicy:
             for gpu in self._pick_gpus(tier, picked, batch):
                 chosen.append(free[gpu].pop(0))
                 picked[gpu] += 1
-        return tuple(sorted(chosen, key=lambda i: device_sort_key(devices[i])))
+        result = tuple(sorted(chosen, key=lambda i: device_sort_key(devices[i])))
+        log.info(
+            "%s: %d of %d MIG devices (%s over parent GPUs) -> %s on GPUs %s",
+            self._resource,
+            size,
+            len(available),
+            self.placement.value,
+            ",".join(result),
+            ",".join(str(devices[i].gpu_indices[0]) for i in result),
+        )
+        return result
 
     def _key(
         self, load: Mapping[int, int], picked: Mapping[int, int], free: Mapping[int, list[str]]

@@ -120,7 +120,17 @@ class ReplicaPolicy:
                 picked.append(unit.free.pop(0))
                 unit.picked += 1
                 gpu_picked[unit.gpus] += 1
-        return tuple(sorted(picked, key=lambda i: (devices[i].gpu_indices, self._replica_key(i))))
+        result = tuple(sorted(picked, key=lambda i: (devices[i].gpu_indices, self._replica_key(i))))
+        log.info(
+            "%s: %d of %d replicas (%s) -> %s on GPUs %s",
+            self._resource,
+            size,
+            len(available),
+            self.placement.value,
+            ",".join(result),
+            ",".join(sorted({str(devices[i].gpu_indices[0]) for i in result}, key=int)),
+        )
+        return result
 
     def _key_function(
         self, gpu_load: Mapping[tuple[int, ...], int], gpu_picked: Mapping[tuple[int, ...], int]
