@@ -57,6 +57,7 @@ class Node:
     advertised: AdvertisedResources
     mig: MigInventory
     replica_memory_mib: Mapping[str, int] = field(default_factory=dict)
+    allocator: Allocator | None = None  # None on a node without GPUs
 
     def layout(self) -> Mapping[str, tuple[str, ...]]:
         """Resource name -> device IDs: what a rescan compares to decide whether to re-serve."""
@@ -82,7 +83,10 @@ def build_node(
     *,
     dev_root: Path = Path("/dev"),
     on_decision: ResourceDecisionHook | None = None,
+    previous: Node | None = None,
 ) -> Node:
+    """`previous`: the node being rebuilt; its Allocator (and precomputed tables) is reused when the
+    topology has not changed, so a periodic rescan costs no precompute."""
     if config.resources:
         log.warning("config 'resources' (custom resource names) is accepted but not applied; serving defaults")
     inventory = discover(backend)
@@ -91,7 +95,11 @@ def build_node(
     if not gpus:
         log.warning("no GPUs found; nothing to serve")
         return Node((), gpus, share_resources({}, sharing), inventory)
-    allocator = Allocator(build_topology(backend))
+    topology = build_topology(backend)
+    if previous is not None and previous.allocator is not None and previous.allocator.topology == topology:
+        allocator = previous.allocator
+    else:
+        allocator = Allocator(topology)
     base = mig_resources(gpus, inventory.devices_by_gpu, config.flags.mig_strategy)
     advertised = share_resources(base, sharing)
     settings = response_settings(config.flags)
@@ -122,7 +130,8 @@ def build_node(
         )
     memory_by_id = {gpu.uuid: gpu.memory_mib for gpu in gpus}
     memory_by_id.update({d.uuid: d.memory_mib for ds in inventory.devices_by_gpu.values() for d in ds})
-    return Node(tuple(resources), gpus, advertised, inventory, replica_memory_mib(advertised, memory_by_id))
+    memory = replica_memory_mib(advertised, memory_by_id)
+    return Node(tuple(resources), gpus, advertised, inventory, memory, allocator)
 
 
 def _policy_for(

@@ -133,13 +133,13 @@ class Daemon:
 
     # ---- rebuilds ------------------------------------------------------------------------------
 
-    def _build(self, config: Config) -> Node:
+    def _build(self, config: Config, previous: Node | None = None) -> Node:
         def on_decision(resource: str, decision) -> None:  # type: ignore[no-untyped-def]
             self.metrics.allocation_decision(
                 resource, decision.size, decision.ring_bandwidth_gbps, decision.optimal, decision.best_possible_gbps
             )
 
-        return build_node(self._backend, config, dev_root=self._dev_root, on_decision=on_decision)
+        return build_node(self._backend, config, dev_root=self._dev_root, on_decision=on_decision, previous=previous)
 
     def _watch_resources(self, node: Node) -> None:
         gpus = node.gpus
@@ -174,7 +174,7 @@ class Daemon:
                 self._config_digest = digest
                 log.info("config file changed; effective config now: %s", config.describe())
             try:
-                node = self._build(config)
+                node = self._build(config, previous=self._node)
             except PluginError as error:
                 log.error("rebuilding the resources failed, keeping the current ones: %s", error)
                 return False

@@ -107,3 +107,12 @@ def test_mig_single_refuses_a_mixed_layout_naming_the_field() -> None:
     with pytest.raises(ConfigError) as caught:
         build_resources(open_backend("h100-mig-mixed"), load_config(env={"MIG_STRATEGY": "single"}))
     assert caught.value.field == "flags.migStrategy"
+
+
+def test_a_rebuild_with_the_same_topology_reuses_the_precomputed_allocator() -> None:
+    backend = open_backend("island-16gpu")
+    first = build_node(backend, load_config())
+    again = build_node(backend, load_config(env={"DEVICE_ID_STRATEGY": "index"}), previous=first)
+    assert again.allocator is first.allocator
+    other = build_node(open_backend("dgx1-v100"), load_config(), previous=first)
+    assert other.allocator is not first.allocator and other.allocator is not None
