@@ -23,7 +23,13 @@ from device_plugin.config import Config
 from device_plugin.errors import PluginError
 from device_plugin.health import HealthWatcher
 from device_plugin.http_endpoint import EndpointProbeResult, HttpEndpoint, parse_metrics_address, registration_readiness
-from device_plugin.labels import FeaturesFileWriter, LabelOptions, SharingLabelInput, refresh_features_file
+from device_plugin.labels import (
+    FeaturesFileWriter,
+    LabelOptions,
+    MigResourceLabelInput,
+    SharingLabelInput,
+    refresh_features_file,
+)
 from device_plugin.lifecycle import LifecycleTiming, PluginManager
 from device_plugin.metrics import PluginMetrics
 from device_plugin.nvml.health_types import HealthSource
@@ -208,12 +214,7 @@ class Daemon:
     def _refresh_labels(self) -> None:
         if self._labels is None:
             return
-        sharing = {
-            name: SharingLabelInput("time-slicing", shared.replicas, renamed=name != shared.source_name)
-            for name, shared in self._node.advertised.shared.items()
-        }
-        options = LabelOptions(mig_strategy=self._config.flags.mig_strategy, sharing=sharing)
-        refresh_features_file(self._backend, options, self._labels)
+        refresh_features_file(self._backend, label_options(self._node, self._config), self._labels)
 
 
 def _digest(path: Path | None) -> str | None:
@@ -223,3 +224,27 @@ def _digest(path: Path | None) -> str | None:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return None
+
+
+def label_options(node: Node, config: Config) -> LabelOptions:
+    """What the node labels need to know beyond the backend: sharing and the MIG resources served."""
+    sharing = {
+        name: SharingLabelInput(
+            "time-slicing",
+            shared.replicas,
+            renamed=name != shared.source_name,
+            replica_memory_mib=node.replica_memory_mib.get(name),
+        )
+        for name, shared in node.advertised.shared.items()
+    }
+    mig_by_uuid = {d.uuid: d for devices in node.mig.devices_by_gpu.values() for d in devices}
+    mig_resources = {}
+    for resource in node.resources:
+        devices = [mig_by_uuid[d.id] for d in resource.snapshot().devices if d.id in mig_by_uuid]
+        if devices and resource.resource_name.startswith("nvidia.com/mig-"):
+            mig_resources[resource.resource_name] = MigResourceLabelInput(
+                count=len(devices),
+                memory_mib=min(d.memory_mib for d in devices),
+                multiprocessors=min(d.multiprocessor_count for d in devices),
+            )
+    return LabelOptions(mig_strategy=config.flags.mig_strategy, sharing=sharing, mig_resources=mig_resources)

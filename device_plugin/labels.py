@@ -42,12 +42,23 @@ class SharingLabelInput:
     strategy: str = "none"
     replicas: int = 1
     renamed: bool = False
+    # What one replica can count on (device memory / replicas): a share, not a limit.
+    replica_memory_mib: int | None = None
 
     def __post_init__(self) -> None:
         if self.strategy not in SHARING_STRATEGIES:
             raise ValueError(f"sharing strategy {self.strategy!r} is not one of {SHARING_STRATEGIES}")
         if self.replicas < 1:
             raise ValueError(f"replicas must be >= 1, got {self.replicas}")
+
+
+@dataclass(frozen=True)
+class MigResourceLabelInput:
+    """One advertised MIG resource (migStrategy mixed): how many, and what each device has."""
+
+    count: int
+    memory_mib: int
+    multiprocessors: int
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,8 @@ class LabelOptions:
     # resource name -> sharing; nvidia.com/gpu is labelled unshared (replicas 1, none) unless listed.
     sharing: Mapping[str, SharingLabelInput] = field(default_factory=dict)
     machine_type: str | None = None  # nvidia.com/gpu.machine (DMI product name), when known
+    # MIG resource name (nvidia.com/mig-1g.10gb) -> its devices, for GFD's per-profile labels.
+    mig_resources: Mapping[str, MigResourceLabelInput] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.mig_strategy not in MIG_STRATEGIES:
@@ -80,6 +93,10 @@ def compute_labels(backend: NvmlBackend, options: LabelOptions | None = None) ->
     if options.machine_type:
         labels["nvidia.com/gpu.machine"] = options.machine_type.strip().replace(" ", "-")
     labels.update(_topology_labels(backend, gpus))
+    for resource, mig in options.mig_resources.items():  # GFD's keys: nvidia.com/mig-<profile>.<what>
+        labels[f"{resource}.count"] = str(mig.count)
+        labels[f"{resource}.memory"] = str(mig.memory_mib)
+        labels[f"{resource}.multiprocessors"] = str(mig.multiprocessors)
     return dict(sorted(labels.items()))
 
 
@@ -145,6 +162,8 @@ def _sharing_labels(options: LabelOptions) -> dict[str, str]:
     for resource, info in sharing.items():
         labels[f"{resource}.replicas"] = str(info.replicas)
         labels[f"{resource}.sharing-strategy"] = info.strategy
+        if info.replica_memory_mib is not None:
+            labels[f"{resource}.replica-memory"] = str(info.replica_memory_mib)
     return labels
 
 
