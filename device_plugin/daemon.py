@@ -1,11 +1,13 @@
 """The running daemon: one node's resources served, watched, measured, and rebuilt when things change.
 
-Daemon owns, for the life of the process: the PluginManager (gRPC servers + registration), the
-HealthWatcher, the metrics registry and its HTTP endpoint, the node-labels file, and a rescan loop.
+Daemon owns, for the life of the process: one PluginManager per resource (gRPC server + registration),
+the HealthWatcher, the metrics registry and its HTTP endpoint, the node-labels file, and a rescan loop.
 A rebuild (config file changed, SIGHUP, or the periodic rescan seeing a new MIG layout / GPU list)
-builds the new resources first; if that fails the old ones keep serving. If the result differs, the
-old servers are stopped first (every resource sends an empty list, so no stale capacity stays) and
-the new ones are served and registered. No gRPC here: lifecycle does that.
+builds the new resources first; if that fails the old ones keep serving. Then the resources that
+changed or disappeared are stopped first (each sends an empty list, so no stale capacity stays) and
+the new ones are served and registered. After a hardware change, resources whose devices are the
+same keep serving untouched; after a config change every resource is served afresh (its policy or
+Allocate answer may differ). No gRPC here: lifecycle does that.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
@@ -34,6 +38,7 @@ from device_plugin.lifecycle import LifecycleTiming, PluginManager
 from device_plugin.metrics import PluginMetrics
 from device_plugin.nvml.health_types import HealthSource
 from device_plugin.nvml.protocol import NvmlBackend
+from device_plugin.resources import ResourceManager
 from device_plugin.telemetry import TelemetrySource
 
 log = logging.getLogger(__name__)
@@ -74,10 +79,8 @@ class Daemon:
             gpu_gauges=config.daemon.gpu_gauges,
             process_metrics=True,
         )
-        self._watch_resources(self._node)
-        self._manager = PluginManager(
-            self._node.resources, config.daemon.device_plugin_dir, timing=timing, observer=self.metrics
-        )
+        self._watch_resources(self._node.resources)
+        self._managers = {r.resource_name: self._manager_for(r) for r in self._node.resources}
         self.health: HealthWatcher | None = None
         if isinstance(backend, HealthSource):
             self.health = HealthWatcher(backend, [g.index for g in gpus], self._node.resources, config.daemon.health)
@@ -89,7 +92,7 @@ class Daemon:
             self._endpoint = HttpEndpoint(
                 *address,
                 self.registry,
-                liveness=lambda: EndpointProbeResult(*self._manager.serving()),
+                liveness=self._liveness,
                 readiness=registration_readiness(self.metrics.registration_snapshot),
             )
         self._labels = FeaturesFileWriter(Path(config.daemon.labels_file)) if config.daemon.labels_file else None
@@ -101,8 +104,15 @@ class Daemon:
         return self._node
 
     @property
-    def manager(self) -> PluginManager:
-        return self._manager
+    def managers(self) -> dict[str, PluginManager]:
+        return dict(self._managers)
+
+    def _liveness(self) -> EndpointProbeResult:
+        for name, manager in sorted(self._managers.items()):
+            ok, detail = manager.serving()
+            if not ok:
+                return EndpointProbeResult(False, f"{name}: {detail}")
+        return EndpointProbeResult(True, f"serving {len(self._managers)} resources")
 
     @property
     def endpoint(self) -> HttpEndpoint | None:
@@ -117,7 +127,8 @@ class Daemon:
                 self._endpoint = None
         if self.health is not None:
             self.health.start()
-        self._manager.start()
+        for manager in self._managers.values():
+            manager.start()
         self._refresh_labels()
         self._thread = threading.Thread(target=self._rescan_loop, name="rescan", daemon=True)
         self._thread.start()
@@ -131,7 +142,7 @@ class Daemon:
         self._wake.set()
         if self.health is not None:
             self.health.stop()
-        self._manager.stop(timeout_s=timeout_s)
+        _stop_all(self._managers.values(), timeout_s)
         if self._endpoint is not None:
             self._endpoint.stop()
         if self._thread is not None:
@@ -147,12 +158,16 @@ class Daemon:
 
         return build_node(self._backend, config, dev_root=self._dev_root, on_decision=on_decision, previous=previous)
 
-    def _watch_resources(self, node: Node) -> None:
-        gpus = node.gpus
-        for resource in node.resources:
+    def _manager_for(self, resource: ResourceManager) -> PluginManager:
+        return PluginManager(
+            [resource], self._config.daemon.device_plugin_dir, timing=self._timing, observer=self.metrics
+        )
+
+    def _watch_resources(self, resources: Iterable[ResourceManager]) -> None:
+        for resource in resources:
             resource.add_health_listener(self.metrics.on_device_health_change)
-            if resource.resource_name in node.advertised.shared:
-                self.metrics.record_replicas(resource.resource_name, resource.snapshot().devices, gpus)
+            if resource.resource_name in self._node.advertised.shared:
+                self.metrics.record_replicas(resource.resource_name, resource.snapshot().devices, self._node.gpus)
 
     def _rescan_loop(self) -> None:
         while not self._stopping.is_set():
@@ -191,30 +206,47 @@ class Daemon:
 
     def _switch(self, config: Config, node: Node) -> None:
         before, after = self._node.layout(), node.layout()
-        gone = sorted(set(before) - set(after))
+        # Hardware changed: resources with the same devices keep serving. Config changed: serve all afresh.
+        same_config = config == self._config
+        kept = {name for name, ids in after.items() if same_config and before.get(name) == ids}
+        stopped = sorted(set(before) - kept)
         log.info(
-            "re-serving: resources %s (was %s)%s",
+            "re-serving: resources %s (was %s); stopping %s, keeping %s",
             ", ".join(f"{n}={len(ids)}" for n, ids in sorted(after.items())) or "none",
             ", ".join(f"{n}={len(ids)}" for n, ids in sorted(before.items())) or "none",
-            f"; removed {', '.join(gone)}" if gone else "",
+            ", ".join(stopped) or "none",
+            ", ".join(sorted(kept)) or "none",
         )
-        self._manager.stop()  # every resource sends its empty list first: no stale capacity stays
-        for name in gone:
+        # Stopped first: each sends its empty list, so no stale capacity stays with the kubelet.
+        _stop_all([self._managers.pop(name) for name in stopped], timeout_s=4.0)
+        for name in sorted(set(before) - set(after)):
             self.metrics.forget_resource(name)
-        self._config, self._node = config, node
-        self._watch_resources(node)
+        old = {r.resource_name: r for r in self._node.resources}
+        resources = tuple(old[r.resource_name] if r.resource_name in kept else r for r in node.resources)
+        fresh = [r for r in resources if r.resource_name not in kept]
+        self._config, self._node = config, replace(node, resources=resources)
+        self._watch_resources(fresh)
         if self.health is not None:
-            self.health.set_resources(node.resources)
-        self._manager = PluginManager(
-            node.resources, config.daemon.device_plugin_dir, timing=self._timing, observer=self.metrics
-        )
-        self._manager.start()
+            self.health.set_resources(resources)
+        for resource in fresh:
+            self._managers[resource.resource_name] = manager = self._manager_for(resource)
+            manager.start()
         self._refresh_labels()
 
     def _refresh_labels(self) -> None:
         if self._labels is None:
             return
         refresh_features_file(self._backend, label_options(self._node, self._config), self._labels)
+
+
+def _stop_all(managers: Iterable[PluginManager], timeout_s: float) -> None:
+    """Stop managers in parallel, so N resources still stop within one `timeout_s` (SIGTERM: < 5 s)."""
+    deadline = time.monotonic() + timeout_s
+    threads = [threading.Thread(target=m.stop, args=(timeout_s,), daemon=True) for m in managers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def _digest(path: Path | None) -> str | None:

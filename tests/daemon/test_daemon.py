@@ -147,6 +147,9 @@ def test_a_mig_re_layout_is_re_advertised_without_a_restart(node: Node) -> None:
     assert node.daemon.rebuild()
     node.kubelet.wait_for_connection("nvidia.com/mig-3g.40gb", timeout_s=WAIT_S)
     before = node.daemon.node.layout()
+    # The config change re-served every resource: wait for the second nvidia.com/gpu registration.
+    whole_gpus = node.kubelet.wait_for_connection(GPU, count=2, timeout_s=WAIT_S)  # GPUs 4-7: not re-laid out
+    node.kubelet.wait_for(lambda: bool(whole_gpus.lists) or None, WAIT_S)
     first_mig_gpu = next(g.index for g in node.fake.gpus() if node.fake.mig_devices(g.index))
     dropped = {d.uuid for d in node.fake.mig_devices(first_mig_gpu)}
     node.fake.set_mig_layout(first_mig_gpu, [{"profile": "7g.80gb", "count": 1}])
@@ -156,4 +159,7 @@ def test_a_mig_re_layout_is_re_advertised_without_a_restart(node: Node) -> None:
     assert not dropped & {i for ids in after.values() for i in ids}
     listed = node.kubelet.wait_for_connection("nvidia.com/mig-7g.80gb", timeout_s=WAIT_S)
     node.kubelet.wait_for(lambda: len(listed.lists[-1]) == len(after["nvidia.com/mig-7g.80gb"]) or None, WAIT_S)
+    # A resource whose devices did not change kept its server and stream: no empty list, no re-registration.
+    assert node.kubelet.current(GPU) is whole_gpus
+    assert not whole_gpus.stream_ended and all(len(listed) == 4 for listed in whole_gpus.lists)
     assert not node.daemon.rebuild()  # nothing changed since: no re-serve
