@@ -163,3 +163,21 @@ def test_a_mig_re_layout_is_re_advertised_without_a_restart(node: Node) -> None:
     assert node.kubelet.current(GPU) is whole_gpus
     assert not whole_gpus.stream_ended and all(len(listed) == 4 for listed in whole_gpus.lists)
     assert not node.daemon.rebuild()  # nothing changed since: no re-serve
+
+
+@pytest.mark.parametrize("node", ["h100-mig-mixed"], indirect=True, ids=["h100-mig-mixed"])
+def test_disabling_mig_on_a_gpu_returns_it_to_whole_gpus_and_empties_its_mig_resource(node: Node) -> None:
+    node.kubelet.wait_for_connection(GPU, timeout_s=WAIT_S)
+    node.config_file.write_text("version: v1\nflags: {migStrategy: mixed}\n")
+    assert node.daemon.rebuild()
+    big = node.kubelet.wait_for_connection("nvidia.com/mig-7g.80gb", timeout_s=WAIT_S)
+    parent = next(
+        g.index for g in node.fake.gpus() if any(d.profile == "7g.80gb" for d in node.fake.mig_devices(g.index))
+    )
+    node.fake.set_mig_layout(parent, [], enabled=False)
+    assert node.daemon.rebuild()
+    assert "nvidia.com/mig-7g.80gb" not in node.daemon.node.layout()
+    node.kubelet.wait_for(lambda: (big.stream_ended and big.lists[-1] == ()) or None, WAIT_S)
+    whole = node.kubelet.wait_for_connection(GPU, count=3, timeout_s=WAIT_S)
+    node.kubelet.wait_for(lambda: len(whole.lists[-1]) == 5 or None, WAIT_S)
+    assert node.fake.gpus()[parent].uuid in {d.id for d in whole.lists[-1]}
