@@ -14,28 +14,16 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from api import deviceplugin_pb2 as pb
 from device_plugin.devices import ContainerAllocation
+from device_plugin.server import allocation_to_pb
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 
 
 def to_wire(allocation: ContainerAllocation) -> dict[str, Any]:
-    """Serialise through the real proto message, so field names and types are the kubelet's."""
-    message = pb.ContainerAllocateResponse(
-        envs=dict(allocation.envs),
-        mounts=[
-            pb.Mount(container_path=m.container_path, host_path=m.host_path, read_only=m.read_only)
-            for m in allocation.mounts
-        ],
-        devices=[
-            pb.DeviceSpec(container_path=d.container_path, host_path=d.host_path, permissions=d.permissions)
-            for d in allocation.device_specs
-        ],
-        annotations=dict(allocation.annotations),
-        cdi_devices=[pb.CDIDevice(name=n) for n in allocation.cdi_devices],
-    )
+    """Serialise through the servicer's own translation to the proto message (the kubelet's names and types)."""
+    message = allocation_to_pb(allocation)
     return json_format.MessageToDict(message, preserving_proto_field_name=True)
 
 
