@@ -91,7 +91,9 @@ def build_node(
         log.warning("config 'resources' (custom resource names) is accepted but not applied; serving defaults")
     inventory = discover(backend)
     gpus = inventory.gpus
-    sharing = parse_sharing(config.sharing or None, gpus=gpus)
+    sharing = parse_sharing(
+        config.sharing or None, gpus=gpus, default_placement=config.flags.plugin.shared_devices_allocation_policy
+    )
     if not gpus:
         log.warning("no GPUs found; nothing to serve")
         return Node((), gpus, share_resources({}, sharing), inventory)

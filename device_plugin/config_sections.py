@@ -59,7 +59,7 @@ def check_sharing(value: Any) -> dict[str, Any]:
         if section.get(kind) is None:
             continue
         where = f"sharing.{kind}"
-        shared = _mapping(where, section[kind], ("renameByDefault", "failRequestsGreaterThanOne", "resources"))
+        shared = _mapping(where, section[kind], ("renameByDefault", "failRequestsGreaterThanOne", *_OURS, "resources"))
         _type(f"{where}.renameByDefault", shared.get("renameByDefault"), bool)
         _type(f"{where}.failRequestsGreaterThanOne", shared.get("failRequestsGreaterThanOne"), bool)
         for i, entry in enumerate(_list(f"{where}.resources", shared.get("resources"), non_empty=True)):
@@ -67,8 +67,13 @@ def check_sharing(value: Any) -> dict[str, Any]:
     return section
 
 
+# Our extensions to NVIDIA's sharing keys, at the top of timeSlicing and per resource; their values are
+# checked by timeslice/config.py, which gives them meaning.
+_OURS = ("requireDistinctGPUs", "allocationPolicy")
+
+
 def _check_replicated(where: str, entry: Any) -> None:
-    _mapping(where, entry, ("name", "rename", "devices", "replicas"))
+    _mapping(where, entry, ("name", "rename", "devices", "replicas", *_OURS))
     if not isinstance(entry.get("name"), str) or not entry["name"]:
         raise ConfigError(f"{where}.name", "is required and must be a non-empty string")
     _type(f"{where}.rename", entry.get("rename"), str)

@@ -116,3 +116,29 @@ def test_a_rebuild_with_the_same_topology_reuses_the_precomputed_allocator() -> 
     assert again.allocator is first.allocator
     other = build_node(open_backend("dgx1-v100"), load_config(), previous=first)
     assert other.allocator is not first.allocator and other.allocator is not None
+
+
+@pytest.mark.parametrize(
+    ("sharing", "flags", "expect_gpus"),
+    [
+        ("{requireDistinctGPUs: true, resources: [{name: nvidia.com/gpu, replicas: 2}]}", "", 2),
+        ("{resources: [{name: nvidia.com/gpu, replicas: 2, allocationPolicy: packed}]}", "", 1),
+        (
+            "{resources: [{name: nvidia.com/gpu, replicas: 2}]}",
+            "flags: {plugin: {sharedDevicesAllocationPolicy: packed}}",
+            1,
+        ),
+        ("{resources: [{name: nvidia.com/gpu, replicas: 2}]}", "", 2),
+    ],
+    ids=["distinct-gpus-from-the-file", "packed-per-resource", "packed-from-nvidia-flag", "distributed-by-default"],
+)
+def test_sharing_options_load_from_a_config_file_and_take_effect(
+    tmp_path: Path, sharing: str, flags: str, expect_gpus: int
+) -> None:
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(f"version: v1\n{flags}\nsharing:\n  timeSlicing: {sharing}\n")
+    (resource,) = build_resources(open_backend("workstation-4gpu"), load_config(config_file=config_file))
+    devices = resource.snapshot().devices
+    chosen = resource.preferred_allocation([d.id for d in devices], [], 2)
+    gpus = {next(d.gpu_indices for d in devices if d.id == c) for c in chosen}
+    assert len(gpus) == expect_gpus
