@@ -65,11 +65,9 @@ class Node:
 
 
 def mig_indices(inventory: MigInventory) -> dict[str, tuple[int, int]]:
-    """MIG UUID -> (parent NVML index, position among the parent's MIG devices): the `index` ID strategy."""
+    """MIG UUID -> (parent NVML index, NVML MIG slot): the `index` ID strategy's "<gpu>:<slot>"."""
     return {
-        device.uuid: (parent, position)
-        for parent, devices in inventory.devices_by_gpu.items()
-        for position, device in enumerate(devices)
+        device.uuid: (parent, device.slot) for parent, devices in inventory.devices_by_gpu.items() for device in devices
     }
 
 

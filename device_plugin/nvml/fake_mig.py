@@ -58,8 +58,9 @@ def layout_devices(layout: MigLayout | None, parent_index: int, parent_uuid: str
             compute_instance_id=0,
             placement_start=placement.start,
             placement_size=placement.profile.memory_slices,
+            slot=slot,  # the fake's driver fills slots in placement order
         )
-        for placement in layout.placements
+        for slot, placement in enumerate(layout.placements)
     )
 
 

@@ -84,6 +84,9 @@ class MigDevice:
     compute_instance_id: int
     placement_start: int
     placement_size: int
+    # The index nvmlDeviceGetMigDeviceHandleByIndex(parent, slot) finds it at: what NVIDIA's toolkit
+    # means by "<gpu>:<slot>" (deviceIDStrategy index). Not the placement order.
+    slot: int
 
     @property
     def whole_instance(self) -> bool:

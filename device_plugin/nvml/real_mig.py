@@ -73,13 +73,14 @@ def read_mig_devices(call: Call, handle: Any, parent: GpuInfo) -> tuple[MigDevic
             if exc.code == NVML_ERROR_NOT_FOUND:
                 continue  # no MIG device in this slot
             raise
-        devices.append(_read_one(call, handle, mig, parent, f"{where} MIG slot {slot}", me_ids))
+        devices.append(_read_one(call, handle, mig, parent, slot, me_ids))
     return tuple(sorted(devices, key=mig_device_sort_key))
 
 
 def _read_one(
-    call: Call, parent_handle: Any, mig: Any, parent: GpuInfo, where: str, me_ids: frozenset[int]
+    call: Call, parent_handle: Any, mig: Any, parent: GpuInfo, slot: int, me_ids: frozenset[int]
 ) -> MigDevice:
+    where = f"GPU {parent.index} MIG slot {slot}"
     uuid = _text(call("nvmlDeviceGetUUID", mig, device=where))
     attributes = call("nvmlDeviceGetAttributes", mig, device=where)
     gi_id = int(call("nvmlDeviceGetGpuInstanceId", mig, device=where))
@@ -112,6 +113,7 @@ def _read_one(
         compute_instance_id=ci_id,
         placement_start=start,
         placement_size=size,
+        slot=slot,
     )
 
 

@@ -142,3 +142,12 @@ def test_sharing_options_load_from_a_config_file_and_take_effect(
     chosen = resource.preferred_allocation([d.id for d in devices], [], 2)
     gpus = {next(d.gpu_indices for d in devices if d.id == c) for c in chosen}
     assert len(gpus) == expect_gpus
+
+
+def test_index_strategy_names_a_mig_device_by_parent_and_nvml_slot() -> None:
+    backend = open_backend("h100-mig-mixed")
+    resources = build_resources(backend, load_config(env={"MIG_STRATEGY": "mixed", "DEVICE_ID_STRATEGY": "index"}))
+    (big,) = [r for r in resources if r.resource_name == "nvidia.com/mig-3g.40gb"][:1]
+    device = big.snapshot().devices[0]
+    mig = next(m for m in backend.mig_devices(device.gpu_indices[0]) if m.uuid == device.id)
+    assert big.allocate([device.id]).envs["NVIDIA_VISIBLE_DEVICES"] == f"{mig.parent_index}:{mig.slot}"

@@ -8,6 +8,7 @@ FakeNvml reports: profile names included, which the real backend derives from sl
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -114,7 +115,11 @@ def test_real_backend_reports_what_the_fake_reports(machine: str, tmp_path: Path
     real = real_over(fake, tmp_path)
     for gpu in fake.gpus():
         assert real.mig_mode(gpu.index) == fake.mig_mode(gpu.index)
-        assert real.mig_devices(gpu.index) == fake.mig_devices(gpu.index)
+        devices, expected = real.mig_devices(gpu.index), fake.mig_devices(gpu.index)
+        assert [replace(d, slot=0) for d in devices] == [replace(d, slot=0) for d in expected]
+        # The slot is where NVML lists the device (the stand-in lists them in reverse), not its placement
+        # rank: "<gpu>:<slot>" is how the container toolkit finds it under deviceIDStrategy index.
+        assert [d.slot for d in devices] == list(reversed(range(len(devices))))
 
 
 def test_withheld_gpu_instance_details_leave_placement_unknown(tmp_path: Path) -> None:
