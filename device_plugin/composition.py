@@ -105,7 +105,9 @@ def build_node(
     settings = response_settings(config.flags)
     for note in settings.notes():
         log.warning("config: %s", note)
-    builder = StrategyResponseBuilder(settings, scan_device_nodes(dev_root), mig_indices(inventory))
+    # /dev/nvidia<minor>: the driver's minor number, which need not equal the NVML index.
+    minors = {gpu.index: backend.device_minor(gpu.index) for gpu in gpus} if settings.pass_device_specs else None
+    builder = StrategyResponseBuilder(settings, scan_device_nodes(dev_root, minors), mig_indices(inventory))
     mig_ids = set(mig_indices(inventory))
     placement = config.flags.plugin.shared_devices_allocation_policy
     resources = []

@@ -137,6 +137,12 @@ class FakeNvml(FakeMigMixin):
         with self._lock:
             return self._state("nvmlDeviceGetNvLinkState", index).links
 
+    def device_minor(self, index: int) -> int:
+        """The simulated driver numbers its device nodes like NVML (true on most real machines too)."""
+        with self._lock:
+            self._state("nvmlDeviceGetMinorNumber", index)
+        return index
+
     def pcie_level(self, index_a: int, index_b: int) -> PcieLevel:
         call = "nvmlDeviceGetTopologyCommonAncestor"
         with self._lock:

@@ -26,6 +26,10 @@ class NvmlBackend(Protocol):
         """Every NVLink of GPU `index` (inactive ones included), ordered by link number."""
         ...
 
+    def device_minor(self, index: int) -> int:
+        """The driver's minor number of GPU `index`: its device node is /dev/nvidia<minor>."""
+        ...
+
     def pcie_level(self, index_a: int, index_b: int) -> PcieLevel:
         """Closest common PCIe ancestor of two distinct GPUs."""
         ...

@@ -168,6 +168,9 @@ class RealNvml:
         )
         return self._call(function, handle, link, device=where)
 
+    def device_minor(self, index: int) -> int:
+        return int(self._call("nvmlDeviceGetMinorNumber", self._handle(index), device=f"GPU {index}"))
+
     def pcie_level(self, index_a: int, index_b: int) -> PcieLevel:
         call = "nvmlDeviceGetTopologyCommonAncestor"
         if index_a == index_b:

@@ -10,6 +10,9 @@ from device_plugin.composition import GPU_RESOURCE, build_node, build_resources
 from device_plugin.config import load_config
 from device_plugin.errors import ConfigError
 from device_plugin.nvml.catalog import open_backend
+from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.real import RealNvml
+from tests.nvml.nvml_standin import NvmlStandin
 
 TIME_SLICING = """
 version: v1
@@ -151,3 +154,15 @@ def test_index_strategy_names_a_mig_device_by_parent_and_nvml_slot() -> None:
     device = big.snapshot().devices[0]
     mig = next(m for m in backend.mig_devices(device.gpu_indices[0]) if m.uuid == device.id)
     assert big.allocate([device.id]).envs["NVIDIA_VISIBLE_DEVICES"] == f"{mig.parent_index}:{mig.slot}"
+
+
+def test_pass_device_specs_names_the_driver_minor_not_the_nvml_index(tmp_path: Path) -> None:
+    fake = FakeNvml.from_machine("workstation-4gpu")
+    real = RealNvml(tmp_path / "sys", library=NvmlStandin(fake))  # the stand-in's minors run in reverse
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name in ("nvidia0", "nvidia1", "nvidia2", "nvidia3", "nvidiactl"):
+        (dev / name).touch()
+    (resource,) = build_resources(real, load_config(env={"PASS_DEVICE_SPECS": "true"}), dev_root=dev)
+    specs = {s.container_path for s in resource.allocate([fake.gpus()[0].uuid]).device_specs}
+    assert specs == {"/dev/nvidia3", "/dev/nvidiactl"}

@@ -86,6 +86,10 @@ class NvmlStandin:
     def nvmlDeviceGetMemoryInfo(self, handle: int) -> SimpleNamespace:
         return SimpleNamespace(total=self._gpus[handle].memory_mib * 1024 * 1024 + 4096)
 
+    def nvmlDeviceGetMinorNumber(self, handle: int) -> int:
+        # Real drivers may number /dev/nvidia<minor> apart from NVML's order; reversed makes that visible.
+        return len(self._gpus) - 1 - handle
+
     def nvmlDeviceGetUUID(self, handle: int) -> bytes:
         return self._gpus[handle].uuid.encode()
 

@@ -84,6 +84,11 @@ def test_system_info_is_filled(backend: NvmlBackend) -> None:
     assert info.cuda_driver_version == "" or info.cuda_driver_version.count(".") == 1
 
 
+def test_device_minors_are_distinct_non_negative_numbers(backend: NvmlBackend) -> None:
+    minors = [backend.device_minor(gpu.index) for gpu in backend.gpus()]
+    assert all(m >= 0 for m in minors) and len(set(minors)) == len(minors)
+
+
 def test_close_is_idempotent(backend: NvmlBackend) -> None:
     backend.close()
     backend.close()
