@@ -8,8 +8,7 @@ Facts (checked against NVIDIA's MIG user guide, "Supported MIG Profiles", and `n
 - placements (memory-slice start:size): 1g and 1g+me at 0..6 size 1; the two-slice 1g at 0,2,4,6 size 2;
   2g at 0,2,4 size 2; 3g at 0,4 size 4; 4g at 0 size 4; 7g at 0 size 8;
 - memory_mib is what NVML reports for a GI of the profile (nvidia-smi's GiB column x 1024); SM counts
-  are nvidia-smi's. H200 memory sizes are scaled from the H100's by the boards' memory (estimates,
-  marked below): nothing depends on them but the fake's reports.
+  are nvidia-smi's. The H200's memory sizes and SM counts were read from a real H200 through NVML.
 Boundary: pure data; device_plugin.nvml.mig_description validates layouts against it, the fake reports
 from it and the real backend names profiles with it.
 """
@@ -72,7 +71,8 @@ _H100_80GB_MIB = (9984, 9984, 20096, 20096, 40448, 40448, 81152)
 _H100_SXM_SMS = (16, 16, 26, 32, 60, 64, 132)
 _H100_PCIE_SMS = (14, 14, 14, 30, 46, 62, 114)
 _H200_NAMES = ("1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb")
-_H200_MIB = (17536, 17536, 35328, 35328, 71296, 71296, 142976)  # estimates, see the module docstring
+# Measured on an H200 (driver 580.159): nvmlDeviceGetGpuInstanceProfileInfo's memorySizeMB.
+_H200_MIB = (16384, 16384, 33280, 33280, 71424, 71424, 143360)
 
 _TABLES = {
     table.model: table
@@ -104,7 +104,7 @@ def memory_gb_for_name(memory_mib: int, gpu_memory_mib: int) -> int:
 
     NVIDIA names profiles by memory *fraction*, not by the exact size: the fraction is rounded up to
     eighths (the memory slices), multiplied by the GPU's memory in whole GiB (rounded up), and rounded
-    half up. So 4864 MiB of a 40960 MiB A100 is "5gb" and 71296 MiB of a 143771 MiB H200 is "71gb".
+    half up. So 4864 MiB of a 40960 MiB A100 is "5gb" and 71424 MiB of a 143771 MiB H200 is "71gb".
     """
     if memory_mib <= 0 or gpu_memory_mib <= 0:
         raise ValueError(f"memory must be positive, got {memory_mib} MiB of {gpu_memory_mib} MiB")
