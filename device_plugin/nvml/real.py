@@ -7,6 +7,7 @@ come from NVML but from sysfs (`<sys_root>/bus/pci/devices/<bdf>/numa_node`), wi
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,8 @@ from device_plugin.nvml.real_health import RealEventWatch, RealHealth
 from device_plugin.nvml.real_mig import read_mig_devices, read_mig_mode
 from device_plugin.nvml.types import GpuInfo, NvLinkInfo, PcieLevel, SystemInfo, normalise_pci_bus_id
 from device_plugin.telemetry import GpuTelemetry
+
+log = logging.getLogger(__name__)
 
 _MIB = 1024 * 1024
 # NVML return codes are part of its C ABI; pynvml only names them.
@@ -180,7 +183,17 @@ class RealNvml:
                 device=f"GPU {index_a}",
                 code=pynvml.NVML_ERROR_INVALID_ARGUMENT,
             )
-        level = self._call(call, self._handle(index_a), self._handle(index_b), device=f"GPUs {index_a},{index_b}")
+        try:
+            level = self._call(call, self._handle(index_a), self._handle(index_b), device=f"GPUs {index_a},{index_b}")
+        except NvmlError as exc:
+            if exc.code not in _UNSUPPORTED_CODES:
+                raise
+            # Some hypervisors hide the PCIe tree of passed-through GPUs. Assume the farthest level: the
+            # allocator then never prefers this pair for PCIe closeness it cannot prove.
+            log.warning(
+                "GPUs %d,%d: NVML cannot tell their PCIe common ancestor (%s); assuming SYS", index_a, index_b, exc
+            )
+            return PcieLevel.SYSTEM
         try:
             return PcieLevel(int(level))
         except ValueError as exc:

@@ -101,7 +101,8 @@ class RealEventWatch:
             if exc.code == NVML_ERROR_TIMEOUT:
                 return None
             raise
-        # An event we cannot attribute is a watch failure (NvmlError), never a silently dropped fault.
+        # An event whose source cannot be named is a watch failure (NvmlError from the UUID call); one from
+        # a GPU this watch did not register cannot concern our devices and is logged and dropped.
         uuid = _text(self._call("nvmlDeviceGetUUID", data.device, device="event source"))
         index = self._by_uuid.get(uuid)
         if index is None:

@@ -12,6 +12,7 @@ from device_plugin.errors import NvmlError, NvmlUnavailableError
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.real import RealNvml, format_cuda_version, read_numa_node
+from device_plugin.nvml.types import PcieLevel
 from tests.nvml.nvml_standin import NvmlStandin
 
 BDF = "0000:06:00.0"
@@ -116,3 +117,15 @@ def test_close_shuts_nvml_down_once_and_later_calls_fail(tmp_path: Path) -> None
     assert library.shutdowns == 1
     with pytest.raises(NvmlError, match="closed"):
         real.gpus()
+
+
+class _HiddenPcieTree(NvmlStandin):
+    """A hypervisor that hides the PCIe tree of passed-through GPUs."""
+
+    def nvmlDeviceGetTopologyCommonAncestor(self, handle_a: int, handle_b: int) -> int:
+        raise self.NVMLError(NVML_ERROR_NOT_SUPPORTED)
+
+
+def test_an_unknowable_pcie_ancestor_is_assumed_farthest_not_fatal(tmp_path: Path) -> None:
+    real = RealNvml(tmp_path, library=_HiddenPcieTree(FakeNvml.from_machine("workstation-4gpu")))
+    assert real.pcie_level(0, 1) is PcieLevel.SYSTEM
