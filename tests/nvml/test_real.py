@@ -13,7 +13,7 @@ from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.real import RealNvml, format_cuda_version, read_numa_node
 from device_plugin.nvml.types import PcieLevel
-from tests.nvml.nvml_standin import NvmlStandin
+from tests.nvml.nvml_standin import NVML_ERROR_NOT_SUPPORTED, NvmlStandin
 
 BDF = "0000:06:00.0"
 
