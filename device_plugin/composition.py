@@ -23,6 +23,7 @@ from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config import Config
 from device_plugin.devices import Device
 from device_plugin.gpu_policy import TopologyPolicy
+from device_plugin.ids import parse_device_id
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.resources import ResourceManager
@@ -59,9 +60,14 @@ class Node:
     replica_memory_mib: Mapping[str, int] = field(default_factory=dict)
     allocator: Allocator | None = None  # None on a node without GPUs
 
-    def layout(self) -> Mapping[str, tuple[str, ...]]:
-        """Resource name -> device IDs: what a rescan compares to decide whether to re-serve."""
-        return {r.resource_name: tuple(d.id for d in r.snapshot().devices) for r in self.resources}
+    def layout(self) -> Mapping[str, tuple[tuple[str, int | None], ...]]:
+        """Resource name -> (device ID, MIG slot or None) per device: what a rescan compares to decide
+        whether to re-serve. The slot counts because the `index` ID strategy names MIG devices by it."""
+        slots = {d.uuid: d.slot for devices in self.mig.devices_by_gpu.values() for d in devices}
+        return {
+            r.resource_name: tuple((d.id, slots.get(parse_device_id(d.id).base)) for d in r.snapshot().devices)
+            for r in self.resources
+        }
 
 
 def mig_indices(inventory: MigInventory) -> dict[str, tuple[int, int]]:
@@ -85,7 +91,9 @@ def build_node(
 ) -> Node:
     """`previous`: the node being rebuilt; its Allocator (and precomputed tables) is reused when the
     topology has not changed, so a periodic rescan costs no precompute."""
-    if config.resources:
+    # A rescan (previous given) rebuilds every minute: its routine lines go to DEBUG.
+    routine = logging.DEBUG if previous is not None else logging.INFO
+    if config.resources and previous is None:
         log.warning("config 'resources' (custom resource names) is accepted but not applied; serving defaults")
     inventory = discover(backend)
     gpus = inventory.gpus
@@ -104,7 +112,7 @@ def build_node(
     advertised = share_resources(base, sharing)
     settings = response_settings(config.flags)
     for note in settings.notes():
-        log.warning("config: %s", note)
+        log.log(logging.WARNING if previous is None else logging.DEBUG, "config: %s", note)
     # /dev/nvidia<minor>: the driver's minor number, which need not equal the NVML index.
     minors = {gpu.index: backend.device_minor(gpu.index) for gpu in gpus} if settings.pass_device_specs else None
     builder = StrategyResponseBuilder(settings, scan_device_nodes(dev_root, minors), mig_indices(inventory))
@@ -124,7 +132,8 @@ def build_node(
         else:
             policy, response = _policy_for(name, advertised, allocator, builder, on_decision)
         resources.append(ResourceManager(name, devices, policy, response))
-        log.info(
+        log.log(
+            routine,
             "%s: %d devices on GPUs %s",
             name,
             len(devices),

@@ -115,9 +115,11 @@ def _plain(value: Any) -> Any:
 
 def read_config_file(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError("config file", f"cannot read {path}: {error.strerror}") from error
+    except UnicodeDecodeError as error:
+        raise ConfigError("config file", f"{path} is not UTF-8 text: {error.reason} at byte {error.start}") from error
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as error:

@@ -32,7 +32,9 @@ class ConfigFileWatch:
         self._path = path
         self._observer = Observer()
         self._observer.daemon = True
-        self._observer.schedule(_Handler(on_change), str(path.resolve().parent), recursive=False)
+        # The directory as mounted, not resolved: a ConfigMap's file resolves into a `..<timestamp>` folder
+        # that the kubelet deletes at the next update, which would end the watch.
+        self._observer.schedule(_Handler(on_change), str(path.absolute().parent), recursive=False)
 
     def start(self) -> None:
         self._observer.start()

@@ -108,7 +108,7 @@ class Daemon:
         return dict(self._managers)
 
     def _liveness(self) -> EndpointProbeResult:
-        for name, manager in sorted(self._managers.items()):
+        for name, manager in sorted(list(self._managers.items())):  # a snapshot: a rebuild may be swapping them
             ok, detail = manager.serving()
             if not ok:
                 return EndpointProbeResult(False, f"{name}: {detail}")
@@ -125,10 +125,14 @@ class Daemon:
             except OSError as error:  # the GPUs still get served; the probes will say the endpoint is missing
                 log.error("cannot serve /metrics on %s: %s", self._config.daemon.metrics_address, error)
                 self._endpoint = None
-        if self.health is not None:
-            self.health.start()
-        for manager in self._managers.values():
-            manager.start()
+        try:
+            if self.health is not None:
+                self.health.start()
+            for manager in self._managers.values():
+                manager.start()
+        except Exception:  # e.g. no inotify instance left: stop what started, so nothing serves half-alive
+            self.stop()
+            raise
         self._refresh_labels()
         self._thread = threading.Thread(target=self._rescan_loop, name="rescan", daemon=True)
         self._thread.start()
@@ -138,15 +142,22 @@ class Daemon:
         self._wake.set()
 
     def stop(self, timeout_s: float = 4.0) -> None:
+        """Empty lists and stopped servers first (the kubelet must keep no stale capacity), then the rest.
+
+        A rebuild in progress finishes first (one lock); one that starts later sees the stop and does nothing.
+        """
+        deadline = time.monotonic() + timeout_s
         self._stopping.set()
         self._wake.set()
+        with self._lock:
+            managers = list(self._managers.values())
+        _stop_all(managers, max(0.5, deadline - time.monotonic() - 1.0))
         if self.health is not None:
-            self.health.stop()
-        _stop_all(self._managers.values(), timeout_s)
+            self.health.stop(timeout_s=0.5)
         if self._endpoint is not None:
             self._endpoint.stop()
         if self._thread is not None:
-            self._thread.join(timeout=1.0)
+            self._thread.join(timeout=max(0.1, deadline - time.monotonic()))
 
     # ---- rebuilds ------------------------------------------------------------------------------
 
@@ -181,34 +192,80 @@ class Daemon:
                 log.exception("rescan failed; the current resources keep serving")
 
     def rebuild(self) -> bool:
-        """Re-read config (if it changed) and hardware; re-serve when the result differs. True if re-served."""
+        """Re-read config (if it changed) and hardware; re-serve what differs. True if anything was re-served."""
         with self._lock:
-            config = self._config
-            digest = _digest(self._config_file)
-            if self._load_config is not None and digest != self._config_digest:
-                try:
-                    config = self._load_config()
-                except PluginError as error:
-                    log.error("config file changed but is invalid, keeping the running config: %s", error)
-                    self._config_digest = digest  # do not re-log the same broken content every rescan
-                    return False
-                self._config_digest = digest
-                log.info("config file changed; effective config now: %s", config.describe())
+            if self._stopping.is_set():
+                return False
+            config = self._reloaded_config()
             try:
                 node = self._build(config, previous=self._node)
             except PluginError as error:
                 log.error("rebuilding the resources failed, keeping the current ones: %s", error)
                 return False
-            if config == self._config and node.layout() == self._node.layout():
+            serving_changed = _serving_settings(config) != _serving_settings(self._config)
+            self._apply_daemon_settings(config)
+            if not serving_changed and node.layout() == self._node.layout():
                 return False
-            self._switch(config, node)
+            self._switch(node, serving_changed)
             return True
 
-    def _switch(self, config: Config, node: Node) -> None:
+    def _reloaded_config(self) -> Config:
+        """The config file's new content if it changed and is valid; else the running config."""
+        digest = _digest(self._config_file)
+        if self._load_config is None or digest == self._config_digest:
+            return self._config
+        self._config_digest = digest  # a broken content is reported once, not at every rescan
+        try:
+            config = self._load_config()
+        except PluginError as error:
+            log.error("config file changed but is invalid, keeping the running config: %s", error)
+            return self._config
+        log.info("config file changed; effective config now: %s", config.describe())
+        return config
+
+    def _apply_daemon_settings(self, config: Config) -> None:
+        """Our own settings that do not touch the resources: applied now, or said to need a restart."""
+        before, after = self._config.daemon, config.daemon
+        labels_changed = after.labels_file != before.labels_file
+        if labels_changed:
+            self._labels = FeaturesFileWriter(Path(after.labels_file)) if after.labels_file else None
+            log.info("labels file now %s", after.labels_file or "off")
+        needs_restart = [
+            name
+            for name, old, new in (
+                ("metricsAddress", before.metrics_address, after.metrics_address),
+                ("gpuGauges", before.gpu_gauges, after.gpu_gauges),
+                ("logFormat", before.log_format, after.log_format),
+                ("health", before.health, after.health),
+            )
+            if old != new
+        ]
+        if needs_restart:
+            log.warning(
+                "config: gpuDevicePlugin.%s changed; it takes effect when the plugin restarts (the running "
+                "value stays until then)",
+                ", gpuDevicePlugin.".join(needs_restart),
+            )
+            config = replace(
+                config,
+                daemon=replace(
+                    after,
+                    metrics_address=before.metrics_address,
+                    gpu_gauges=before.gpu_gauges,
+                    log_format=before.log_format,
+                    health=before.health,
+                ),
+            )
+        self._config = replace(config, daemon=replace(config.daemon, device_plugin_dir=before.device_plugin_dir))
+        if after.device_plugin_dir != before.device_plugin_dir:
+            log.warning("config: gpuDevicePlugin.devicePluginDir changed; it takes effect when the plugin restarts")
+        if labels_changed:
+            self._refresh_labels()
+
+    def _switch(self, node: Node, serving_changed: bool) -> None:
         before, after = self._node.layout(), node.layout()
-        # Hardware changed: resources with the same devices keep serving. Config changed: serve all afresh.
-        same_config = config == self._config
-        kept = {name for name, ids in after.items() if same_config and before.get(name) == ids}
+        # Hardware changed: resources with the same devices keep serving. Their settings changed: all afresh.
+        kept = {name for name, ids in after.items() if not serving_changed and before.get(name) == ids}
         stopped = sorted(set(before) - kept)
         log.info(
             "re-serving: resources %s (was %s); stopping %s, keeping %s",
@@ -224,19 +281,27 @@ class Daemon:
         old = {r.resource_name: r for r in self._node.resources}
         resources = tuple(old[r.resource_name] if r.resource_name in kept else r for r in node.resources)
         fresh = [r for r in resources if r.resource_name not in kept]
-        self._config, self._node = config, replace(node, resources=resources)
+        self._node = replace(node, resources=resources)
         self._watch_resources(fresh)
         if self.health is not None:
             self.health.set_resources(resources)
         for resource in fresh:
             self._managers[resource.resource_name] = manager = self._manager_for(resource)
-            manager.start()
+            try:
+                manager.start()
+            except Exception:  # the others still serve; /healthz reports this one, so the pod is restarted
+                log.exception("%s: cannot start serving", resource.resource_name)
         self._refresh_labels()
 
     def _refresh_labels(self) -> None:
         if self._labels is None:
             return
         refresh_features_file(self._backend, label_options(self._node, self._config), self._labels)
+
+
+def _serving_settings(config: Config) -> tuple[object, ...]:
+    """The parts of the config that decide what is served and how: a change re-serves every resource."""
+    return (config.flags, config.resources, config.sharing, config.imex)
 
 
 def _stop_all(managers: Iterable[PluginManager], timeout_s: float) -> None:

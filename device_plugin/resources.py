@@ -114,7 +114,10 @@ class ResourceManager:
                 reason,
             )
             for listener in self._health_listeners:
-                listener(self.resource_name, before, after)
+                try:
+                    listener(self.resource_name, before, after)
+                except Exception:  # a listener (metrics) must never stop the fan-out or the health threads
+                    log.exception("%s: health listener failed for %s", self.resource_name, after.id)
         return [after.id for _, after in transitions]
 
     # ---- requests ----------------------------------------------------------------------------

@@ -171,7 +171,14 @@ def run(args: argparse.Namespace) -> int:
         tail = FakeEventsTail(Path(args.fake_events), backend.faults.inject)
         tail.start()
     watch = ConfigFileWatch(config_file, daemon.request_rescan) if config_file is not None else None
-    daemon.start()
+    try:
+        daemon.start()
+    except Exception as error:  # the daemon stopped what it had started
+        log.error("cannot start serving: %s", error)
+        if tail is not None:
+            tail.stop()
+        backend.close()
+        return 1
     if watch is not None:
         watch.start()
     signals.on_hangup = daemon.request_rescan

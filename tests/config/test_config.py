@@ -241,3 +241,11 @@ def test_effective_config_is_one_line_of_json(tmp_path: Path) -> None:
     assert parsed["flags"]["plugin"]["device_list_strategy"] == ["envvar"]
     assert parsed["daemon"]["log_format"] == "json"
     assert parsed["sharing"]["timeSlicing"]["resources"][0]["replicas"] == 4
+
+
+def test_a_config_file_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_bytes(b"version: v1\n\xff\xfe flags: {}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(config_file=path)
+    assert caught.value.field == "config file" and "UTF-8" in caught.value.message

@@ -15,7 +15,7 @@ from device_plugin.kubelet_standin import KubeletStandIn
 from device_plugin.nvml.fake import FakeNvml
 from tests.integration.test_sigterm import start_daemon
 
-from .test_daemon import WAIT_S
+from .harness import WAIT_S
 
 GPU = "nvidia.com/gpu"
 

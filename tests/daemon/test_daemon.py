@@ -3,102 +3,13 @@ MIG re-layout. Every wait is on a condition with a generous bound; nothing asser
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from device_plugin.config import load_config
-from device_plugin.daemon import Daemon
-from device_plugin.health_config import HealthConfig
-from device_plugin.kubelet_standin import KubeletStandIn
-from device_plugin.lifecycle import LifecycleTiming
-from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
-from device_plugin.registration import Backoff
 
-GPU = "nvidia.com/gpu"
-WAIT_S = 15.0
-TIMING = LifecycleTiming(
-    register_timeout_s=10.0, backoff=Backoff(initial_s=0.05, factor=2.0, max_s=0.5), stop_grace_s=0.2, debounce_s=0.05
-)
-TIME_SLICING = """
-version: v1
-sharing:
-  timeSlicing:
-    renameByDefault: true
-    resources:
-      - name: nvidia.com/gpu
-        replicas: 2
-"""
-
-
-@dataclass
-class Node:
-    fake: FakeNvml
-    daemon: Daemon
-    kubelet: KubeletStandIn
-    config_file: Path
-
-    def get(self, path: str) -> tuple[int, str]:
-        assert self.daemon.endpoint is not None
-        url = f"http://127.0.0.1:{self.daemon.endpoint.port}{path}"
-        try:
-            with urllib.request.urlopen(url, timeout=5) as reply:
-                return reply.status, reply.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode()
-
-    def sample(self, name: str, **labels: str) -> float:
-        _, text = self.get("/metrics")
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
-                    return sample.value
-        return 0.0
-
-    def listed(self, resource: str) -> dict[str, str]:
-        return {d.id: d.health for d in self.kubelet.latest_devices(resource)}
-
-
-@pytest.fixture
-def node(request: pytest.FixtureRequest) -> Iterator[Node]:
-    machine = getattr(request, "param", "dgx1-v100")
-    plugin_dir = Path(tempfile.mkdtemp(prefix="gdp-d-", dir="/tmp"))
-    config_file = plugin_dir.parent / f"{plugin_dir.name}.yaml"
-    config_file.write_text("version: v1\n")
-    env = {"DEVICE_PLUGIN_DIR": str(plugin_dir), "METRICS_ADDRESS": "127.0.0.1:0"}
-
-    def load():  # type: ignore[no-untyped-def]
-        config = load_config(config_file=config_file, env=env)
-        fast_health = HealthConfig(quiet_period_s=0.2, probe_interval_s=0.05, event_wait_s=0.05)
-        return type(config)(
-            **{
-                **config.__dict__,
-                "daemon": type(config.daemon)(
-                    **{**config.daemon.__dict__, "health": fast_health, "rescan_interval_s": 3600.0}
-                ),
-            }
-        )
-
-    fake = FakeNvml.from_machine(machine)
-    kubelet = KubeletStandIn(plugin_dir)
-    kubelet.start()
-    daemon = Daemon(fake, load(), load_config=load, config_file=config_file, timing=TIMING)
-    daemon.start()
-    started = Node(fake, daemon, kubelet, config_file)
-    yield started
-    daemon.stop()
-    kubelet.stop()
-    shutil.rmtree(plugin_dir, ignore_errors=True)
-    config_file.unlink(missing_ok=True)
+from .harness import GPU, TIME_SLICING, WAIT_S, Node
 
 
 def test_registered_daemon_is_ready_alive_and_counts_allocations(node: Node) -> None:
@@ -156,7 +67,7 @@ def test_a_mig_re_layout_is_re_advertised_without_a_restart(node: Node) -> None:
     assert node.daemon.rebuild()
     after = node.daemon.node.layout()
     assert len(after["nvidia.com/mig-7g.80gb"]) == len(before.get("nvidia.com/mig-7g.80gb", ())) + 1
-    assert not dropped & {i for ids in after.values() for i in ids}
+    assert not dropped & {device_id for devices in after.values() for device_id, _ in devices}
     listed = node.kubelet.wait_for_connection("nvidia.com/mig-7g.80gb", timeout_s=WAIT_S)
     node.kubelet.wait_for(lambda: len(listed.lists[-1]) == len(after["nvidia.com/mig-7g.80gb"]) or None, WAIT_S)
     # A resource whose devices did not change kept its server and stream: no empty list, no re-registration.

@@ -14,7 +14,7 @@ from device_plugin.kubelet_standin import KubeletStandIn
 from device_plugin.nvml.fake import FakeNvml
 from tests.mig.test_strategy import H100_MIG_MIXED_RESOURCES
 
-from .test_daemon import TIMING, WAIT_S
+from .harness import TIMING, WAIT_S
 
 SLICED = "sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 3}]}}"
 SLICED_RENAMED = "sharing: {timeSlicing: {renameByDefault: true, resources: [{name: nvidia.com/gpu, replicas: 2}]}}"
