@@ -1,6 +1,7 @@
 """End-to-end check of the plugin on this node's real GPUs, with the kubelet stand-in; no Kubernetes.
 
 Usage (on a GPU node, from the checkout): .venv/bin/python tools/real_node_check.py [--mig-strategy S]
+(`--machine NAME` runs the same steps on a simulated machine; the test suite does, so the tool cannot rot.)
 
 Opens real NVML, starts the same Daemon `gpu-device-plugin run` starts (metrics on 127.0.0.1, a
 temporary plugin directory), lets the stand-in register it, prints the device list, admits a 1-GPU pod
@@ -25,17 +26,18 @@ sys.path.insert(0, str(REPO))
 from device_plugin.config import load_config  # noqa: E402
 from device_plugin.daemon import Daemon  # noqa: E402
 from device_plugin.kubelet_standin import KubeletStandIn  # noqa: E402
-from device_plugin.nvml.real import RealNvml  # noqa: E402
+from device_plugin.nvml.catalog import open_backend  # noqa: E402
 
 WAIT_S = 30.0
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mig-strategy", default="none")
     parser.add_argument("--watch-s", type=float, default=5.0, help="seconds of health watching")
-    args = parser.parse_args()
-    backend = RealNvml()
+    parser.add_argument("--machine", help="a simulated machine instead of this node's real NVML")
+    args = parser.parse_args(argv)
+    backend = open_backend(args.machine)
     plugin_dir = Path(tempfile.mkdtemp(prefix="gdp-real-", dir="/tmp"))
     env = {"DEVICE_PLUGIN_DIR": str(plugin_dir), "METRICS_ADDRESS": "127.0.0.1:0", "MIG_STRATEGY": args.mig_strategy}
     kubelet = KubeletStandIn(plugin_dir)
