@@ -17,16 +17,13 @@ from device_plugin.config import Config, load_config
 from device_plugin.daemon import Daemon
 from device_plugin.health_config import HealthConfig
 from device_plugin.kubelet_standin import KubeletStandIn
-from device_plugin.lifecycle import LifecycleTiming
 from device_plugin.nvml.fake import FakeNvml
-from device_plugin.registration import Backoff
+from tests.timing import FAST_LIFECYCLE
 
 GPU = "nvidia.com/gpu"
 FAST_HEALTH = HealthConfig(quiet_period_s=0.2, probe_interval_s=0.05, event_wait_s=0.05)
 WAIT_S = 15.0
-TIMING = LifecycleTiming(
-    register_timeout_s=10.0, backoff=Backoff(initial_s=0.05, factor=2.0, max_s=0.5), stop_grace_s=0.2, debounce_s=0.05
-)
+TIMING = FAST_LIFECYCLE
 TIME_SLICING = """
 version: v1
 sharing:

@@ -18,21 +18,15 @@ from device_plugin.fake_events import FakeEventsTail
 from device_plugin.health import HealthWatcher
 from device_plugin.health_config import HealthConfig
 from device_plugin.kubelet_standin import KubeletStandIn, ListedDevice
-from device_plugin.lifecycle import LifecycleTiming, PluginManager
+from device_plugin.lifecycle import PluginManager
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
-from device_plugin.registration import Backoff
 from device_plugin.resources import ResourceManager
+from tests.timing import FAST_LIFECYCLE
 
 from .conftest import FAST, WAIT_S, replicas, whole_gpus
 
-TIMING = LifecycleTiming(
-    register_timeout_s=10.0,
-    backoff=Backoff(initial_s=0.05, factor=2.0, max_s=0.5),
-    stream_lost_grace_s=0.3,
-    stop_grace_s=0.2,
-    debounce_s=0.05,
-)
+TIMING = FAST_LIFECYCLE
 GPU, SHARED = "nvidia.com/gpu", "nvidia.com/gpu.shared"
 
 

@@ -14,19 +14,12 @@ import pytest
 from device_plugin.composition import GPU_RESOURCE, build_resources
 from device_plugin.config import Config
 from device_plugin.kubelet_standin import KubeletStandIn, PluginConnection
-from device_plugin.lifecycle import LifecycleTiming, PluginManager
+from device_plugin.lifecycle import PluginManager
 from device_plugin.nvml.catalog import open_backend
-from device_plugin.registration import Backoff
 from device_plugin.resources import ResourceManager
+from tests.timing import FAST_LIFECYCLE
 
-# Short delays so tests stay fast; behaviour is the same as with the defaults.
-FAST = LifecycleTiming(
-    register_timeout_s=10.0,
-    backoff=Backoff(initial_s=0.05, factor=2.0, max_s=0.5),
-    stream_lost_grace_s=0.3,
-    stop_grace_s=0.2,
-    debounce_s=0.05,
-)
+FAST = FAST_LIFECYCLE
 WAIT_S = 10.0  # failure bound for anything the contract says must happen "within seconds"
 
 
