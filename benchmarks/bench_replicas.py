@@ -5,9 +5,10 @@ from the shipped machine descriptions. For each k in 1..8 and each placement, re
 seeded random partial allocations (0-75 % of replicas already handed out, sometimes one must_include).
 Two figures: ReplicaPolicy.choose alone, and ResourceManager.preferred_allocation (the whole GPA path
 without gRPC: validation, canonical ordering, the policy, the result check). The topology objective is
-the default lowest_index_gpus; the lead's allocator adds its own cost. Target: p99 <= 2 ms.
+the default lowest_index_gpus; the lead's allocator adds its own cost. Target: p99 <= 2 ms, printed as
+met or missed; the exit status is 0 either way (`make bench` never fails on a figure).
 
-Run: .venv/bin/python benchmarks/bench_replicas.py [--requests N]
+Run: .venv/bin/python benchmarks/bench_replicas.py [--requests N] [--target-p99-ms MS]
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import statistics
 import time
 from collections.abc import Callable
 from functools import partial
+
+from _common import target_line
 
 from device_plugin.allocation_policy import EnvVarResponseBuilder
 from device_plugin.devices import Device
@@ -75,6 +78,7 @@ def measure(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=1000, help="requests per (node, placement, k)")
+    parser.add_argument("--target-p99-ms", type=float, default=TARGET_P99_MS, help="the target to compare with")
     args = parser.parse_args()
     logging.disable(logging.INFO)  # ResourceManager logs every decision; not what is measured
     worst = 0.0
@@ -94,9 +98,9 @@ def main() -> int:
                 g50, g99 = measure(manager.preferred_allocation, work, k)
                 worst = max(worst, c99, g99)
                 print(f"{label:<22} {placement.value:<12} {k:>2}  {c50:>8.3f} / {c99:<7.3f}  {g50:>9.3f} / {g99:<8.3f}")
-    verdict = "meets" if worst <= TARGET_P99_MS else "MISSES"
-    print(f"worst p99 {worst:.3f} ms: {verdict} the {TARGET_P99_MS} ms target")
-    return 0 if worst <= TARGET_P99_MS else 1
+    print(f"worst p99 {worst:.3f} ms")
+    print(target_line(f"worst p99 <= {args.target_p99_ms:g} ms", worst <= args.target_p99_ms))
+    return 0
 
 
 if __name__ == "__main__":

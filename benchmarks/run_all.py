@@ -1,7 +1,10 @@
-"""Run every benchmark in turn and print its figures (`make bench`). Asserts nothing.
+"""Run every benchmark in turn and print its figures (`make bench`). Asserts nothing; always exits 0.
 
 Each benchmark is its own script (see its docstring for what it measures and the targets it compares
-with); this runs them one after the other so one noisy neighbour does not skew two at once.
+with); this runs them one after the other so one noisy neighbour does not skew two at once. A missed
+target is a printed figure ("target ...: missed"), never an exit status: on a busy machine a figure can
+miss its target and `make bench` must still finish and show the rest. A benchmark that crashes (exits
+non-zero) is reported at the end, and this still exits 0.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -23,18 +27,20 @@ BENCHMARKS = (
 )
 
 
-def main() -> int:
-    failed = []
-    for name in BENCHMARKS:
-        print(f"\n==== {name} ====", flush=True)
+def main(scripts: Sequence[Path] | None = None) -> int:
+    crashed = []
+    for script in scripts if scripts is not None else [HERE / name for name in BENCHMARKS]:
+        print(f"\n==== {script.name} ====", flush=True)
         started = time.monotonic()
-        code = subprocess.call([sys.executable, str(HERE / name)])
-        print(f"---- {name}: exit {code} in {time.monotonic() - started:.1f} s", flush=True)
+        code = subprocess.call([sys.executable, str(script)])
+        print(f"---- {script.name}: exit {code} in {time.monotonic() - started:.1f} s", flush=True)
         if code != 0:
-            failed.append(name)
-    if failed:
-        print(f"\nfailed: {', '.join(failed)}")
-    return 1 if failed else 0
+            crashed.append(f"{script.name} (exit {code})")
+    if crashed:
+        print(f"\ndid not finish: {', '.join(crashed)}; their figures above are incomplete (this run still exits 0)")
+    else:
+        print("\nevery benchmark finished; targets are the 'target ...: met/missed' lines above")
+    return 0
 
 
 if __name__ == "__main__":
