@@ -1,4 +1,11 @@
-"""`gpu-device-plugin allocate`: what GetPreferredAllocation would answer, optionally with the reasons."""
+"""`gpu-device-plugin allocate`: what GetPreferredAllocation would answer, optionally with the reasons.
+
+The answer comes from the resource the daemon would serve (commands._compose: same config, same
+composition), through its own ResourceManager.preferred_allocation: GPUs the daemon does not serve as
+the resource (a MIG-enabled GPU is never nvidia.com/gpu) are never offered, and with time-slicing or
+MIG the chosen devices are replicas or MIG devices. --explain shows the allocator's reasons for
+whole-GPU resources.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +13,11 @@ import argparse
 import json
 
 from device_plugin.allocator.decision import Candidate, Explanation
-from device_plugin.commands._machine import add_machine_argument, build_allocator, fail, parse_indices
-from device_plugin.errors import PluginError
+from device_plugin.commands._compose import Composed, add_config_arguments, composed_node
+from device_plugin.commands._machine import add_machine_argument, fail, parse_indices
+from device_plugin.composition import GPU_RESOURCE
+from device_plugin.devices import Device
+from device_plugin.errors import InvalidRequestError, PluginError
 
 NAME = "allocate"
 HELP = "choose GPUs for a request as GetPreferredAllocation would (--explain: why these)"
@@ -15,8 +25,14 @@ HELP = "choose GPUs for a request as GetPreferredAllocation would (--explain: wh
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_machine_argument(parser)
-    parser.add_argument("--size", type=int, required=True, help="how many GPUs the container asks for")
-    parser.add_argument("--available", help="free GPU indices, comma-separated (default: all)")
+    add_config_arguments(parser)
+    parser.add_argument(
+        "--resource",
+        default=GPU_RESOURCE,
+        help=f"the resource asked for (default {GPU_RESOURCE}), e.g. nvidia.com/mig-1g.10gb",
+    )
+    parser.add_argument("--size", type=int, required=True, help="how many devices the container asks for")
+    parser.add_argument("--available", help="GPU indices whose devices are free, comma-separated (default: all)")
     parser.add_argument("--must-include", help="GPU indices the answer must contain, comma-separated")
     parser.add_argument("--json", action="store_true", help="machine-readable output (key `gpus`)")
     parser.add_argument("--explain", action="store_true", help="show scores, the runner-up and why it lost")
@@ -64,19 +80,68 @@ def _text(explanation: Explanation, explain: bool) -> str:
     return "\n".join(lines)
 
 
+def _gpus(indices: list[int] | set[int]) -> str:
+    ordered = sorted(indices)
+    return f"GPU{'s' if len(ordered) > 1 else ''} {', '.join(map(str, ordered))}"
+
+
+def _served(composed: Composed, name: str) -> tuple[Device, ...]:
+    resource = composed.resource(name)
+    if resource is None:
+        why = composed.not_served_whole() if name == GPU_RESOURCE else ""
+        raise InvalidRequestError(
+            f"{name} is not served on this node with migStrategy {composed.config.flags.mig_strategy} "
+            f"(served: {composed.served()}){f'; {why}' if why else ''}"
+        )
+    return resource.snapshot().devices
+
+
+def _device_ids(
+    composed: Composed, name: str, available: list[int] | None, must: list[int]
+) -> tuple[list[str], list[str]]:
+    """The resource's device IDs on the `available` GPUs, and on the `must` GPUs (whole GPUs only)."""
+    devices = _served(composed, name)
+    served = {d.gpu_indices[0] for d in devices}
+    wanted = set(served if available is None else available)
+    outside = sorted((wanted | set(must)) - served)
+    if outside:
+        why = composed.not_served_whole() if name == GPU_RESOURCE else ""
+        raise InvalidRequestError(
+            f"--available/--must-include: {_gpus(outside)} {'is' if len(outside) == 1 else 'are'} not served as "
+            f"{name} (it is served on {_gpus(served)}){f'; {why}' if why else ''}"
+        )
+    resource = composed.resource(name)
+    assert resource is not None
+    if must and not composed.whole_gpus(resource):
+        raise InvalidRequestError(f"--must-include names whole GPUs; {name} devices are replicas or MIG devices")
+    return [d.id for d in devices if d.gpu_indices[0] in wanted], [d.id for d in devices if d.gpu_indices[0] in must]
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         available = parse_indices(args.available, "--available")
         must = parse_indices(args.must_include, "--must-include") or []
-        allocator = build_allocator(args.machine)
-        if available is None:
-            available = list(range(allocator.topology.gpu_count))
-        explanation = allocator.explain(available, must, args.size)
+        with composed_node(args) as composed:
+            ids, must_ids = _device_ids(composed, args.resource, available, must)
+            resource = composed.resource(args.resource)
+            assert resource is not None
+            chosen = resource.preferred_allocation(ids, must_ids, args.size)
+            by_id = {d.id: d for d in resource.snapshot().devices}
+            gpus = sorted({by_id[i].gpu_indices[0] for i in chosen})
+            explanation = None
+            if composed.whole_gpus(resource) and composed.node.allocator is not None:
+                explanation = composed.node.allocator.explain(
+                    sorted({by_id[i].gpu_indices[0] for i in ids}), must, args.size
+                )
     except PluginError as error:
         return fail(error)
+    if explanation is None:
+        return _print_devices(args, chosen, gpus, by_id)
     d = explanation.decision
     if args.json:
         out: dict[str, object] = {
+            "resource": args.resource,
+            "devices": list(chosen),
             "gpus": list(d.chosen),
             "ring_bandwidth_gbps": d.ring_bandwidth_gbps,
             "best_possible_gbps": d.best_possible_gbps,
@@ -90,4 +155,16 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, indent=2))
     else:
         print(_text(explanation, args.explain))
+    return 0
+
+
+def _print_devices(args: argparse.Namespace, chosen: tuple[str, ...], gpus: list[int], by_id: dict[str, Device]) -> int:
+    """A replica or MIG resource: the devices chosen and their GPUs (the allocator explains whole GPUs only)."""
+    if args.json:
+        print(json.dumps({"resource": args.resource, "devices": list(chosen), "gpus": gpus}, indent=2))
+        return 0
+    print(f"{args.resource}: {', '.join(f'{i} (GPU {by_id[i].gpu_indices[0]})' for i in chosen)}")
+    print(f"GPUs: {','.join(map(str, gpus))}")
+    if args.explain:
+        print("(--explain shows the allocator's reasons for whole-GPU resources only)")
     return 0

@@ -1,13 +1,19 @@
-"""`gpu-device-plugin labels`: print this node's labels, or write them as an NFD features.d file."""
+"""`gpu-device-plugin labels`: print this node's labels, or write them as an NFD features.d file.
+
+The labels are the ones the daemon writes: the node is composed as `run` composes it (commands._compose,
+same --config / --mig-strategy), so MIG per-profile labels and time-slicing labels are included.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from device_plugin.errors import PluginError
-from device_plugin.labels import MIG_STRATEGIES, FeaturesFileWriter, LabelOptions, compute_labels, format_features_file
+from device_plugin.commands._compose import add_config_arguments, composed_node
+from device_plugin.errors import ConfigError, PluginError
+from device_plugin.labels import FeaturesFileWriter, compute_labels, format_features_file
 
 NAME = "labels"
 HELP = "Print the node labels (GFD keys plus topology), or write them to a node-feature-discovery features.d file."
@@ -26,27 +32,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write the labels to FILE atomically, only when they changed "
         "(e.g. /etc/kubernetes/node-feature-discovery/features.d/gpu-device-plugin); default: print them",
     )
-    parser.add_argument(
-        "--mig-strategy", choices=MIG_STRATEGIES, default="none", help="value of nvidia.com/mig.strategy"
-    )
+    add_config_arguments(parser)
     parser.add_argument("--machine-type", metavar="NAME", help="value of nvidia.com/gpu.machine (DMI product name)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from device_plugin.nvml.catalog import open_backend  # deferred: keeps `--help` free of NVML imports
+    from device_plugin.daemon import label_options  # deferred: keeps `--help` free of the daemon's imports
 
     try:
-        backend = open_backend(args.machine)
-    except PluginError as error:
+        with composed_node(args) as composed:
+            options = replace(label_options(composed.node, composed.config), machine_type=args.machine_type)
+            labels = compute_labels(composed.backend, options)
+    except ConfigError as error:  # a bad machine, config or flag
         print(f"gpu-device-plugin labels: {error}", file=sys.stderr)
         return 2
-    try:
-        labels = compute_labels(backend, LabelOptions(mig_strategy=args.mig_strategy, machine_type=args.machine_type))
     except PluginError as error:
         print(f"gpu-device-plugin labels: {error}", file=sys.stderr)
         return 1
-    finally:
-        backend.close()
     if args.output is None:
         sys.stdout.write(format_features_file(labels))
         return 0

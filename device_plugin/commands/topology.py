@@ -1,17 +1,21 @@
-"""`gpu-device-plugin topology`: the node's GPU topology, nvidia-smi topo -m style, with bandwidths."""
+"""`gpu-device-plugin topology`: the node's GPU topology, nvidia-smi topo -m style, with bandwidths.
+
+With a config that time-slices GPUs (--config, as `run` takes it), the shared resources follow, with
+the warning that time-slicing isolates nothing; without one, no such warning.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 
+from device_plugin.commands._compose import Composed, add_config_arguments, composed_node
 from device_plugin.commands._machine import add_machine_argument, fail
 from device_plugin.errors import PluginError
-from device_plugin.nvml.catalog import open_backend
 from device_plugin.topology import Topology
 from device_plugin.topology_build import build_topology
 from mig.render import render_mig_tree
-from timeslice import NO_MEMORY_ISOLATION_WARNING
+from timeslice import describe_sharing
 
 NAME = "topology"
 HELP = "print the GPU topology matrix (NVLink / NVSwitch / PCIe level, NUMA) and per-pair bandwidth"
@@ -27,6 +31,7 @@ Bandwidth: one direction, GB/s, from the facts table (README, device_plugin/topo
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_machine_argument(parser)
+    add_config_arguments(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -70,14 +75,20 @@ def as_json(topology: Topology) -> dict[str, object]:
     }
 
 
+def sharing_lines(composed: Composed) -> tuple[str, ...]:
+    """The time-sliced resources and the isolation warning; nothing when the config shares no GPU."""
+    node = composed.node
+    memory = {gpu.uuid: gpu.memory_mib for gpu in node.gpus}
+    memory.update({d.uuid: d.memory_mib for devices in node.mig.devices_by_gpu.values() for d in devices})
+    return describe_sharing(node.advertised, memory)
+
+
 def run(args: argparse.Namespace) -> int:
     try:
-        backend = open_backend(args.machine)
-        try:
-            topology = build_topology(backend)
-            mig_tree = render_mig_tree(backend)
-        finally:
-            backend.close()
+        with composed_node(args) as composed:
+            topology = build_topology(composed.backend)
+            mig_tree = render_mig_tree(composed.backend)
+            sharing = sharing_lines(composed)
     except PluginError as error:
         return fail(error)
     if args.json:
@@ -86,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     print(render(topology))
     print()
     print(mig_tree)
-    print()
-    print(NO_MEMORY_ISOLATION_WARNING)
+    if sharing:
+        print()
+        print("\n".join(sharing))
     return 0

@@ -1,0 +1,87 @@
+"""Shared by demo, allocate, labels and topology: --config / --mig-strategy, and the node `run` would serve.
+
+The config is loaded exactly as `run` loads it (CLI > env > file, run.load_effective_config) and the
+node is built by the daemon's composition root (composition.build_node), so these commands show what
+the daemon would serve with the same machine and config: a MIG-enabled GPU is never offered whole,
+MIG resources follow migStrategy, and time-slicing turns GPUs into replicas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from device_plugin.composition import Node, build_node, mig_indices
+from device_plugin.config import Config
+from device_plugin.nvml.protocol import NvmlBackend
+from device_plugin.resources import ResourceManager
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", metavar="FILE", help="config file, as `run --config` takes it (env CONFIG_FILE); default: none"
+    )
+    parser.add_argument(
+        "--mig-strategy", metavar="none|single|mixed", help="as `run --mig-strategy` (env MIG_STRATEGY); default none"
+    )
+
+
+def load_cli_config(args: argparse.Namespace) -> Config:
+    """The effective config `run` would load with these flags (ConfigError names the field)."""
+    from device_plugin.commands.run import load_effective_config  # deferred: run pulls in the daemon
+
+    return load_effective_config(args)
+
+
+@dataclass(frozen=True)
+class Composed:
+    backend: NvmlBackend
+    config: Config
+    node: Node
+
+    def resource(self, name: str) -> ResourceManager | None:
+        return next((r for r in self.node.resources if r.resource_name == name), None)
+
+    def served(self) -> str:
+        names = [r.resource_name for r in self.node.resources]
+        return ", ".join(names) if names else "nothing"
+
+    def whole_gpus(self, resource: ResourceManager) -> bool:
+        """True when every device of `resource` is one whole GPU (not a replica, not a MIG device)."""
+        mig = set(mig_indices(self.node.mig))
+        shared = resource.resource_name in self.node.advertised.shared
+        return not shared and not any(d.id in mig for d in resource.snapshot().devices)
+
+    def not_served_whole(self) -> str:
+        """Why some GPUs are no nvidia.com/gpu device: their MIG mode (empty when every GPU is served whole)."""
+        enabled = sorted(self.node.mig.devices_by_gpu)
+        return f"GPUs {', '.join(map(str, enabled))} have MIG enabled" if enabled else ""
+
+
+def show_warnings() -> None:
+    """The composition's warnings (a MIG-enabled GPU left out, a config note) on stderr, one line each.
+    Left alone when logging is already set up (a test's capture, or `run`)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(logging.WARNING)
+
+
+@contextmanager
+def composed_node(args: argparse.Namespace, config: Config | None = None) -> Iterator[Composed]:
+    """Open the backend of --machine, build the node as the daemon does, close the backend afterwards."""
+    from device_plugin.nvml.catalog import open_backend  # deferred: keeps `--help` free of NVML imports
+
+    show_warnings()
+    config = config if config is not None else load_cli_config(args)
+    backend = open_backend(args.machine)
+    try:
+        yield Composed(backend, config, build_node(backend, config))
+    finally:
+        backend.close()
