@@ -7,6 +7,8 @@
 - `sharing.timeSlicing` turns GPUs into replicas (timeslice/), whose physical GPUs are chosen by the
   same Allocator.
 - Allocate answers follow flags.plugin (device-list strategy, ID strategy, passDeviceSpecs).
+- envvar_conflicts(): what the kubelet will do wrong with the composed resources (two of them in one
+  container under `envvar` alone), as warnings for the daemon to log.
 No gRPC here: lifecycle serves what this returns.
 """
 
@@ -159,6 +161,25 @@ def _policy_for(
         return topology_policy, builder
 
     return ReplicaPolicy.for_resource(shared, allocator.allocate), ReplicaResponseBuilder.for_resource(shared, builder)
+
+
+def envvar_conflicts(node: Node, config: Config) -> tuple[str, ...]:
+    """A warning when one container could receive two of our resources under `deviceListStrategy: envvar`
+    alone: each Allocate answer sets its own NVIDIA_VISIBLE_DEVICES, and the kubelet merges the answers'
+    env maps, so one value wins at random and the container sees only part of its devices. volume-mounts
+    (one mount per device) and CDI (per-resource annotation keys, or CDI device lists) merge instead."""
+    if tuple(config.flags.plugin.device_list_strategy) != ("envvar",):
+        return ()
+    names = sorted(r.resource_name for r in node.resources)
+    if len(names) < 2:
+        return ()
+    return (
+        f"{len(names)} resources are served ({', '.join(names)}) with deviceListStrategy envvar alone: a container "
+        "that requests two of them gets one NVIDIA_VISIBLE_DEVICES from each Allocate and the kubelet keeps one of "
+        "them at random, so it sees only part of its devices. Set flags.plugin.deviceListStrategy "
+        "(DEVICE_LIST_STRATEGY) to volume-mounts, cdi-cri or cdi-annotations, or never request two of them in one "
+        "container",
+    )
 
 
 def build_resources(backend: NvmlBackend, config: Config, *, dev_root: Path = Path("/dev")) -> list[ResourceManager]:

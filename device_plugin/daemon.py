@@ -22,7 +22,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from device_plugin.composition import Node, build_node
+from device_plugin.composition import Node, build_node, envvar_conflicts
 from device_plugin.config import Config
 from device_plugin.errors import PluginError
 from device_plugin.health import HealthWatcher
@@ -70,6 +70,8 @@ class Daemon:
         self._thread: threading.Thread | None = None
         self.registry = CollectorRegistry()
         self._node = self._build(config)
+        for warning in envvar_conflicts(self._node, config):
+            log.warning("config: %s", warning)
         gpus = self._node.gpus
         self.metrics = PluginMetrics(
             self.registry,

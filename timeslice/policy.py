@@ -26,7 +26,7 @@ from device_plugin.devices import Device
 from device_plugin.errors import InvalidRequestError
 from device_plugin.ids import parse_device_id
 from timeslice.model import Placement
-from timeslice.replicas import SharedResource
+from timeslice.replicas import KUBELET_CHOSEN_ADVICE, SharedResource
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class ReplicaPolicy:
             if doubled:
                 raise InvalidRequestError(
                     f"{self._resource}: requireDistinctGPUs is set, but must_include holds several replicas of "
-                    f"{', '.join(doubled)}"
+                    f"{', '.join(doubled)}. {KUBELET_CHOSEN_ADVICE}"
                 )
         gpu_load: dict[tuple[int, ...], int] = {}
         gpu_picked: dict[tuple[int, ...], int] = {}

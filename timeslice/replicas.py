@@ -26,6 +26,14 @@ from timeslice.model import Placement, SelectionKind, SharedResourceSpec, Sharin
 log = logging.getLogger(__name__)
 
 MAX_DEVICE_ID_LENGTH = 63  # the kubelet's limit on a device ID
+# Why a kubelet-chosen set breaks requireDistinctGPUs, and what to do: ReplicaPolicy and Allocate refusals end with it.
+KUBELET_CHOSEN_ADVICE = (
+    "The kubelet chose these replicas itself, without GetPreferredAllocation: it does so when its Topology Manager "
+    "policy (single-numa-node, restricted or best-effort) finds free replicas on the chosen NUMA node(s) that "
+    "exactly cover the request, or when it reuses an init container's devices. With requireDistinctGPUs, run the "
+    "kubelet with --topology-manager-policy=none (the default, under which it always asks GetPreferredAllocation), "
+    "or request one replica per container"
+)
 
 
 @dataclass(frozen=True)

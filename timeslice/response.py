@@ -17,7 +17,7 @@ from device_plugin.allocation_policy import ResponseBuilder
 from device_plugin.devices import ContainerAllocation, Device
 from device_plugin.errors import InvalidRequestError
 from device_plugin.ids import parse_device_id
-from timeslice.replicas import SharedResource
+from timeslice.replicas import KUBELET_CHOSEN_ADVICE, SharedResource
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class ReplicaResponseBuilder:
             detail = "; ".join(f"{', '.join(m)} are all on {base}" for base, m in sorted(shared.items()))
             raise InvalidRequestError(
                 f"{self.resource_name}: requireDistinctGPUs is set, so each replica of a request must be on its own "
-                f"GPU, but {detail}. Request at most one replica per GPU, or let GetPreferredAllocation choose"
+                f"GPU, but {detail}. {KUBELET_CHOSEN_ADVICE}"
             )
         if shared:
             # Allowed, but the container sees fewer GPUs than it asked for: say so in the log.

@@ -1,9 +1,15 @@
 """`gpu-device-plugin demo`: the plugin and a kubelet stand-in on a simulated node, explained.
 
 Everything runs in this process over real unix sockets in a temporary directory: no GPU, no
-Kubernetes. It walks through registration, the device list, pods of 1, 2 and 4 GPUs (preferred
-allocation with the predicted collective bandwidth, then Allocate), a GPU fault and its recovery, a
-kubelet restart and re-registration, and shutdown. The plugin is the same Daemon `run` starts.
+Kubernetes. It walks through registration, the device list, pods of 1, 2 and 4 devices (preferred
+allocation, with the predicted collective bandwidth for whole GPUs, then Allocate), a GPU fault and
+its recovery, a kubelet restart and re-registration, and shutdown. The plugin is the same Daemon
+`run` starts, with the same config (--config / --mig-strategy, commands._compose); only the
+directory, the metrics endpoint, the labels file and the health timing are the demo's own.
+
+The walk-through follows nvidia.com/gpu, or the first resource served when there is none (a node
+whose GPUs are all MIG devices). On a MIG node that serves nothing under the default migStrategy
+none, the demo says so and uses mixed, unless --mig-strategy was given.
 """
 
 from __future__ import annotations
@@ -13,20 +19,24 @@ import logging
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from device_plugin.allocator import Allocator
+from device_plugin.commands._compose import add_config_arguments, load_cli_config
+from device_plugin.commands._view import VISIBLE, allocate_summary
 from device_plugin.commands.run import configure_logging
-from device_plugin.composition import GPU_RESOURCE
-from device_plugin.config import Config, DaemonSettings
+from device_plugin.composition import GPU_RESOURCE, Node, build_node, envvar_conflicts
+from device_plugin.config import Config
 from device_plugin.daemon import Daemon
+from device_plugin.devices import Device
 from device_plugin.errors import PluginError
 from device_plugin.health_config import HealthConfig
 from device_plugin.kubelet_standin import KubeletStandIn, PluginConnection
+from device_plugin.lifecycle import LifecycleTiming
 from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
-from device_plugin.topology_build import build_topology
+from device_plugin.registration import Backoff
 
 NAME = "demo"
 HELP = "Show the plugin and a kubelet stand-in at work on a simulated node (no GPU, no Kubernetes needed)."
@@ -34,8 +44,12 @@ HELP = "Show the plugin and a kubelet stand-in at work on a simulated node (no G
 DEFAULT_MACHINE = "dgx1-v100"
 POD_SIZES = (1, 2, 4)
 WAIT_S = 15.0
+LISTED = 8  # device lines shown; the rest are counted
 # The demo's health timing: recovery after 1 s of passing probes (the daemon's default is 60 s).
 DEMO_HEALTH = HealthConfig(quiet_period_s=1.0, probe_interval_s=0.1, event_wait_s=0.05)
+# --fast (tests): recovery after 0.2 s, and short lifecycle delays; the steps are the same.
+FAST_HEALTH = HealthConfig(quiet_period_s=0.2, probe_interval_s=0.05, event_wait_s=0.05)
+FAST_TIMING = LifecycleTiming(backoff=Backoff(initial_s=0.05, factor=2.0, max_s=0.5), stream_lost_grace_s=0.3)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME|FILE",
         help=f"simulated machine (default {DEFAULT_MACHINE}; shipped: {', '.join(shipped_machine_names())})",
     )
+    add_config_arguments(parser)
     parser.add_argument("--verbose", action="store_true", help="also show the plugin's own log lines")
+    parser.add_argument("--fast", action="store_true", help="shorter health and retry timings (for tests)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,24 +73,59 @@ def run(args: argparse.Namespace) -> int:
         return 2
     plugin_dir = Path(tempfile.mkdtemp(prefix="gdp-demo-", dir="/tmp"))
     try:
-        return _walk_through(backend, plugin_dir, args.machine)
+        config = _demo_config(load_cli_config(args), plugin_dir, args.fast)
+        node = build_node(backend, config)
+        if not node.resources and args.mig_strategy is None and node.mig.devices_by_gpu:
+            print(
+                f"migStrategy {config.flags.mig_strategy} serves nothing on '{args.machine}': every GPU has MIG "
+                "enabled. The demo uses --mig-strategy mixed (`run` needs the same flag or flags.migStrategy)."
+            )
+            config = replace(config, flags=replace(config.flags, mig_strategy="mixed"))
+            node = build_node(backend, config)
+        if not node.resources:
+            print(f"nothing to serve on '{args.machine}' with this config; see `gpu-device-plugin topology`")
+            return 1
+        return _walk_through(backend, node, config, args)
+    except PluginError as error:  # a broken config or a strategy the node refuses: named field
+        print(f"error: {error}")
+        return 2
     finally:
         backend.close()
         shutil.rmtree(plugin_dir, ignore_errors=True)
 
 
-def _walk_through(backend: FakeNvml, plugin_dir: Path, machine: str) -> int:
-    gpus = backend.gpus()
-    index_of = {gpu.uuid: gpu.index for gpu in gpus}
+def _demo_config(config: Config, plugin_dir: Path, fast: bool) -> Config:
+    daemon = replace(
+        config.daemon,
+        device_plugin_dir=plugin_dir,
+        metrics_address="",
+        labels_file="",
+        health=FAST_HEALTH if fast else DEMO_HEALTH,
+    )
+    return replace(config, daemon=daemon)
 
-    def names(ids: tuple[str, ...] | list[str]) -> str:
-        return ", ".join(f"GPU {index_of[i]}" for i in sorted(ids, key=lambda i: index_of[i]))
 
-    print(f"Simulated node '{machine}': {len(gpus)} GPUs ({gpus[0].name if gpus else 'none'}).")
+def _walk_through(backend: FakeNvml, node: Node, config: Config, args: argparse.Namespace) -> int:
+    resource = GPU_RESOURCE if any(r.resource_name == GPU_RESOURCE for r in node.resources) else None
+    resource = resource or node.resources[0].resource_name
+    devices = {d.id: d for r in node.resources if r.resource_name == resource for d in r.snapshot().devices}
+    whole = {d.id for d in devices.values()} <= {gpu.uuid for gpu in node.gpus}
+
+    def label(device_id: str) -> str:
+        gpu = devices[device_id].gpu_indices[0]
+        return f"GPU {gpu}" if whole else f"{device_id} (GPU {gpu})"
+
+    def names(ids: tuple[str, ...]) -> str:
+        return ", ".join(label(i) for i in sorted(ids, key=lambda i: (devices[i].gpu_indices, i)))
+
+    plugin_dir = config.daemon.device_plugin_dir
+    print(f"Simulated node '{args.machine}': {len(node.gpus)} GPUs ({node.gpus[0].name if node.gpus else 'none'}).")
+    served = ", ".join(f"{r.resource_name} ({len(r.snapshot().devices)})" for r in node.resources)
+    print(f"Resources served (migStrategy {config.flags.mig_strategy}): {served}. Following {resource}.")
+    for warning in envvar_conflicts(node, config):
+        print(f"Note: {warning}")
     print(f"Device-plugin directory: {plugin_dir}")
-    config = Config(daemon=DaemonSettings(device_plugin_dir=plugin_dir, metrics_address="", health=DEMO_HEALTH))
-    daemon = Daemon(backend, config)
-    allocator = Allocator(build_topology(backend))
+    daemon = Daemon(backend, config, timing=FAST_TIMING if args.fast else None)
     kubelet = KubeletStandIn(plugin_dir, seed=1)
     connection: PluginConnection | None = None
     daemon.start()
@@ -83,8 +134,8 @@ def _walk_through(backend: FakeNvml, plugin_dir: Path, machine: str) -> int:
         started = time.monotonic()
         kubelet.start()
         print("   The kubelet stand-in starts and creates kubelet.sock; the plugin notices and registers.")
-        connection = kubelet.wait_for_connection(GPU_RESOURCE, timeout_s=WAIT_S)
-        (call,) = kubelet.register_calls
+        connection = kubelet.wait_for_connection(resource, timeout_s=WAIT_S)
+        call = next(c for c in kubelet.register_calls if c.resource_name == resource and c.refusal is None)
         print(
             f"   Registered after {time.monotonic() - started:.2f} s: resource {call.resource_name}, "
             f"version {call.version}, endpoint {call.endpoint}."
@@ -95,36 +146,49 @@ def _walk_through(backend: FakeNvml, plugin_dir: Path, machine: str) -> int:
             "(the same as in the RegisterRequest)."
         )
 
-        print("\n2. The first ListAndWatch message lists every GPU with its NUMA node:")
-        for device in connection.lists[0]:
+        print(f"\n2. The first ListAndWatch message lists every device of {resource} with its NUMA node:")
+        listed = connection.lists[0]
+        for device in listed[:LISTED]:
             numa = ",".join(map(str, device.numa_nodes)) or "unknown"
-            print(f"   GPU {index_of[device.id]}  {device.id}  NUMA {numa}  {device.health}")
+            print(
+                f"   {label(device.id)}  {device.id if whole else ''}  NUMA {numa}  {device.health}".replace(
+                    "    ", "  "
+                )
+            )
+        if len(listed) > LISTED:
+            print(f"   ... and {len(listed) - LISTED} more")
 
-        print("\n3. Pods arrive. For each, the kubelet offers the free GPUs in random order, asks which the")
+        print("\n3. Pods arrive. For each, the kubelet offers the free devices in random order, asks which the")
         print("   plugin prefers (GetPreferredAllocation), then calls Allocate with the chosen ones.")
         for number, size in enumerate(POD_SIZES, start=1):
-            label = f"pod-{number} ({size} GPU{'s' if size > 1 else ''})"
+            pod = (
+                f"pod-{number} ({size} device{'s' if size > 1 else ''})"
+                if not whole
+                else (f"pod-{number} ({size} GPU{'s' if size > 1 else ''})")
+            )
             try:
-                admission = kubelet.admit(GPU_RESOURCE, size)
-            except Exception as error:  # not enough GPUs left, or an RPC error: say so, go on
-                print(f"   {label}: not admitted: {error}")
+                admission = kubelet.admit(resource, size)
+            except Exception as error:  # not enough devices left, or an RPC error: say so, go on
+                print(f"   {pod}: not admitted: {error}")
                 continue
-            chosen = [index_of[i] for i in admission.preferred]
-            ring = allocator.score(chosen).ring_gbps
-            why = f", ring {ring:.0f} GB/s per direction" if size > 1 else ""
-            print(f"   {label}: {len(admission.available)} free; plugin prefers {names(admission.preferred)}{why}")
-            print(f"      Allocate -> NVIDIA_VISIBLE_DEVICES={admission.envs.get('NVIDIA_VISIBLE_DEVICES', '')}")
+            why = ""
+            if whole and size > 1 and node.allocator is not None:
+                ring = node.allocator.score([devices[i].gpu_indices[0] for i in admission.preferred]).ring_gbps
+                why = f", ring {ring:.0f} GB/s per direction"
+            print(f"   {pod}: {len(admission.available)} free; plugin prefers {names(admission.preferred)}{why}")
+            shown = f"{VISIBLE}={admission.envs[VISIBLE]}" if VISIBLE in admission.envs else ""
+            print(f"      Allocate -> {shown or allocate_summary(admission.response)}")
 
-        _fault_and_recovery(backend, kubelet, connection, index_of)
+        _fault_and_recovery(backend, kubelet, connection, devices, resource)
 
         print("\n5. The kubelet restarts: it deletes every socket in the directory and re-creates kubelet.sock.")
         restarted = time.monotonic()
         deleted = kubelet.restart()
         print(f"   Deleted: {', '.join(deleted) or 'nothing'}.")
-        connection = kubelet.wait_for_connection(GPU_RESOURCE, count=2, timeout_s=WAIT_S)
+        connection = kubelet.wait_for_connection(resource, count=2, timeout_s=WAIT_S)
         print(
             f"   The plugin served a fresh socket and registered again after {time.monotonic() - restarted:.2f} s; "
-            f"the new stream lists {len(connection.lists[0])} GPUs."
+            f"the new stream lists {len(connection.lists[0])} devices."
         )
 
         print("\n6. Shutdown (what SIGTERM does): the plugin sends an empty list, stops and removes its socket.")
@@ -144,18 +208,19 @@ def _walk_through(backend: FakeNvml, plugin_dir: Path, machine: str) -> int:
 
 
 def _fault_and_recovery(
-    backend: FakeNvml, kubelet: KubeletStandIn, connection: PluginConnection, index_of: dict[str, int]
+    backend: FakeNvml, kubelet: KubeletStandIn, connection: PluginConnection, devices: dict[str, Device], resource: str
 ) -> None:
-    gpu = backend.gpus()[-1]
-    print(f"\n4. GPU {gpu.index} reports Xid 79 (fallen off the bus). Every device of that GPU goes Unhealthy:")
+    gpu = max(d.gpu_indices[0] for d in devices.values())
+    watched = min(i for i, d in devices.items() if d.gpu_indices[0] == gpu)
+    print(f"\n4. GPU {gpu} reports Xid 79 (fallen off the bus). Every {resource} device of that GPU goes Unhealthy:")
     started = time.monotonic()
-    backend.faults.inject(HealthEvent(gpu.index, HealthEventKind.XID, xid=79))
-    kubelet.wait_for(lambda: _health(connection, gpu.uuid) == "Unhealthy" or None, WAIT_S)
-    print(f"   the kubelet's list shows GPU {gpu.index} Unhealthy after {time.monotonic() - started:.3f} s.")
+    backend.faults.inject(HealthEvent(gpu, HealthEventKind.XID, xid=79))
+    kubelet.wait_for(lambda: _health(connection, watched) == "Unhealthy" or None, WAIT_S)
+    print(f"   the kubelet's list shows GPU {gpu} Unhealthy after {time.monotonic() - started:.3f} s.")
     print("   The GPU comes back; after its probes pass for the quiet period (1 s here, 60 s by default)")
-    backend.faults.recover(gpu.index)
+    backend.faults.recover(gpu)
     started = time.monotonic()
-    kubelet.wait_for(lambda: _health(connection, gpu.uuid) == "Healthy" or None, WAIT_S)
+    kubelet.wait_for(lambda: _health(connection, watched) == "Healthy" or None, WAIT_S)
     print(f"   it is Healthy again after {time.monotonic() - started:.2f} s, without a plugin restart.")
 
 
