@@ -49,7 +49,9 @@ LISTED = 8  # device lines shown; the rest are counted
 DEMO_HEALTH = HealthConfig(quiet_period_s=1.0, probe_interval_s=0.1, event_wait_s=0.05)
 # --fast (tests): recovery after 0.2 s, and short lifecycle delays; the steps are the same.
 FAST_HEALTH = HealthConfig(quiet_period_s=0.2, probe_interval_s=0.05, event_wait_s=0.05)
-FAST_TIMING = LifecycleTiming(backoff=Backoff(initial_s=0.05, factor=2.0, max_s=0.5), stream_lost_grace_s=0.3)
+FAST_TIMING = LifecycleTiming(
+    backoff=Backoff(initial_s=0.05, factor=2.0, max_s=0.5), stream_lost_grace_s=0.3, stop_grace_s=0.2, debounce_s=0.05
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -179,7 +181,7 @@ def _walk_through(backend: FakeNvml, node: Node, config: Config, args: argparse.
             shown = f"{VISIBLE}={admission.envs[VISIBLE]}" if VISIBLE in admission.envs else ""
             print(f"      Allocate -> {shown or allocate_summary(admission.response)}")
 
-        _fault_and_recovery(backend, kubelet, connection, devices, resource)
+        _fault_and_recovery(backend, kubelet, connection, devices, resource, args.fast)
 
         print("\n5. The kubelet restarts: it deletes every socket in the directory and re-creates kubelet.sock.")
         restarted = time.monotonic()
@@ -208,7 +210,12 @@ def _walk_through(backend: FakeNvml, node: Node, config: Config, args: argparse.
 
 
 def _fault_and_recovery(
-    backend: FakeNvml, kubelet: KubeletStandIn, connection: PluginConnection, devices: dict[str, Device], resource: str
+    backend: FakeNvml,
+    kubelet: KubeletStandIn,
+    connection: PluginConnection,
+    devices: dict[str, Device],
+    resource: str,
+    fast: bool,
 ) -> None:
     gpu = max(d.gpu_indices[0] for d in devices.values())
     watched = min(i for i, d in devices.items() if d.gpu_indices[0] == gpu)
@@ -217,7 +224,8 @@ def _fault_and_recovery(
     backend.faults.inject(HealthEvent(gpu, HealthEventKind.XID, xid=79))
     kubelet.wait_for(lambda: _health(connection, watched) == "Unhealthy" or None, WAIT_S)
     print(f"   the kubelet's list shows GPU {gpu} Unhealthy after {time.monotonic() - started:.3f} s.")
-    print("   The GPU comes back; after its probes pass for the quiet period (1 s here, 60 s by default)")
+    quiet = (FAST_HEALTH if fast else DEMO_HEALTH).quiet_period_s
+    print(f"   The GPU comes back; after its probes pass for the quiet period ({quiet:g} s here, 60 s by default)")
     backend.faults.recover(gpu)
     started = time.monotonic()
     kubelet.wait_for(lambda: _health(connection, watched) == "Healthy" or None, WAIT_S)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from device_plugin.cli import main
+from device_plugin.nvml.catalog import shipped_machine_names
 
 
 @pytest.fixture(autouse=True)
@@ -21,9 +23,9 @@ def _root_logger_restored() -> Iterator[None]:
     root.setLevel(level)
 
 
-@pytest.mark.parametrize("machine", ["dgx1-v100", "single-gpu"], ids=["eight-gpus", "one-gpu"])
-def test_demo_walks_through_and_exits_zero(machine: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--machine", machine]) == 0
+def test_demo_walks_through_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    # The default timings; every shipped machine is walked through with --fast below.
+    assert main(["demo", "--machine", "dgx1-v100"]) == 0
     out = capsys.readouterr().out
     assert "version v1beta1, endpoint nvidia-gpu.sock" in out
     assert "NUMA 0" in out
@@ -40,5 +42,51 @@ def test_demo_refuses_an_unknown_machine(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_demo_on_dgx1_prefers_the_double_nvlink_pair(capsys: pytest.CaptureFixture[str]) -> None:
     # GPU 0 is taken by the 1-GPU pod; of the rest, 2-3 share two NVLinks (50 GB/s): the 2-GPU pod gets them.
-    assert main(["demo", "--machine", "dgx1-v100"]) == 0
+    assert main(["demo", "--machine", "dgx1-v100", "--fast"]) == 0
     assert "pod-2 (2 GPUs): 7 free; plugin prefers GPU 2, GPU 3, ring 50 GB/s per direction" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("machine", shipped_machine_names())
+def test_demo_works_on_every_machine_its_help_lists(machine: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--machine", machine, "--fast"]) == 0
+    out = capsys.readouterr().out
+    assert "registered again" in out and "Unhealthy after" in out and "Healthy again after" in out
+    assert "Last list the kubelet saw: 0 devices. Files left: []" in out
+
+
+def test_demo_on_an_all_mig_node_says_it_uses_mixed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--machine", "a100-mig-7x1g", "--fast"]) == 0
+    out = capsys.readouterr().out
+    assert "The demo uses --mig-strategy mixed" in out
+    assert "Following nvidia.com/mig-1g.5gb" in out
+    assert "Allocate -> NVIDIA_VISIBLE_DEVICES=MIG-" in out
+
+
+def test_demo_with_an_explicit_strategy_that_serves_nothing_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--machine", "a100-mig-7x1g", "--mig-strategy", "none", "--fast"]) == 1
+    assert "nothing to serve" in capsys.readouterr().out
+
+
+def test_demo_follows_the_config_it_is_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "version: v1\nflags:\n  plugin:\n    deviceListStrategy: volume-mounts\n"
+        "sharing:\n  timeSlicing:\n    resources:\n      - {name: nvidia.com/gpu, replicas: 2}\n",
+        encoding="utf-8",
+    )
+    assert main(["demo", "--machine", "workstation-4gpu", "--config", str(config), "--fast"]) == 0
+    out = capsys.readouterr().out
+    assert "Resources served (migStrategy none): nvidia.com/gpu (8)" in out
+    assert "Allocate -> NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices" in out
+
+
+def test_demo_shows_the_envvar_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--machine", "h100-mig-mixed", "--mig-strategy", "mixed", "--fast"]) == 0
+    assert "Note: 6 resources are served" in capsys.readouterr().out
+
+
+def test_demo_refuses_a_broken_config_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("version: v1\nflags:\n  migStrategy: sometimes\n", encoding="utf-8")
+    assert main(["demo", "--config", str(config)]) == 2
+    assert "flags.migStrategy" in capsys.readouterr().out
