@@ -1,0 +1,192 @@
+"""`gpu-device-plugin kubelet-standin --dir D`: play the kubelet on a directory and print what it sees.
+
+For trying `gpu-device-plugin run --device-plugin-dir D` (with one's own --config and --machine) without
+a cluster: this serves the Registration service on D/kubelet.sock with the project's kubelet stand-in
+(device_plugin.kubelet_standin, which behaves like kubelets >= 1.25), and prints every registration, every
+device list as it changes (health), and the end of each stream. With --allocate N it admits one container
+asking for N devices once the resource's first list arrives, as the device manager does
+(GetPreferredAllocation with the free devices in random order, then Allocate), and prints both answers.
+It runs until SIGINT or SIGTERM, then stops serving and removes kubelet.sock.
+
+It refuses a directory where something already answers on kubelet.sock (a real kubelet), and never
+deletes the plugins' sockets (a real kubelet does at start; the plugin re-registers on the new
+kubelet.sock anyway).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import socket
+import stat
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from device_plugin.commands._view import allocate_summary, health_changes
+from device_plugin.composition import GPU_RESOURCE
+
+NAME = "kubelet-standin"
+HELP = "Play the kubelet on a device-plugin directory: print registrations, device lists, health; --allocate N."
+
+POLL_S = 0.5  # how often the loop looks at the stop flag between changes
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dir", required=True, metavar="DIR", help="the directory `run --device-plugin-dir` uses")
+    parser.add_argument("--allocate", type=int, metavar="N", help="admit one container asking for N devices")
+    parser.add_argument(
+        "--resource", help=f"the resource --allocate asks for (default {GPU_RESOURCE}, else the first registered)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random order the devices are offered in")
+
+
+def _answers(path: Path) -> bool:
+    """True when something accepts connections on the unix socket `path`."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def _claim(directory: Path) -> str | None:
+    """Why D/kubelet.sock cannot be served (None: it can; a stale socket is removed)."""
+    if not directory.is_dir():
+        return f"{directory} is not a directory (create it, and give `run --device-plugin-dir` the same path)"
+    sock = directory / "kubelet.sock"
+    try:
+        mode = sock.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISSOCK(mode):
+        return f"{sock} exists and is not a socket; not touching it"
+    if _answers(sock):
+        return f"something already serves {sock} (a kubelet?); use another directory"
+    sock.unlink()
+    print(f"removed a stale {sock.name}", flush=True)
+    return None
+
+
+class _Printer:
+    """Prints what is new in the stand-in since the last call: registrations, lists, ended streams."""
+
+    def __init__(self, standin: Any) -> None:
+        self._standin = standin
+        self._calls = 0
+        self._lists: dict[int, int] = {}
+        self._ended: set[int] = set()
+
+    def changed(self) -> bool:  # called under the stand-in's lock
+        return (
+            len(self._standin.register_calls) > self._calls
+            or any(len(c.lists) > self._lists.get(id(c), 0) for c in self._standin.connections)
+            or any(c.stream_ended and id(c) not in self._ended for c in self._standin.connections)
+        )
+
+    def report(self) -> None:
+        for call in self._standin.register_calls[self._calls :]:
+            if call.refusal is None:
+                preferred = "yes" if call.options.get_preferred_allocation_available else "no"
+                print(
+                    f"register: {call.resource_name} endpoint {call.endpoint} version {call.version} "
+                    f"(GetPreferredAllocation: {preferred})",
+                    flush=True,
+                )
+            else:
+                print(f"register refused: {call.resource_name}: {call.refusal}", flush=True)
+            self._calls += 1
+        for connection in list(self._standin.connections):
+            seen = self._lists.get(id(connection), 0)
+            lists = connection.lists[:]
+            for number in range(seen, len(lists)):
+                listed = lists[number]
+                healthy = sum(1 for d in listed if d.health == "Healthy")
+                print(
+                    f"{connection.resource_name}: list {number + 1}: {len(listed)} devices, {healthy} healthy",
+                    flush=True,
+                )
+                if number == 0:
+                    for d in listed:
+                        print(f"  {d.id}  {d.health}  NUMA {','.join(map(str, d.numa_nodes)) or '-'}", flush=True)
+                else:
+                    for line in health_changes(lists[number - 1], listed):
+                        print(f"  {line}", flush=True)
+            self._lists[id(connection)] = len(lists)
+            if connection.stream_ended and id(connection) not in self._ended:
+                self._ended.add(id(connection))
+                print(f"{connection.resource_name}: stream ended ({connection.stream_error or 'closed'})", flush=True)
+
+
+def _admit(standin: Any, resource: str, count: int) -> None:
+    print(f"allocate {count} x {resource}:", flush=True)
+    try:
+        admission = standin.admit(resource, count)
+    except Exception as error:  # an RPC refusal or too few devices: what the kubelet would report
+        details = getattr(error, "details", None)
+        print(f"  refused: {details() if callable(details) else error}", flush=True)
+        return
+    print(f"  offered {len(admission.available)} free devices in random order", flush=True)
+    print(f"  GetPreferredAllocation -> {', '.join(admission.preferred) or '(no preference)'}", flush=True)
+    print(f"  Allocate -> {allocate_summary(admission.response)}", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    stop = threading.Event()
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    # First thing, so a signal during start-up is a clean stop too; restored on return (tests call run()).
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _serve(args, stop)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
+    from device_plugin.kubelet_standin import KubeletStandIn  # deferred: gRPC loads only when serving
+
+    if args.allocate is not None and args.allocate < 1:
+        print("gpu-device-plugin kubelet-standin: --allocate must be at least 1", flush=True)
+        return 2
+    directory = Path(args.dir).resolve()
+    problem = _claim(directory)
+    if problem is not None:
+        print(f"gpu-device-plugin kubelet-standin: {problem}", flush=True)
+        return 2
+    standin = KubeletStandIn(directory, seed=args.seed)
+    standin.start()
+    print(f"kubelet stand-in serving {directory / 'kubelet.sock'}; waiting for device plugins (Ctrl-C stops)")
+    printer = _Printer(standin)
+    allocated = args.allocate is None
+    try:
+        while not stop.is_set():
+            try:
+                standin.wait_for(lambda: printer.changed() or stop.is_set(), POLL_S)
+            except TimeoutError:
+                continue
+            printer.report()
+            if not allocated:
+                allocated = _try_admit(standin, args)
+    finally:
+        standin.stop()
+        (directory / "kubelet.sock").unlink(missing_ok=True)
+    print("kubelet stand-in stopped", flush=True)
+    return 0
+
+
+def _try_admit(standin: Any, args: argparse.Namespace) -> bool:
+    """Admit once the wanted resource's first list is in; True when done (admitted or refused)."""
+    ready = [c for c in standin.connections if c.lists and not c.stream_ended]
+    names = sorted({c.resource_name for c in ready})
+    wanted = args.resource or (GPU_RESOURCE if GPU_RESOURCE in names else (names[0] if names else None))
+    if wanted is None or wanted not in names:
+        return False
+    _admit(standin, wanted, args.allocate)
+    return True
