@@ -162,7 +162,9 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
         return 2
     standin = KubeletStandIn(directory, seed=args.seed)
     standin.start()
-    print(f"kubelet stand-in serving {directory / 'kubelet.sock'}; waiting for device plugins (Ctrl-C stops)", flush=True)
+    print(
+        f"kubelet stand-in serving {directory / 'kubelet.sock'}; waiting for device plugins (Ctrl-C stops)", flush=True
+    )
     printer = _Printer(standin)
     allocated = args.allocate is None
     try:
