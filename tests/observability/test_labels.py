@@ -55,6 +55,7 @@ TOPOLOGY = {
     "hgx-h100": ("nvswitch", "8", "2", "hopper", "true"),
     "hgx-h200": ("nvswitch", "8", "2", "hopper", "true"),
     "pcie-8gpu-2socket": ("none", "1", "2", "ada-lovelace", "false"),
+    "pcie-8gpu-2nic": ("none", "1", "1", "ada-lovelace", "false"),  # one socket; half the GPUs near a NIC
     "workstation-4gpu": ("pairs", "2", "1", "ampere", "false"),  # NVLink bridges on two pairs
     "island-16gpu": ("nvswitch", "8", "2", "hopper", "true"),  # two 8-GPU islands
     "single-gpu": ("none", "1", "1", "ampere", "true"),
