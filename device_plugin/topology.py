@@ -89,6 +89,11 @@ class Topology:
         """NICs GPUDirect RDMA runs fast with from this GPU: PIX or PXB, no host bridge in between."""
         return tuple(k for k in range(self.nic_count) if self.nic_levels[gpu][k] <= GPUDIRECT_CLOSE)
 
+    def close_nic_names(self) -> dict[int, tuple[str, ...]]:
+        """GPU index -> names of its GPUDirect-close NICs, for the GPUs that have any."""
+        names = {gpu: tuple(self.nic_names[k] for k in self.close_nics(gpu)) for gpu in range(self.gpu_count)}
+        return {gpu: nics for gpu, nics in names.items() if nics}
+
     def nearest_nic(self, gpu: int) -> int | None:
         """The closest NIC (lowest index among equals); None on a node without NICs."""
         if not self.nic_count:
