@@ -150,7 +150,15 @@ class Allocator:
             best_possible_gbps=best / 1000,
             optimal=ring >= best,
             exact=self.exact,
+            nic_distance=self._nic_distance(chosen),
         )
+
+    def _nic_distance(self, chosen: tuple[int, ...]) -> str | None:
+        topology = self._topology
+        if not topology.nic_count:
+            return None
+        nearest = [topology.nearest_nic(g) for g in chosen]
+        return max(topology.nic_level(g, k) for g, k in zip(chosen, nearest, strict=True) if k is not None).short_name
 
     def explain(self, available: Iterable[int], must_include: Iterable[int], size: int) -> Explanation:
         """The decision, the chosen set's scores, the runner-up and why it lost."""

@@ -16,6 +16,8 @@ class AllocationDecision:
     best_possible_gbps: the best ring of any `size` GPUs of this node when all are free.
     optimal: the chosen ring equals best_possible_gbps, i.e. fragmentation cost this pod nothing.
     exact: the exact search answered (<= 16 GPUs); False for the bounded search.
+    nic_distance: the farthest of the chosen GPUs' distances to their nearest RDMA NIC ("PIX".."SYS");
+    None on a node without NICs.
     """
 
     chosen: tuple[int, ...]
@@ -25,6 +27,7 @@ class AllocationDecision:
     best_possible_gbps: float
     optimal: bool
     exact: bool
+    nic_distance: str | None = None
 
 
 DecisionHook = Callable[[AllocationDecision], None]

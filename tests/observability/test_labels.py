@@ -196,7 +196,9 @@ def test_labels_command_writes_a_file(tmp_path: Path, capsys: pytest.CaptureFixt
     out = tmp_path / "gfd"
     assert main(["labels", "--machine", "hgx-h100", "--output", str(out), "--mig-strategy", "single"]) == 0
     assert main(["labels", "--machine", "hgx-h100", "--output", str(out), "--mig-strategy", "single"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1].endswith("unchanged (25 labels)")
+    assert (
+        capsys.readouterr().out.splitlines()[-1].endswith("unchanged (27 labels)")
+    )  # 25 + the two NIC labels (issue 13)
     assert "nvidia.com/mig.strategy=single\n" in out.read_text()
 
 
