@@ -117,7 +117,8 @@ def build_node(
         log.log(logging.WARNING if previous is None else logging.DEBUG, "config: %s", note)
     # /dev/nvidia<minor>: the driver's minor number, which need not equal the NVML index.
     minors = {gpu.index: backend.device_minor(gpu.index) for gpu in gpus} if settings.pass_device_specs else None
-    builder = StrategyResponseBuilder(settings, scan_device_nodes(dev_root, minors), mig_indices(inventory))
+    hints = topology.close_nic_names() if config.daemon.nic_hints else None
+    builder = StrategyResponseBuilder(settings, scan_device_nodes(dev_root, minors), mig_indices(inventory), hints)
     mig_ids = set(mig_indices(inventory))
     placement = config.flags.plugin.shared_devices_allocation_policy
     resources = []

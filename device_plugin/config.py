@@ -77,6 +77,7 @@ class DaemonSettings:
     gpu_gauges: bool = True  # GPU memory/utilisation/temperature/power gauges; off where DCGM exporter runs
     labels_file: str = ""  # node-feature-discovery features.d file to keep up to date; empty: off
     rescan_interval_s: float = 60.0  # how often MIG layouts and the GPU list are re-read
+    nic_hints: bool = False  # Allocate sets GPU_DEVICE_PLUGIN_NICS (the allocated GPUs' close RDMA NICs)
     health: HealthConfig = field(default_factory=HealthConfig)
 
 

@@ -136,6 +136,7 @@ FIELDS: dict[str, Field] = {
     f"{OUR_SECTION}.gpuGauges": BOOL,
     f"{OUR_SECTION}.labelsFile": STR,
     f"{OUR_SECTION}.rescanIntervalSeconds": Field(_seconds, _seconds_text),
+    f"{OUR_SECTION}.nicHints": BOOL,
     f"{OUR_SECTION}.health": RAW_MAPPING,  # parsed by device_plugin.health_config (with the DP_* env vars)
 }
 # Top-level keys with a shape of their own (validated in config_sections).
@@ -160,6 +161,7 @@ ENV_FIELDS: dict[str, str] = {
     "GPU_GAUGES": f"{OUR_SECTION}.gpuGauges",
     "LABELS_FILE": f"{OUR_SECTION}.labelsFile",
     "RESCAN_INTERVAL_SECONDS": f"{OUR_SECTION}.rescanIntervalSeconds",
+    "NIC_HINTS": f"{OUR_SECTION}.nicHints",
 }
 # Set but empty still means something for these: "turn it off".
 EMPTY_MEANS_OFF_ENV = frozenset({"METRICS_ADDRESS", "LABELS_FILE"})

@@ -166,7 +166,12 @@ class Daemon:
     def _build(self, config: Config, previous: Node | None = None) -> Node:
         def on_decision(resource: str, decision) -> None:  # type: ignore[no-untyped-def]
             self.metrics.allocation_decision(
-                resource, decision.size, decision.ring_bandwidth_gbps, decision.optimal, decision.best_possible_gbps
+                resource,
+                decision.size,
+                decision.ring_bandwidth_gbps,
+                decision.optimal,
+                decision.best_possible_gbps,
+                nic_distance=decision.nic_distance,
             )
 
         return build_node(self._backend, config, dev_root=self._dev_root, on_decision=on_decision, previous=previous)

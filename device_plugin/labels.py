@@ -176,6 +176,20 @@ def _topology_labels(backend: NvmlBackend, gpus: tuple[GpuInfo, ...]) -> dict[st
     numa = {g.numa_node for g in gpus if g.numa_node is not None}
     if numa:  # unknown on platforms that do not report NUMA: omit rather than claim 0
         labels["nvidia.com/gpu.numa-nodes"] = str(len(numa))
+    labels.update(_nic_labels(backend, gpus))
+    return labels
+
+
+def _nic_labels(backend: NvmlBackend, gpus: tuple[GpuInfo, ...]) -> dict[str, str]:
+    """RDMA NICs, and the share of GPUs with a GPUDirect-close one (PIX/PXB), as "0.5"; no share without NICs."""
+    from device_plugin.topology import GPUDIRECT_CLOSE  # deferred: keeps label imports light
+    from device_plugin.topology_build import nic_levels
+
+    names, levels = nic_levels(backend, gpus)
+    labels = {"nvidia.com/gpu.nic-count": str(len(names))}
+    if names and gpus:
+        close = sum(1 for row in levels if any(level <= GPUDIRECT_CLOSE for level in row))
+        labels["nvidia.com/gpu.nic-close-fraction"] = f"{close / len(gpus):.3g}"
     return labels
 
 

@@ -136,6 +136,13 @@ class PluginMetrics:
             buckets=RATIO_BUCKETS,
             registry=r,
         )
+        self.nic_distance = Counter(
+            PREFIX + "allocation_nic_distance",
+            "Allocations by predicted GPU-NIC distance: the farthest of the chosen GPUs' distances to their nearest "
+            "RDMA NIC (PIX, PXB: GPUDirect-close; PHB, NODE, SYS: through the CPU). Only on nodes with NICs.",
+            ("resource", "size", "distance"),
+            registry=r,
+        )
         self.registration = Gauge(
             PREFIX + "registration_state",
             "1 for the current kubelet registration state of each resource, 0 for the others.",
@@ -190,9 +197,12 @@ class PluginMetrics:
         predicted_ring_bandwidth_gbps: float,
         optimal: bool,
         best_ring_bandwidth_gbps: float | None = None,
+        nic_distance: str | None = None,
     ) -> None:
         """One allocator decision. Bandwidth histograms only for size >= 2 (one GPU has no ring)."""
         self.decisions.labels(resource, str(size), "true" if optimal else "false").inc()
+        if nic_distance is not None:
+            self.nic_distance.labels(resource, str(size), nic_distance).inc()
         if size < 2:
             return
         if not math.isfinite(predicted_ring_bandwidth_gbps) or predicted_ring_bandwidth_gbps < 0:

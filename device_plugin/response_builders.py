@@ -36,6 +36,7 @@ from device_plugin.ids import parse_device_id
 
 VOLUME_MOUNTS_ROOT = "/var/run/nvidia-container-devices"
 DEFAULT_CDI_ANNOTATION_PREFIX = "cdi.k8s.io/"
+NIC_HINTS_ENV = "GPU_DEVICE_PLUGIN_NICS"  # gpuDevicePlugin.nicHints: close RDMA NICs of the allocated GPUs
 DEFAULT_CDI_KIND = "nvidia.com/gpu"  # the vendor/class nvidia-ctk's generated CDI spec uses
 CDI_ANNOTATION_NAME = "gpu-device-plugin"
 # Node-wide control devices, in the order NVIDIA passes them; each only if it exists.
@@ -188,10 +189,13 @@ class StrategyResponseBuilder:
         settings: ResponseSettings,
         device_nodes: DeviceNodes | None = None,
         mig_indices: Mapping[str, tuple[int, int]] | None = None,
+        nic_hints: Mapping[int, tuple[str, ...]] | None = None,
     ) -> None:
         self._settings = settings
         self._nodes = device_nodes or DeviceNodes()
         self._mig_indices = MappingProxyType(dict(mig_indices or {}))
+        # gpuDevicePlugin.nicHints: GPU index -> its GPUDirect-close RDMA NICs; None: the setting is off
+        self._nic_hints = None if nic_hints is None else MappingProxyType(dict(nic_hints))
 
     def check_devices(self, devices: Iterable[Device]) -> None:
         """Fail at start-up rather than at Allocate when a device cannot be named."""
@@ -216,6 +220,11 @@ class StrategyResponseBuilder:
             annotations[self._annotation_key(qualified)] = ",".join(qualified)
         if DeviceListStrategy.CDI_CRI in strategies:
             cdi_devices = qualified
+        if self._nic_hints is not None:
+            # In the GPUs' order; never NCCL_* itself: the workload decides (e.g. NCCL_IB_HCA from this).
+            nics = _unique(nic for d in ordered for gpu in d.gpu_indices for nic in self._nic_hints.get(gpu, ()))
+            if nics:
+                envs[NIC_HINTS_ENV] = ",".join(nics)
         specs = self._device_specs(ordered) if self._settings.pass_device_specs and not self._settings.only_cdi else ()
         return ContainerAllocation(
             envs=MappingProxyType(envs),

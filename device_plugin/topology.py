@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from device_plugin.errors import MachineDescriptionError
 from device_plugin.nvml.types import PcieLevel
 
+# GPUDirect RDMA is fast when GPU and NIC meet below the host bridge (PIX or PXB in nvidia-smi topo -m).
+GPUDIRECT_CLOSE = PcieLevel.MULTIPLE_SWITCHES
+
 
 @dataclass(frozen=True)
 class PairLink:
@@ -42,11 +45,15 @@ class Topology:
 
     links[a][b] is the PairLink of GPUs a and b (symmetric), None on the diagonal.
     numa_nodes[i] is GPU i's NUMA node, None when the platform does not report one.
+    nic_names[k] is NIC k's RDMA device name (NICs in NicSource order); nic_levels[i][k] is the closest
+    common PCIe ancestor of GPU i and NIC k. A node without RDMA NICs has both empty.
     """
 
     gpu_names: tuple[str, ...]
     numa_nodes: tuple[int | None, ...]
     links: tuple[tuple[PairLink | None, ...], ...]
+    nic_names: tuple[str, ...] = ()
+    nic_levels: tuple[tuple[PcieLevel, ...], ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.gpu_names)
@@ -61,10 +68,37 @@ class Topology:
                     raise MachineDescriptionError(f"topology.links[{a}][{b}]", "pair facts must exist and be symmetric")
                 if not ab.bandwidth_gbps > 0:
                     raise MachineDescriptionError(f"topology.links[{a}][{b}]", "bandwidth must be positive")
+        shape_ok = len(self.nic_levels) == n and all(len(r) == len(self.nic_names) for r in self.nic_levels)
+        if self.nic_names and not shape_ok:
+            raise MachineDescriptionError("topology.nic_levels", f"needs a {n}x{len(self.nic_names)} GPU-NIC matrix")
+        if not self.nic_names and self.nic_levels:
+            raise MachineDescriptionError("topology.nic_levels", "GPU-NIC levels without NICs")
 
     @property
     def gpu_count(self) -> int:
         return len(self.gpu_names)
+
+    @property
+    def nic_count(self) -> int:
+        return len(self.nic_names)
+
+    def nic_level(self, gpu: int, nic: int) -> PcieLevel:
+        return self.nic_levels[gpu][nic]
+
+    def close_nics(self, gpu: int) -> tuple[int, ...]:
+        """NICs GPUDirect RDMA runs fast with from this GPU: PIX or PXB, no host bridge in between."""
+        return tuple(k for k in range(self.nic_count) if self.nic_levels[gpu][k] <= GPUDIRECT_CLOSE)
+
+    def close_nic_names(self) -> dict[int, tuple[str, ...]]:
+        """GPU index -> names of its GPUDirect-close NICs, for the GPUs that have any."""
+        names = {gpu: tuple(self.nic_names[k] for k in self.close_nics(gpu)) for gpu in range(self.gpu_count)}
+        return {gpu: nics for gpu, nics in names.items() if nics}
+
+    def nearest_nic(self, gpu: int) -> int | None:
+        """The closest NIC (lowest index among equals); None on a node without NICs."""
+        if not self.nic_count:
+            return None
+        return min(range(self.nic_count), key=lambda k: (self.nic_levels[gpu][k], k))
 
     def pair(self, a: int, b: int) -> PairLink:
         link = self.links[a][b]

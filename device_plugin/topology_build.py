@@ -7,6 +7,9 @@ NVSwitch (`("nvswitch", bus_id)`), edges weighted by active link count. From it,
 - NVLinks through NVSwitch: the switches both GPUs reach; each GPU's links into those switches are
   counted and the pair gets the smaller count (the slower end limits the pair);
 - PCIe common ancestor from the backend, NUMA from GpuInfo.
+GPU-NIC levels: when the backend is also a NicSource (FakeNvml, RealNvml), each GPU's PCIe path and each
+NIC's are ranked by device_plugin.nvml.pcie_paths.pcie_level_of_paths, the rule the fake uses for GPU
+pairs. A GPU whose path is unknown gets just its socket, so it is NODE or SYS from every NIC.
 Links that are inactive, or whose far end is neither a GPU of this node nor an NVSwitch, are ignored.
 """
 
@@ -16,8 +19,9 @@ import logging
 
 import networkx as nx
 
-from device_plugin.nvml.protocol import NvmlBackend
-from device_plugin.nvml.types import GpuInfo, normalise_pci_bus_id
+from device_plugin.nvml.pcie_paths import pcie_level_of_paths, socket_name
+from device_plugin.nvml.protocol import NicSource, NvmlBackend
+from device_plugin.nvml.types import GpuInfo, PcieLevel, normalise_pci_bus_id
 from device_plugin.topology import PairLink, Topology
 from device_plugin.topology_facts import FALLBACK_NVLINK_PER_LINK_GBPS, nvlink_per_link_gbps, pcie_p2p_gbps
 
@@ -79,6 +83,22 @@ def _per_link_gbps(gpu: GpuInfo) -> float:
     return gbps
 
 
+def nic_levels(
+    backend: NvmlBackend, gpus: tuple[GpuInfo, ...]
+) -> tuple[tuple[str, ...], tuple[tuple[PcieLevel, ...], ...]]:
+    """(NIC names, levels[gpu][nic]); both empty when the backend lists no NICs or is no NicSource."""
+    if not isinstance(backend, NicSource):
+        return (), ()
+    nics = backend.nics()
+    if not nics:
+        return (), ()
+    rows = []
+    for gpu in gpus:
+        path = backend.pcie_path(gpu.pci_bus_id) or (socket_name(gpu.numa_node),)
+        rows.append(tuple(pcie_level_of_paths(path, nic.pcie_path) for nic in nics))
+    return tuple(nic.name for nic in nics), tuple(rows)
+
+
 def build_topology(backend: NvmlBackend) -> Topology:
     """The Topology of the machine behind `backend`; NVML errors propagate as NvmlError."""
     gpus = backend.gpus()
@@ -101,8 +121,11 @@ def build_topology(backend: NvmlBackend) -> Topology:
                 bandwidth_gbps=bandwidth,
             )
             rows[a][b] = rows[b][a] = pair
+    names, levels = nic_levels(backend, gpus)
     return Topology(
         gpu_names=tuple(gpu.name for gpu in gpus),
         numa_nodes=tuple(gpu.numa_node for gpu in gpus),
         links=tuple(tuple(row) for row in rows),
+        nic_names=names,
+        nic_levels=levels,
     )

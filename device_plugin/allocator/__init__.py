@@ -10,10 +10,12 @@ InvalidRequestError and nothing else.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from device_plugin.allocator import exact
 from device_plugin.allocator.bounded import groups_by_threshold, search_bounded
 from device_plugin.allocator.decision import AllocationDecision, Candidate, Explanation, why_lost
+from device_plugin.allocator.nic import NicGroups
 from device_plugin.allocator.objective import FragmentationScore, SetScore, key_ring, pack_key
 from device_plugin.allocator.ring import ring_of_set
 from device_plugin.allocator.tables import MAX_EXACT_GPUS, build_tables
@@ -49,7 +51,11 @@ class Allocator:
             raise InvalidRequestError("a node without GPUs has nothing to allocate")
         self._bw = topology.bandwidth_mbps_matrix()
         self._numa = tuple(-1 if node is None else node for node in topology.numa_nodes)
-        self._tables = build_tables(self._bw, topology.numa_nodes) if self._n <= MAX_EXACT_GPUS else None
+        self._nics = NicGroups.of(topology)
+        self._tables = None
+        if self._n <= MAX_EXACT_GPUS:
+            ranks = self._nics.ranks(self._n) if self._nics.any else None
+            self._tables = build_tables(self._bw, topology.numa_nodes, ranks)
         self._best_empty: dict[int, int] = {}
         self._levels = groups_by_threshold(self._bw) if self._tables is None else ()
 
@@ -97,13 +103,21 @@ class Allocator:
         members = _indices(gpus, "gpus", self._n)
         if not members:
             raise InvalidRequestError("gpus: an empty set has no score")
-        return SetScore.unpack(self._key(members))
+        return self._set_score(self._key(members), _mask(members))
+
+    def _set_score(self, key: int, mask: int) -> SetScore:
+        return replace(
+            SetScore.unpack(key),
+            close_nic_gpus=self._nics.close_count(mask),
+            distinct_close_nics=self._nics.rails(mask),
+        )
 
     def _key(self, members: list[int]) -> int:
         if self._tables is not None:
             return self._tables.key[_mask(members)]
         total = sum(self._bw[a][b] for i, a in enumerate(members) for b in members[i + 1 :])
-        return pack_key(ring_of_set(self._bw, members), total, len({self._numa[m] for m in members}))
+        numa = len({self._numa[m] for m in members})
+        return pack_key(ring_of_set(self._bw, members), total, numa, self._nics.rank(_mask(members)))
 
     def best_possible_mbps(self, size: int) -> int:
         """The best ring of any `size` GPUs of this node when every GPU is free."""
@@ -136,7 +150,15 @@ class Allocator:
             best_possible_gbps=best / 1000,
             optimal=ring >= best,
             exact=self.exact,
+            nic_distance=self._nic_distance(chosen),
         )
+
+    def _nic_distance(self, chosen: tuple[int, ...]) -> str | None:
+        topology = self._topology
+        if not topology.nic_count:
+            return None
+        nearest = [topology.nearest_nic(g) for g in chosen]
+        return max(topology.nic_level(g, k) for g, k in zip(chosen, nearest, strict=True) if k is not None).short_name
 
     def explain(self, available: Iterable[int], must_include: Iterable[int], size: int) -> Explanation:
         """The decision, the chosen set's scores, the runner-up and why it lost."""
@@ -152,7 +174,7 @@ class Allocator:
         candidates = [
             Candidate(
                 _members(m),
-                SetScore.unpack(tables.key[m]),
+                self._set_score(tables.key[m], m),
                 FragmentationScore.unpack(exact.fragmentation(tables, avail_mask ^ m)),
             )
             for m in top

@@ -2,7 +2,8 @@
 
 Objective, approximated: criterion 1 (the best ring) is replaced by its lower bound, the slowest
 pair in the set; it equals the ring whenever the set is a clique at that speed, which is what the
-greedy builds on NVSwitch fabrics and PCIe trees. Criteria 2, 3 and 5 are exact. Criterion 4 (the Qj
+greedy builds on NVSwitch fabrics and PCIe trees. Criteria 2, 3 and 6 are exact; criterion 4 (NICs)
+is not used here (no machine above 16 GPUs ships with NICs). Criterion 5 (the Qj
 terms need all subsets) is replaced by a grouping score of what is left free, R: for each distinct
 pair bandwidth t, fastest first, the GPUs fall into groups (connected components of the pairs at
 >= t: NVLink islands, PCIe switches, sockets); the score is the sum over groups of (free GPUs in the
@@ -12,7 +13,7 @@ Search: greedy construction from up to SEED_CAP seeds. A seed is one available G
 SEED_CAP by index that are not must-include; every one for a 1-GPU request) added to the
 must-include set; the set then grows one GPU at a time, each time adding the GPU that maximises
 (slowest pair, total bandwidth, -NUMA nodes, -index). The best grown set by (approximate key,
-grouping score, P(R), criterion 5) wins. Cost:
+grouping score, P(R), criterion 6) wins. Cost:
 O(SEED_CAP x size x |available|) pair look-ups plus O(SEED_CAP x |available|^2) for P, bounded for
 any request; the answer is always a valid set (right size, inside available, containing must).
 """

@@ -1,18 +1,18 @@
 """The exact search over precomputed tables (at most 16 GPUs): one scan of a sorted list per request.
 
-`order[k]` lists every k-GPU set best first by criteria 1-3, ties in criterion-5 order. A set is a
+`order[k]` lists every k-GPU set best first by criteria 1-4, ties in criterion-6 order. A set is a
 candidate when it lies inside `available` and contains `must`, i.e. (set & sel) == must with
 sel = not-available | must. The first candidate (found at C speed by operator.indexOf over a map)
-opens the top tie block of criteria 1-3; its end is found by bisection on the keys. When the
+opens the top tie block of criteria 1-4; its end is found by bisection on the keys. When the
 candidates are few compared with the list (few GPUs free), they are enumerated instead and sorted by
 their precomputed rank in `order[k]`, which gives the same tie block without scanning the list. Only the
-candidates of that block are compared on criterion 4 (fragmentation), then criterion 5 (their order
+candidates of that block are compared on criterion 5 (fragmentation), then criterion 6 (their order
 in the block, Python's max keeps the first of equals).
 
-Bound: criterion 4 is evaluated over at most TIE_CAP tied candidates (the first ones in criterion-5
+Bound: criterion 5 is evaluated over at most TIE_CAP tied candidates (the first ones in criterion-6
 order). No shipped machine comes near it (its largest tie block is 140 sets); a 16-GPU machine with
 one NVSwitch fabric would (12,870 ways to take 8 of 16 GPUs, all equal), and there the answer stays
-optimal on criteria 1-3 and is exact on 4 among the first TIE_CAP sets.
+optimal on criteria 1-4 and is exact on 4 among the first TIE_CAP sets.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ _ENUMERATE_COST = 12
 
 
 def partner_sum(tables: ExactTables, remaining: int) -> int:
-    """P(R) of criterion 4: every free GPU's fastest free partner, summed (MB/s)."""
+    """P(R) of criterion 5: every free GPU's fastest free partner, summed (MB/s)."""
     if remaining & (remaining - 1) == 0:
         return 0
     halves = tables.partner_max
@@ -49,7 +49,7 @@ def partner_sum(tables: ExactTables, remaining: int) -> int:
 
 
 def fragmentation(tables: ExactTables, remaining: int) -> int:
-    """frag(R) of criterion 4, packed so that larger is better."""
+    """frag(R) of criterion 5, packed so that larger is better."""
     rings = tuple(tables.best_ring[j][remaining] if j in tables.best_ring else 0 for j in FRAG_SIZES)
     return pack_frag(rings, partner_sum(tables, remaining))
 
@@ -59,9 +59,9 @@ def _ring_part(tables: ExactTables, remaining: int) -> tuple[int, ...]:
 
 
 def tie_block(tables: ExactTables, available: int, must: int, size: int, start: int = 0) -> tuple[list[int], int]:
-    """The candidates tied on criteria 1-3 at the first candidate position >= start, and the block's end.
+    """The candidates tied on criteria 1-4 at the first candidate position >= start, and the block's end.
 
-    Returns ([], len) when no candidate is left. Candidates are in criterion-5 order.
+    Returns ([], len) when no candidate is left. Candidates are in criterion-6 order.
     """
     order = tables.order[size]
     sel = (((1 << tables.n) - 1) ^ available) | must
@@ -77,7 +77,7 @@ def tie_block(tables: ExactTables, available: int, must: int, size: int, start: 
 
 
 def pick(tables: ExactTables, available: int, block: list[int]) -> int:
-    """Criterion 4 then 5 among a tie block (non-empty)."""
+    """Criterion 5 then 5 among a tie block (non-empty)."""
     if len(block) == 1:
         return block[0]
     # Two phases: the Qj part is a table lookup; P (O(|R|)) only for those still tied.
@@ -122,7 +122,7 @@ def ranked(tables: ExactTables, available: int, must: int, size: int, count: int
         block, end = tie_block(tables, available, must, size, start)
         if not block:
             break
-        block.sort(key=lambda m: fragmentation(tables, available ^ m), reverse=True)  # stable: keeps criterion 5
+        block.sort(key=lambda m: fragmentation(tables, available ^ m), reverse=True)  # stable: keeps criterion 6
         out.extend(block)
         start = end
     return out[:count]

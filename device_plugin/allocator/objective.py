@@ -10,7 +10,11 @@ exact). The chosen S maximises, lexicographically:
    defined as 0 (no collective; all single GPUs tie here).
 2. total(S) = sum of w(a, b) over all pairs of S: more fast pairs, more parallel channels.
 3. fewer NUMA nodes spanned by S (GPUs whose node is unknown count as one node, "unknown").
-4. fragmentation of what is left, R = A minus S: the larger frag(R) wins, where
+4. GPUDirect-close NICs (device_plugin.allocator.nic): for |S| >= 2, more GPUs of S with a NIC at PIX
+   or PXB, then more of them on distinct NICs (rail-aligned); for |S| = 1, a GPU without a close NIC
+   wins, keeping NIC-close GPUs for the multi-GPU pods that go multi-node. Equal for all sets on a
+   node without RDMA NICs. It comes after ring and total bandwidth, so it never costs bandwidth.
+5. fragmentation of what is left, R = A minus S: the larger frag(R) wins, where
    frag(R) = (Q8(R), Q4(R), Q2(R), P(R)) compared in that order,
    Qj(R) = max ring(T) over T ⊆ R with |T| = j (0 when |R| < j): the best ring a later j-GPU request
    could still get (big groups first, they are the hardest to re-form), and
@@ -18,7 +22,7 @@ exact). The chosen S maximises, lexicographically:
    keep a fast partner. So a 1-GPU request takes the GPU whose loss hurts the rest least: it keeps an
    NVLink pair or quad whole while a GPU without a partner is free, and any request prefers GPUs of an
    already broken group when an equally good set exists there.
-5. the lexicographically smallest ascending index tuple (deterministic; input order never matters).
+6. the lexicographically smallest ascending index tuple (deterministic; input order never matters).
 
 Everything here depends only on the sets, never on the order of the input lists.
 """
@@ -27,19 +31,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FRAG_SIZES = (8, 4, 2)  # the Qj of criterion 4, compared in this order
+FRAG_SIZES = (8, 4, 2)  # the Qj of criterion 5, compared in this order
 
-# Packed key of criteria 1-3: ring << 72 | total << 8 | (255 - numa). Each field fits its slot:
-# ring < 2^24 MB/s (18 links x 50 GB/s = 900,000), total < 2^64, NUMA nodes <= 255.
-_RING_SHIFT = 72
-_TOTAL_SHIFT = 8
+# Packed key of criteria 1-4: ring << 98 | total << 34 | (255 - numa) << 26 | nic. Each field fits its
+# slot: ring < 2^24 MB/s (18 links x 50 GB/s = 900,000), total < 2^64, NUMA nodes <= 255, nic < 2^26.
+_RING_SHIFT = 98
+_TOTAL_SHIFT = 34
+_NUMA_SHIFT = 26
 _NUMA_LIMIT = 255
+_NIC_MASK = (1 << _NUMA_SHIFT) - 1
 # Packed fragmentation: Q8 << 96 | Q4 << 64 | Q2 << 32 | P (each Q < 2^24, P < 2^32 up to 4096 GPUs).
 _FRAG_SHIFTS = (96, 64, 32)
 
 
-def pack_key(ring_mbps: int, total_mbps: int, numa_nodes: int) -> int:
-    return (ring_mbps << _RING_SHIFT) | (total_mbps << _TOTAL_SHIFT) | (_NUMA_LIMIT - min(numa_nodes, _NUMA_LIMIT))
+def pack_key(ring_mbps: int, total_mbps: int, numa_nodes: int, nic_rank: int = 0) -> int:
+    numa = _NUMA_LIMIT - min(numa_nodes, _NUMA_LIMIT)
+    return (ring_mbps << _RING_SHIFT) | (total_mbps << _TOTAL_SHIFT) | (numa << _NUMA_SHIFT) | nic_rank
 
 
 def key_ring(key: int) -> int:
@@ -56,23 +63,30 @@ def pack_frag(best_rings_mbps: tuple[int, ...], partner_sum_mbps: int) -> int:
 
 @dataclass(frozen=True)
 class SetScore:
-    """Criteria 1-3 of one GPU set, in GB/s."""
+    """Criteria 1-4 of one GPU set, bandwidths in GB/s.
+
+    nic_rank is criterion 4 packed (device_plugin.allocator.nic, larger better); close_nic_gpus and
+    distinct_close_nics spell it out (the allocator fills them in; unpack cannot tell them apart).
+    """
 
     ring_gbps: float
     total_gbps: float
     numa_nodes: int
+    nic_rank: int = 0
+    close_nic_gpus: int = 0
+    distinct_close_nics: int = 0
 
     @classmethod
     def unpack(cls, key: int) -> SetScore:
         ring = key >> _RING_SHIFT
         total = (key >> _TOTAL_SHIFT) & ((1 << (_RING_SHIFT - _TOTAL_SHIFT)) - 1)
-        numa = _NUMA_LIMIT - (key & _NUMA_LIMIT)
-        return cls(ring_gbps=ring / 1000, total_gbps=total / 1000, numa_nodes=numa)
+        numa = _NUMA_LIMIT - ((key >> _NUMA_SHIFT) & _NUMA_LIMIT)
+        return cls(ring_gbps=ring / 1000, total_gbps=total / 1000, numa_nodes=numa, nic_rank=key & _NIC_MASK)
 
 
 @dataclass(frozen=True)
 class FragmentationScore:
-    """Criterion 4 for what a choice leaves free: best ring per FRAG_SIZES size, and P, in GB/s."""
+    """Criterion 5 for what a choice leaves free: best ring per FRAG_SIZES size, and P, in GB/s."""
 
     best_ring_gbps: tuple[tuple[int, float], ...]  # ((8, Q8), (4, Q4), (2, Q2))
     partner_sum_gbps: float

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from device_plugin.allocator import Allocator
 from device_plugin.errors import ConfigError
@@ -44,6 +44,7 @@ class Placement:
     ring_gbps: float
     best_free_gbps: float
     best_empty_gbps: float
+    all_nic_close: bool = False  # every GPU of the set has a GPUDirect-close NIC (criterion 4)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,11 @@ class SimulationResult:
         """Share of multi-GPU pods whose ring equals the best among the GPUs free at that moment."""
         multi = self.multi_gpu()
         return sum(p.ring_gbps >= p.best_free_gbps for p in multi) / len(multi) if multi else 1.0
+
+    def all_nic_close_share(self, size: int) -> float | None:
+        """Share of `size`-GPU pods whose GPUs all have a GPUDirect-close NIC; None when there were none."""
+        pods = [p for p in self.placements if p.size == size]
+        return sum(p.all_nic_close for p in pods) / len(pods) if pods else None
 
     def hurt_by_fragmentation(self) -> int:
         """Multi-GPU pods whose ring is below what the same request gets on an empty node."""
@@ -162,6 +168,7 @@ def replay(allocator: Allocator, events: Sequence[Event], policy: Policy, seed: 
                 ring_gbps=allocator.score(chosen).ring_gbps,
                 best_free_gbps=allocator.score(best_free).ring_gbps,
                 best_empty_gbps=allocator.best_possible_mbps(event.gpus) / 1000,
+                all_nic_close=allocator.score(chosen).close_nic_gpus == event.gpus,
             )
         )
         free.difference_update(chosen)
@@ -170,12 +177,17 @@ def replay(allocator: Allocator, events: Sequence[Event], policy: Policy, seed: 
 
 
 def policies(allocator: Allocator) -> dict[str, Policy]:
-    """The three policies compared: ours, first-fit in kubelet order, NVIDIA's pairwise partition."""
+    """The policies compared: ours, first-fit in kubelet order, NVIDIA's pairwise partition, and on a node
+    with RDMA NICs also ours without criterion 4 (the same objective, NIC-blind)."""
     from device_plugin.allocator.baselines import PairwisePartitionPolicy, first_fit
 
     nvidia = PairwisePartitionPolicy(allocator.topology)
-    return {
+    out: dict[str, Policy] = {
         "topology-aware (ours)": allocator.allocate,
         "first-fit (kubelet order)": first_fit,
         "pairwise partition (NVIDIA-style)": nvidia.choose,
     }
+    if allocator.topology.nic_count:
+        blind = Allocator(replace(allocator.topology, nic_names=(), nic_levels=()))
+        out["topology-aware without the NIC criterion"] = blind.allocate
+    return out

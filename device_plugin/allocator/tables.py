@@ -1,7 +1,7 @@
 """Start-up precompute for the exact search (at most MAX_EXACT_GPUS GPUs): every subset scored once.
 
-Subsets are bitmasks (bit i = GPU i). For all 2^n masks we compute criteria 1-3 of the objective
-(device_plugin.allocator.objective) and the Qj tables of criterion 4, then sort the masks of every
+Subsets are bitmasks (bit i = GPU i). For all 2^n masks we compute criteria 1-4 of the objective
+(device_plugin.allocator.objective) and the Qj tables of criterion 5, then sort the masks of every
 size best first, so a request is a scan of one sorted list (device_plugin.allocator.exact).
 
 The expensive part is ring(S), the bottleneck Hamiltonian cycle. It is done by thresholding: for
@@ -78,7 +78,10 @@ class ExactTables:
     partner_max: HalfTables
 
 
-def build_tables(bw: tuple[tuple[int, ...], ...], numa: tuple[int | None, ...]) -> ExactTables:
+def build_tables(
+    bw: tuple[tuple[int, ...], ...], numa: tuple[int | None, ...], nic_ranks: list[int] | None = None
+) -> ExactTables:
+    """The tables of a node; `nic_ranks[mask]` is criterion 4 of each subset (None: a node without NICs)."""
     n = len(bw)
     if not 1 <= n <= MAX_EXACT_GPUS:
         raise ValueError(f"exact tables need 1..{MAX_EXACT_GPUS} GPUs, got {n}")
@@ -108,7 +111,10 @@ def build_tables(bw: tuple[tuple[int, ...], ...], numa: tuple[int | None, ...]) 
             total[mask] = total[rest] + sums.low[v][lo] + sums.high[v][hi]
 
     ring = _rings(bw, popcount, min_pair)
-    key = [pack_key(ring[m], total[m], numa_mask[m].bit_count()) for m in range(size)]
+    if nic_ranks is None:
+        key = [pack_key(ring[m], total[m], numa_mask[m].bit_count()) for m in range(size)]
+    else:
+        key = [pack_key(ring[m], total[m], numa_mask[m].bit_count(), nic_ranks[m]) for m in range(size)]
     key[0] = -1
     order, neg_key = _orders(n, key, popcount)
     rank = [0] * size
@@ -187,7 +193,7 @@ def _components(adjacency: list[int]) -> list[int]:
 
 
 def _orders(n: int, key: list[int], popcount: list[int]) -> tuple[tuple[list[int], ...], tuple[list[int], ...]]:
-    """Masks of each size sorted by key descending, then by criterion 5 (lexicographically smallest first).
+    """Masks of each size sorted by key descending, then by criterion 6 (lexicographically smallest first).
 
     For equal-size sets, the lexicographically smaller ascending index tuple is the one owning the
     lowest index where the two sets differ, i.e. the larger bit-reversed mask.

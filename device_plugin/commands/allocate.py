@@ -44,6 +44,8 @@ def _candidate(candidate: Candidate) -> dict[str, object]:
         "ring_bandwidth_gbps": candidate.score.ring_gbps,
         "total_pairwise_gbps": candidate.score.total_gbps,
         "numa_nodes": candidate.score.numa_nodes,
+        "gpus_with_close_nic": candidate.score.close_nic_gpus,
+        "gpus_on_distinct_close_nics": candidate.score.distinct_close_nics,
     }
     if candidate.fragmentation is not None:
         out["left_free_best_ring_gbps"] = {str(s): g for s, g in candidate.fragmentation.best_ring_gbps}
@@ -61,7 +63,9 @@ def _text(explanation: Explanation, explain: bool) -> str:
     if explain:
         c = explanation.chosen
         lines.append(
-            f"chosen scores: total pairwise {c.score.total_gbps:g} GB/s, {c.score.numa_nodes} NUMA node(s)"
+            f"chosen scores: total pairwise {c.score.total_gbps:g} GB/s, {c.score.numa_nodes} NUMA node(s), "
+            f"{c.score.close_nic_gpus} GPU(s) with a GPUDirect-close NIC "
+            f"({c.score.distinct_close_nics} on distinct NICs)"
             + (
                 ", leaves free best rings "
                 + ", ".join(f"{s} GPUs {g:g}" for s, g in c.fragmentation.best_ring_gbps)

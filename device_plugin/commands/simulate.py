@@ -14,6 +14,7 @@ from device_plugin.allocator.simulation import SimulationResult, generate_worklo
 from device_plugin.commands._machine import add_machine_argument, build_allocator, fail
 from device_plugin.errors import ConfigError, PluginError
 
+NIC_SIZES = (4, 8)  # the pods that go multi-node, whose GPUs all want a GPUDirect-close NIC
 NAME = "simulate"
 HELP = "replay pods arriving and leaving (seeded, or --trace FILE) and compare allocation quality"
 
@@ -33,6 +34,9 @@ def summary(result: SimulationResult) -> dict[str, object]:
         "mean_ring_gbps_by_size": {str(s): round(result.mean_ring_gbps(s), 2) for s in result.sizes() if s >= 2},
         "optimal_share_multi_gpu": round(result.optimal_share(), 4),
         "hurt_by_fragmentation": result.hurt_by_fragmentation(),
+        "all_gpus_nic_close_share_by_size": {
+            str(s): round(share, 4) for s in NIC_SIZES if (share := result.all_nic_close_share(s)) is not None
+        },
     }
 
 
@@ -60,4 +64,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  mean predicted ring bandwidth: {rings} (GB/s)")
         print(f"  multi-GPU pods optimal among the free GPUs: {100 * r.optimal_share():.1f}%")
         print(f"  multi-GPU pods below the empty-node best (fragmentation): {r.hurt_by_fragmentation()}")
+        if allocator.topology.nic_count:
+            shares = [(s, r.all_nic_close_share(s)) for s in NIC_SIZES]
+            text = ", ".join(f"{s} GPUs {100 * share:.1f}%" for s, share in shares if share is not None) or "none"
+            print(f"  pods with a GPUDirect-close NIC on every GPU: {text}")
     return 0

@@ -26,6 +26,7 @@ LEGEND = """Legend:
   PIX   = one PCIe switch           PXB   = several PCIe switches
   PHB   = a PCIe host bridge        NODE  = host bridges of one NUMA node
   SYS   = across the CPU interconnect
+NIC columns: the GPU's PCIe distance to each RDMA NIC; PIX or PXB is GPUDirect-close.
 Bandwidth: one direction, GB/s, from the facts table (README, device_plugin/topology_facts.py)."""
 
 
@@ -43,21 +44,47 @@ def render(topology: Topology) -> str:
     def row(name: str, cells: list[str]) -> str:
         return f"{name:<7}" + "".join(f"{c:>{width}}" for c in cells)
 
-    lines = [row("", [*heads, "NUMA"])]
+    nic_heads = [f"NIC{k}" for k in range(topology.nic_count)]
+    lines = [row("", [*heads, *nic_heads, "NUMA"])]
     for a in range(n):
         cells = ["X" if a == b else topology.pair(a, b).label for b in range(n)]
+        cells += [topology.nic_level(a, k).short_name for k in range(topology.nic_count)]
         numa = topology.numa_nodes[a]
         lines.append(row(f"GPU{a}", [*cells, "N/A" if numa is None else str(numa)]))
+    lines += render_nics(topology)
     lines += ["", "Bandwidth (GB/s, one direction):", row("", heads)]
     for a in range(n):
         lines.append(row(f"GPU{a}", ["-" if a == b else f"{topology.bandwidth_gbps(a, b):g}" for b in range(n)]))
     return "\n".join([*lines, "", LEGEND])
 
 
+def render_nics(topology: Topology) -> list[str]:
+    """The NIC legend and each GPU's nearest NIC (nothing on a node without RDMA NICs)."""
+    if not topology.nic_count:
+        return []
+    lines = ["", "NIC Legend:", *(f"  NIC{k}: {name}" for k, name in enumerate(topology.nic_names)), "", "Nearest NIC:"]
+    for gpu in range(topology.gpu_count):
+        k = topology.nearest_nic(gpu)
+        assert k is not None  # the node has NICs
+        level = topology.nic_level(gpu, k).short_name
+        close = "GPUDirect-close" if topology.close_nics(gpu) else "no GPUDirect-close NIC"
+        lines.append(f"  GPU{gpu}: NIC{k} ({topology.nic_names[k]}, {level}; {close})")
+    return lines
+
+
 def as_json(topology: Topology) -> dict[str, object]:
     n = topology.gpu_count
     return {
         "gpus": [{"index": i, "name": topology.gpu_names[i], "numa_node": topology.numa_nodes[i]} for i in range(n)],
+        "nics": [
+            {
+                "index": k,
+                "name": name,
+                "pcie_by_gpu": [topology.nic_level(g, k).short_name for g in range(n)],
+                "close_gpus": [g for g in range(n) if k in topology.close_nics(g)],
+            }
+            for k, name in enumerate(topology.nic_names)
+        ],
         "pairs": [
             {
                 "a": a,

@@ -21,7 +21,16 @@ from device_plugin.nvml.machine_description import (
     MachineDescription,
     nvswitch_bus_id,
 )
-from device_plugin.nvml.types import GpuInfo, NvLinkInfo, PcieLevel, SystemInfo
+from device_plugin.nvml.pcie_paths import pcie_level_of_paths
+from device_plugin.nvml.types import (
+    GpuInfo,
+    NicInfo,
+    NvLinkInfo,
+    PcieLevel,
+    SystemInfo,
+    nic_order_key,
+    normalise_pci_bus_id,
+)
 from device_plugin.telemetry import GpuTelemetry
 
 # NVML return codes the fake reports, so callers see the same `code` as with the real library.
@@ -55,19 +64,6 @@ def cuda_version_for_driver(driver_version: str) -> str:
     """The CUDA driver version a driver branch reports; "" for a branch this table does not know."""
     head = driver_version.split(".", 1)[0]
     return _CUDA_BY_DRIVER_BRANCH.get(int(head), "") if head.isdigit() else ""
-
-
-def pcie_level_of_paths(a: tuple[str, ...], b: tuple[str, ...]) -> PcieLevel:
-    """Closest common PCIe ancestor of two GPUs from their root-first paths (see the schema)."""
-    if len(a) >= 3 and len(b) >= 3 and a[-1] == b[-1]:
-        return PcieLevel.SINGLE_SWITCH
-    if set(a[2:]) & set(b[2:]):
-        return PcieLevel.MULTIPLE_SWITCHES
-    if len(a) >= 2 and len(b) >= 2 and a[1] == b[1]:
-        return PcieLevel.HOST_BRIDGE
-    if a[0] == b[0]:
-        return PcieLevel.NODE
-    return PcieLevel.SYSTEM
 
 
 @dataclass
@@ -156,6 +152,20 @@ class FakeNvml(FakeMigMixin):
                 code=NVML_ERROR_INVALID_ARGUMENT,
             )
         return pcie_level_of_paths(a.pcie, b.pcie)
+
+    def nics(self) -> tuple[NicInfo, ...]:
+        """NicSource: the description's NICs, ordered by name (as sysfs lists them)."""
+        with self._lock:
+            self._check_open("read /sys/class/infiniband")
+        return tuple(sorted(self._description.nics, key=nic_order_key))
+
+    def pcie_path(self, pci_bus_id: str) -> tuple[str, ...] | None:
+        """NicSource: the described PCIe path of a GPU or NIC by bus id; None for any other device."""
+        bus_id = normalise_pci_bus_id(pci_bus_id)
+        for device in (*self._description.gpus, *self._description.nics):
+            if device.pci_bus_id == bus_id:
+                return device.pcie if isinstance(device, GpuDescription) else device.pcie_path
+        return None
 
     def telemetry(self, index: int) -> GpuTelemetry:
         """Readings of an idle GPU, the same every time: all memory free, 0 % busy, IDLE_* temperature/power."""

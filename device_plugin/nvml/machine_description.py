@@ -22,7 +22,8 @@ import yaml
 
 from device_plugin.errors import MachineDescriptionError
 from device_plugin.nvml.mig_description import MigLayout, parse_mig
-from device_plugin.nvml.types import normalise_pci_bus_id
+from device_plugin.nvml.nic_description import parse_nics
+from device_plugin.nvml.types import NicInfo, normalise_pci_bus_id
 
 DEFAULT_DRIVER_VERSION = "550.54.15"
 # NVLink 4 (Hopper) has 18 links per GPU, the most of any generation; more is a typo.
@@ -32,7 +33,7 @@ _UUID_NAMESPACE = uuid_lib.UUID("6f1d3c0e-9a43-4b1e-8f1e-2d5c1f0a7b11")  # fixed
 _PCI_BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _UUID = re.compile(r"^GPU-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
 
-_TOP_KEYS = frozenset({"name", "driver_version", "gpus", "nvlinks", "nvswitch"})
+_TOP_KEYS = frozenset({"name", "driver_version", "gpus", "nvlinks", "nvswitch", "nics"})
 _GPU_KEYS = frozenset({"model", "memory_mib", "uuid", "pci_bus_id", "numa_node", "pcie", "mig"})
 _NVSWITCH_KEYS = frozenset({"gpus", "links_per_gpu"})
 
@@ -75,6 +76,7 @@ class MachineDescription:
     gpus: tuple[GpuDescription, ...]
     nvlinks: tuple[NvLinkBundle, ...]  # sorted by (gpu_a, gpu_b)
     nvswitch: tuple[NvSwitchDomain, ...]  # in file order: the position is the domain number
+    nics: tuple[NicInfo, ...] = ()  # the `nics:` list in file order (device_plugin/nvml/nic_description.py)
 
 
 def default_uuid(machine_name: str, index: int) -> str:
@@ -148,7 +150,9 @@ def parse_machine_description(data: object) -> MachineDescription:
     nvlinks = _parse_nvlinks(top.get("nvlinks"), len(gpus))
     nvswitch = _parse_nvswitch(top.get("nvswitch"), len(gpus))
     _check_link_totals(len(gpus), nvlinks, nvswitch)
-    return MachineDescription(name=name, driver_version=driver, gpus=gpus, nvlinks=nvlinks, nvswitch=nvswitch)
+    gpu_paths = [(f"gpus[{g.index}]", g.pcie, g.numa_node, g.pci_bus_id) for g in gpus]
+    nics = parse_nics(top.get("nics"), gpu_paths)
+    return MachineDescription(name, driver, gpus, nvlinks, nvswitch, nics)
 
 
 def _parse_gpu(raw: object, index: int, machine_name: str) -> GpuDescription:

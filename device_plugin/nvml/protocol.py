@@ -7,10 +7,10 @@ context on failure; they never return a silent default.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from device_plugin.nvml.mig_types import MigDevice, MigMode
-from device_plugin.nvml.types import GpuInfo, NvLinkInfo, PcieLevel, SystemInfo
+from device_plugin.nvml.types import GpuInfo, NicInfo, NvLinkInfo, PcieLevel, SystemInfo
 
 
 class NvmlBackend(Protocol):
@@ -44,4 +44,21 @@ class NvmlBackend(Protocol):
 
     def close(self) -> None:
         """Release the backend (nvmlShutdown for the real one). Idempotent."""
+        ...
+
+
+@runtime_checkable
+class NicSource(Protocol):
+    """RDMA NICs and PCIe paths: not NVML, but what GPU-NIC distances are computed from.
+
+    FakeNvml answers from its machine description, RealNvml from sysfs (device_plugin/nvml/sysfs_nics.py).
+    A backend without these methods simply has no NICs.
+    """
+
+    def nics(self) -> tuple[NicInfo, ...]:
+        """Every RDMA device of the node, ordered by name; empty when there is none."""
+        ...
+
+    def pcie_path(self, pci_bus_id: str) -> tuple[str, ...] | None:
+        """The root-first PCIe path (device_plugin/nvml/pcie_paths.py) of a PCI device; None when unknown."""
         ...

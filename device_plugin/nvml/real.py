@@ -20,7 +20,8 @@ from device_plugin.nvml.health_types import ProbeResult
 from device_plugin.nvml.mig_types import MigDevice, MigMode
 from device_plugin.nvml.real_health import RealEventWatch, RealHealth
 from device_plugin.nvml.real_mig import read_mig_devices, read_mig_mode
-from device_plugin.nvml.types import GpuInfo, NvLinkInfo, PcieLevel, SystemInfo, normalise_pci_bus_id
+from device_plugin.nvml.sysfs_nics import SysfsNics
+from device_plugin.nvml.types import GpuInfo, NicInfo, NvLinkInfo, PcieLevel, SystemInfo, normalise_pci_bus_id
 from device_plugin.telemetry import GpuTelemetry
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class RealNvml:
 
     def __init__(self, sys_root: Path = Path("/sys"), *, library: Any = None) -> None:
         self._sys_root = sys_root
+        self._sysfs_nics = SysfsNics(sys_root)
         self._nvml: Any = pynvml if library is None else library
         self._lock = threading.Lock()
         self._closed = False
@@ -198,6 +200,14 @@ class RealNvml:
             return PcieLevel(int(level))
         except ValueError as exc:
             raise NvmlError(call, f"unknown topology level {level}", device=f"GPUs {index_a},{index_b}") from exc
+
+    def nics(self) -> tuple[NicInfo, ...]:
+        """NicSource: the RDMA NICs sysfs lists (sysfs_nics.py); NVML knows nothing of NICs."""
+        return self._sysfs_nics.nics()
+
+    def pcie_path(self, pci_bus_id: str) -> tuple[str, ...] | None:
+        """NicSource: a PCI device's root-first PCIe path from sysfs."""
+        return self._sysfs_nics.pcie_path(pci_bus_id)
 
     def telemetry(self, index: int) -> GpuTelemetry:
         """Live readings for the /metrics GPU gauges; a reading this GPU or driver does not support is None."""

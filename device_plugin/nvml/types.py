@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -69,3 +70,25 @@ def normalise_pci_bus_id(bus_id: str) -> str:
     if not rest:
         return text
     return f"{int(domain, 16):04x}:{rest}"
+
+
+@dataclass(frozen=True)
+class NicInfo:
+    """One RDMA network device (InfiniBand, or Ethernet with RoCE) and where it sits on PCIe.
+
+    NICs are not NVML objects: the fake reads them from the machine description, the real side from
+    sysfs (device_plugin.nvml.sysfs_nics). `pcie_path` has the format of a GPU's path in a machine
+    description: [0] CPU socket, [1] host bridge, [2:] PCIe switches, root first.
+    """
+
+    name: str  # the RDMA device, e.g. "mlx5_0" (what NCCL_IB_HCA lists)
+    netdev: str | None  # the network interface of the same PCI function, e.g. "ibp12s0"; None: none
+    pci_bus_id: str  # normalised "0000:0c:00.0"
+    numa_node: int | None  # None when the platform does not report one
+    pcie_path: tuple[str, ...]
+    link_gbit_per_s: float | None  # the fastest port's rate in Gbit/s; None when unknown
+
+
+def nic_order_key(nic: NicInfo) -> tuple[object, ...]:
+    """NICs are listed by name with digit runs compared as numbers: mlx5_2 before mlx5_10."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", nic.name))

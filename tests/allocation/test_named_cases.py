@@ -74,7 +74,7 @@ def test_explain_names_the_runner_up_and_why_it_lost() -> None:
     explanation = allocator_of("workstation-4gpu").explain([0, 1, 2], [], 1)
     assert explanation.chosen.gpus == (2,)
     assert explanation.runner_up is not None and explanation.runner_up.gpus == (0,)
-    assert "criterion 4" in explanation.reason
+    assert "criterion 5" in explanation.reason
 
 
 def test_decision_reports_ring_and_empty_node_best() -> None:

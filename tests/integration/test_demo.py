@@ -41,9 +41,10 @@ def test_demo_refuses_an_unknown_machine(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_demo_on_dgx1_prefers_the_double_nvlink_pair(capsys: pytest.CaptureFixture[str]) -> None:
-    # GPU 0 is taken by the 1-GPU pod; of the rest, 2-3 share two NVLinks (50 GB/s): the 2-GPU pod gets them.
+    # GPU 0 is taken by the 1-GPU pod; the 2-GPU pod gets a pair sharing two NVLinks (50 GB/s), and of
+    # those 4-7, whose GPUs sit on different PCIe switches, each with its own NIC (rail-aligned).
     assert main(["demo", "--machine", "dgx1-v100", "--fast"]) == 0
-    assert "pod-2 (2 GPUs): 7 free; plugin prefers GPU 2, GPU 3, ring 50 GB/s per direction" in capsys.readouterr().out
+    assert "pod-2 (2 GPUs): 7 free; plugin prefers GPU 4, GPU 7, ring 50 GB/s per direction" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("machine", shipped_machine_names())

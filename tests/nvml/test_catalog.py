@@ -20,6 +20,7 @@ EXPECTED = {
     "hgx-h100": (8, "NVIDIA H100 80GB HBM3", 81559, [0, 0, 0, 0, 1, 1, 1, 1]),
     "hgx-h200": (8, "NVIDIA H200", 143771, [0, 0, 0, 0, 1, 1, 1, 1]),
     "pcie-8gpu-2socket": (8, "NVIDIA L40S", 46068, [0, 0, 0, 0, 1, 1, 1, 1]),
+    "pcie-8gpu-2nic": (8, "NVIDIA L40S", 46068, [0] * 8),  # issue 13: only half the GPUs near a NIC
     "workstation-4gpu": (4, "NVIDIA RTX A6000", 49140, [0, 0, 0, 0]),
     "island-16gpu": (16, "NVIDIA H100 80GB HBM3", 81559, [0] * 8 + [1] * 8),
     "single-gpu": (1, "NVIDIA A100-PCIE-40GB", 40960, [0]),

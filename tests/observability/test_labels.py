@@ -55,6 +55,7 @@ TOPOLOGY = {
     "hgx-h100": ("nvswitch", "8", "2", "hopper", "true"),
     "hgx-h200": ("nvswitch", "8", "2", "hopper", "true"),
     "pcie-8gpu-2socket": ("none", "1", "2", "ada-lovelace", "false"),
+    "pcie-8gpu-2nic": ("none", "1", "1", "ada-lovelace", "false"),  # one socket; half the GPUs near a NIC
     "workstation-4gpu": ("pairs", "2", "1", "ampere", "false"),  # NVLink bridges on two pairs
     "island-16gpu": ("nvswitch", "8", "2", "hopper", "true"),  # two 8-GPU islands
     "single-gpu": ("none", "1", "1", "ampere", "true"),
@@ -195,7 +196,9 @@ def test_labels_command_writes_a_file(tmp_path: Path, capsys: pytest.CaptureFixt
     out = tmp_path / "gfd"
     assert main(["labels", "--machine", "hgx-h100", "--output", str(out), "--mig-strategy", "single"]) == 0
     assert main(["labels", "--machine", "hgx-h100", "--output", str(out), "--mig-strategy", "single"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1].endswith("unchanged (25 labels)")
+    assert (
+        capsys.readouterr().out.splitlines()[-1].endswith("unchanged (27 labels)")
+    )  # 25 + the two NIC labels (issue 13)
     assert "nvidia.com/mig.strategy=single\n" in out.read_text()
 
 
