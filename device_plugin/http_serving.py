@@ -32,7 +32,7 @@ class HttpLimits:
     max_connections: int = 256
     request_timeout_s: float = 5.0  # request line and headers, in total
     write_timeout_s: float = 5.0  # the whole reply
-    evict_after_s: float = 0.5  # when full: close connections still reading after this long
+    evict_after_s: float = 0.25  # when full: close connections still reading after this long
     max_header_bytes: int = 8192
 
 
