@@ -1,6 +1,8 @@
-"""Observability figures: /metrics scrape latency over HTTP, and the daemon's idle CPU and resident memory.
+"""Observability figures: /metrics scrape latency over HTTP, the endpoint under a scrape storm and idle
+clients, and the daemon's idle CPU and resident memory.
 
     .venv/bin/python benchmarks/bench_observability.py [--machine island-16gpu] [--scrapes 500] [--idle-s 10]
+        [--storm 1000] [--idle-clients 500]
 
 Scrape: a fake machine's resource with every metric populated (allocations, decisions of every size,
 health flaps with Xids, replica info for 8 replicas per GPU, GPU gauges), scraped sequentially from
@@ -8,18 +10,26 @@ this process over a fresh TCP connection each time, as Prometheus does per targe
 Daemon: `gpu-device-plugin run --machine dgx1-v100 --device-plugin-dir <tmp>` as a subprocess (no
 kubelet: it keeps retrying registration, which is its real idle state on a node whose kubelet is
 down); CPU from /proc/<pid>/stat utime+stime over the idle window, RSS from /proc/<pid>/status.
+Storm: `--storm` concurrent scrapes from one asyncio client (each its own connection, 10 s client
+timeout): how many got 200, their latency, the endpoint's threads; then `--idle-clients` connections that
+send nothing, and /healthz latency over fresh connections while they stay open. Target (issue 11): every
+storm scrape answered, probes under 1 s with the idle clients open, threads not growing with clients.
 Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import resource
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -100,6 +110,60 @@ def bench_scrape(machine: str, scrapes: int) -> None:
     print(f"  p50 {cuts[49]:.2f} ms   p99 {cuts[98]:.2f} ms   max {max(latencies_ms):.2f} ms")
 
 
+async def _scrape_once(port: int, path: str, timeout_s: float) -> tuple[bool, float]:
+    started = time.perf_counter()
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), timeout_s)
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
+        reply = await asyncio.wait_for(reader.read(), timeout_s)
+        writer.close()
+        return reply.startswith(b"HTTP/1.1 200"), (time.perf_counter() - started) * 1000
+    except (OSError, TimeoutError):
+        return False, (time.perf_counter() - started) * 1000
+
+
+async def _storm(port: int, count: int) -> list[tuple[bool, float]]:
+    return list(await asyncio.gather(*(_scrape_once(port, "/metrics", 10.0) for _ in range(count))))
+
+
+def bench_storm(machine: str, storm: int, idle_clients: int) -> None:
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    storm, idle_clients = min(storm, soft // 3), min(idle_clients, soft // 3)  # both ends' sockets are ours
+    registry, metrics, _ = populated_metrics(machine)
+    endpoint = HttpEndpoint(
+        "127.0.0.1",
+        0,
+        registry,
+        liveness=lambda: EndpointProbeResult(True, "bench"),
+        readiness=registration_readiness(metrics.registration_snapshot),
+    )
+    endpoint.start()
+    threads_before = threading.active_count()
+    idle: list[socket.socket] = []
+    try:
+        started = time.perf_counter()
+        results = asyncio.run(_storm(endpoint.port, storm))
+        wall_s = time.perf_counter() - started
+        answered = [ms for ok, ms in results if ok]
+        print(f"storm [{machine}]: {storm} concurrent scrapes: {len(answered)} answered 200 in {wall_s:.2f} s")
+        if len(answered) >= 2:
+            cuts = statistics.quantiles(answered, n=100)
+            print(f"  p50 {cuts[49]:.1f} ms   p99 {cuts[98]:.1f} ms   max {max(answered):.1f} ms")
+        for _ in range(idle_clients):
+            idle.append(socket.create_connection(("127.0.0.1", endpoint.port), timeout=5))
+        probes = [asyncio.run(_scrape_once(endpoint.port, "/healthz", 5.0)) for _ in range(20)]
+        ok_ms = sorted(ms for ok, ms in probes if ok)
+        worst = f"{ok_ms[-1]:.1f} ms" if ok_ms else "-"
+        print(f"  /healthz with {idle_clients} idle clients open: {len(ok_ms)}/20 answered, worst {worst}")
+        http_threads = sum(t.name.startswith("http-") for t in threading.enumerate())
+        added = threading.active_count() - threads_before
+        print(f"  endpoint threads: {http_threads}; threads added by the storm and idle clients: {added:+d}")
+    finally:
+        for client in idle:
+            client.close()
+        endpoint.stop()
+
+
 def _cpu_ticks(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
@@ -153,8 +217,11 @@ def main() -> None:
     parser.add_argument("--scrapes", type=int, default=500)
     parser.add_argument("--idle-s", type=float, default=10.0)
     parser.add_argument("--settle-s", type=float, default=3.0)
+    parser.add_argument("--storm", type=int, default=1000)
+    parser.add_argument("--idle-clients", type=int, default=500)
     args = parser.parse_args()
     bench_scrape(args.machine, args.scrapes)
+    bench_storm(args.machine, args.storm, args.idle_clients)
     for machine in ("dgx1-v100", "island-16gpu", "h100-mig-mixed"):
         bench_daemon(machine, args.idle_s, args.settle_s)
 

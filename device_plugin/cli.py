@@ -1,4 +1,8 @@
-"""The `gpu-device-plugin` console script: parses the subcommand and hands over to its module."""
+"""The `gpu-device-plugin` console script: parses the subcommand and hands over to its module.
+
+For `run`, signal handlers go in before the subcommand modules are imported (gRPC, prometheus-client
+and YAML take a few hundred ms to load): a SIGHUP or SIGINT in that window must not kill the daemon.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from device_plugin import process_signals
 from device_plugin.commands import COMMAND_MODULES
 
 
@@ -25,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = [w for w in (sys.argv[1:] if argv is None else argv) if not w.startswith("-")]
+    if words[:1] == ["run"]:
+        process_signals.install()
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "handler", None) is None:

@@ -44,6 +44,7 @@ from device_plugin.telemetry import TelemetrySource
 log = logging.getLogger(__name__)
 
 ConfigLoader = Callable[[], Config]
+REBUILD_WAIT_S = 1.0  # how long stop() waits for a rebuild in progress before stopping without it
 
 
 class Daemon:
@@ -122,11 +123,8 @@ class Daemon:
 
     def start(self) -> None:
         if self._endpoint is not None:
-            try:
-                self._endpoint.start()
-            except OSError as error:  # the GPUs still get served; the probes will say the endpoint is missing
-                log.error("cannot serve /metrics on %s: %s", self._config.daemon.metrics_address, error)
-                self._endpoint = None
+            # First, and fatal (EndpointBindError): without probes the kubelet cannot tell we are alive.
+            self._endpoint.start()
         try:
             if self.health is not None:
                 self.health.start()
@@ -146,13 +144,19 @@ class Daemon:
     def stop(self, timeout_s: float = 4.0) -> None:
         """Empty lists and stopped servers first (the kubelet must keep no stale capacity), then the rest.
 
-        A rebuild in progress finishes first (one lock); one that starts later sees the stop and does nothing.
+        A rebuild in progress gets up to REBUILD_WAIT_S to finish first (one lock); one that starts later sees
+        the stop and does nothing.
         """
         deadline = time.monotonic() + timeout_s
         self._stopping.set()
         self._wake.set()
-        with self._lock:
-            managers = list(self._managers.values())
+        # A rebuild stuck in a blocking read must not hold the stop: wait for it only so long.
+        locked = self._lock.acquire(timeout=min(REBUILD_WAIT_S, timeout_s / 3))
+        managers = list(self._managers.values())
+        if locked:
+            self._lock.release()
+        else:
+            log.warning("a rebuild is still running after %.1f s; stopping the resources anyway", REBUILD_WAIT_S)
         _stop_all(managers, max(0.5, deadline - time.monotonic() - 1.0))
         if self.health is not None:
             self.health.stop(timeout_s=0.5)

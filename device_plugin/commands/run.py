@@ -11,13 +11,9 @@ import argparse
 import json
 import logging
 import os
-import signal
 import sys
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 
 from device_plugin.config import Config, config_file_path, load_config
 from device_plugin.config_schema import OUR_SECTION
@@ -25,8 +21,10 @@ from device_plugin.config_watch import ConfigFileWatch
 from device_plugin.daemon import Daemon
 from device_plugin.errors import ConfigError, NvmlUnavailableError, PluginError
 from device_plugin.fake_events import FakeEventsTail
+from device_plugin.http_endpoint import EndpointBindError
 from device_plugin.nvml.catalog import open_backend
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.process_signals import install as install_signal_handlers
 
 NAME = "run"
 HELP = "Run the device plugin daemon (real NVML, or a simulated machine with --machine)."
@@ -105,33 +103,8 @@ def load_effective_config(args: argparse.Namespace) -> Config:
     return load_config(config_file=config_file_path(args.config, os.environ), env=os.environ, cli=cli)
 
 
-class SignalWaiter:
-    """Installed first thing, so a SIGTERM during start-up is also a clean stop. SIGHUP asks for a rescan."""
-
-    def __init__(self) -> None:
-        self._received: list[str] = []
-        self._event = threading.Event()
-        self.on_hangup: Callable[[], None] | None = None
-        signal.signal(signal.SIGTERM, self._handle)
-        signal.signal(signal.SIGINT, self._handle)
-        signal.signal(signal.SIGHUP, self._hangup)
-
-    def _hangup(self, signum: int, frame: FrameType | None) -> None:
-        if self.on_hangup is not None:
-            self.on_hangup()
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self._received.append(signal.Signals(signum).name)
-        self._event.set()
-
-    def wait(self) -> str:
-        while not self._event.wait(0.5):
-            pass
-        return self._received[0]
-
-
 def run(args: argparse.Namespace) -> int:
-    signals = SignalWaiter()
+    signals = install_signal_handlers()  # already installed by the CLI before its imports; idempotent
     try:
         config = load_effective_config(args)
     except ConfigError as error:
@@ -171,10 +144,23 @@ def run(args: argparse.Namespace) -> int:
         tail = FakeEventsTail(Path(args.fake_events), backend.faults.inject)
         tail.start()
     watch = ConfigFileWatch(config_file, daemon.request_rescan) if config_file is not None else None
+    if not signals.serving():  # a stop arrived during start-up: nothing served yet, nothing to undo
+        log.info("received %s during start-up; exiting", signals.received)
+        if tail is not None:
+            tail.stop()
+        backend.close()
+        return 0
     try:
         daemon.start()
     except Exception as error:  # the daemon stopped what it had started
-        log.error("cannot start serving: %s", error)
+        if isinstance(error, EndpointBindError):
+            log.error(
+                "%s. Free the port, or set gpuDevicePlugin.metricsAddress (METRICS_ADDRESS) to another "
+                'address, or to "" to turn the endpoint off; exiting',
+                error,
+            )
+        else:
+            log.error("cannot start serving: %s", error)
         if tail is not None:
             tail.stop()
         backend.close()

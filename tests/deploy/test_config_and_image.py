@@ -24,6 +24,7 @@ EXPECTED = {
     "overlays/cdi": ("none", ("cdi-cri",), None),
     "overlays/fake-gpu": ("none", ("envvar",), None),
     "overlays/mig-mixed": ("mixed", ("envvar",), None),
+    "overlays/network-policy": ("none", ("envvar",), None),
     "overlays/time-slicing": ("none", ("envvar",), 4),
 }
 

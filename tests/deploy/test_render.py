@@ -23,6 +23,7 @@ def test_every_overlay_is_covered() -> None:
         "overlays/cdi",
         "overlays/fake-gpu",
         "overlays/mig-mixed",
+        "overlays/network-policy",
         "overlays/time-slicing",
     }
 
@@ -31,7 +32,7 @@ def test_every_overlay_is_covered() -> None:
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
 def test_every_object_is_valid_kubernetes(rendered: dict[str, list[dict[str, Any]]], name: str, version: str) -> None:
     kinds = sorted(o["kind"] for o in rendered[name])
-    extra = ["ConfigMap"] if name == "overlays/fake-gpu" else []  # the fake machine's name
+    extra = {"overlays/fake-gpu": ["ConfigMap"], "overlays/network-policy": ["NetworkPolicy"]}.get(name, [])
     assert kinds == sorted(["Namespace", "ServiceAccount", "ConfigMap", "DaemonSet", "Service", *extra])
     for obj in rendered[name]:
         kubernetes_validate.validate(obj, version, strict=True)
