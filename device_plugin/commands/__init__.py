@@ -15,4 +15,5 @@ COMMAND_MODULES = (
     "device_plugin.commands.allocate",
     "device_plugin.commands.simulate",
     "device_plugin.commands.labels",
+    "device_plugin.commands.dra",
 )
