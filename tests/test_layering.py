@@ -14,6 +14,7 @@ GRPC_ALLOWED = {
     "device_plugin/registration.py",
     "device_plugin/lifecycle.py",
     "device_plugin/kubelet_standin.py",
+    "device_plugin/dra/grpc_service.py",  # the DRA driver's kubelet side
 }
 PYNVML_ALLOWED = {"device_plugin/nvml/real.py"}
 
