@@ -49,3 +49,14 @@ def test_the_first_available_claim_falls_back_from_best_set_to_numa_node_to_any(
         "gpus/best-4set": "gpu.nvidia.com/partition4",
         "gpus/one-numa-node": "resource.kubernetes.io/numaNode",
     }
+
+
+def test_the_readme_shows_the_shipped_claim_templates_verbatim() -> None:
+    import re
+
+    import yaml
+
+    readme = (DRA_DIR.parents[1] / "README.md").read_text()
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", readme, flags=re.DOTALL)]
+    shown = [b for b in blocks if isinstance(b, dict) and b.get("kind") == "ResourceClaimTemplate"]
+    assert shown == [o for o in OBJECTS if o["kind"] == "ResourceClaimTemplate"]
