@@ -144,8 +144,8 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(config.daemon.log_format, args.log_level)
     log.info("effective config (%s): %s", "; ".join(config.sources) or "defaults", config.describe())
     if config.daemon.mode == "dra":
-        # The daemon loop serves the device-plugin API only; the DRA driver runs as `gpu-device-plugin dra serve`.
-        log.error("mode dra: `run` serves the device-plugin API only; start `gpu-device-plugin dra serve` instead")
+        # The daemon loop serves the device-plugin API only; the DRA serving loop is not built yet.
+        log.error("mode dra: not available yet (the DRA serving loop is not built); `run` serves the device-plugin API")
         return 2
     if args.fake_events and not args.machine:
         log.error("--fake-events needs --machine: faults can only be injected into a simulated machine")
