@@ -143,10 +143,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     configure_logging(config.daemon.log_format, args.log_level)
     log.info("effective config (%s): %s", "; ".join(config.sources) or "defaults", config.describe())
-    if config.daemon.mode == "dra":
-        # The daemon loop serves the device-plugin API only; the DRA serving loop is not built yet.
-        log.error("mode dra: not available yet (the DRA serving loop is not built); `run` serves the device-plugin API")
-        return 2
+    if config.daemon.mode == "dra":  # one node runs one mode: the DRA driver instead of the device plugin
+        from device_plugin.dra.serve import serve
+
+        return serve(args, config, signals)
     if args.fake_events and not args.machine:
         log.error("--fake-events needs --machine: faults can only be injected into a simulated machine")
         return 2

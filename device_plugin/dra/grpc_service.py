@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,9 +76,10 @@ def _dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer) -> An
 
 
 class _Registration(reg_grpc.RegistrationServicer):
-    def __init__(self, driver_name: str, endpoint: Path) -> None:
+    def __init__(self, driver_name: str, endpoint: Path, on_registered: Callable[[], None] | None = None) -> None:
         self._driver = driver_name
         self._endpoint = endpoint
+        self._on_registered = on_registered
         self.status: tuple[bool, str] | None = None  # what the kubelet last told us
 
     def GetInfo(self, request: Any, context: grpc.ServicerContext) -> Any:
@@ -89,6 +91,8 @@ class _Registration(reg_grpc.RegistrationServicer):
         self.status = (request.plugin_registered, request.error)
         if request.plugin_registered:
             log.info("DRA driver %s registered with the kubelet", self._driver)
+            if self._on_registered is not None:  # a (re)started kubelet may have wiped our slices
+                self._on_registered()
         else:
             log.error("the kubelet refused DRA driver %s: %s", self._driver, request.error)
         return reg_pb2.RegistrationStatusResponse()
@@ -97,9 +101,15 @@ class _Registration(reg_grpc.RegistrationServicer):
 class DraGrpcServer:
     """Both sockets; start() binds them (removing stale files), stop() removes them (the kubelet deregisters)."""
 
-    def __init__(self, driver_name: str, paths: SocketPaths, preparer: Preparer) -> None:
+    def __init__(
+        self,
+        driver_name: str,
+        paths: SocketPaths,
+        preparer: Preparer,
+        on_registered: Callable[[], None] | None = None,
+    ) -> None:
         self._paths = paths
-        self.registration = _Registration(driver_name, paths.endpoint)
+        self.registration = _Registration(driver_name, paths.endpoint, on_registered)
         self._dra = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         for pb, pb_grpc, _ in SERVED:
             pb_grpc.add_DRAPluginServicer_to_server(_dra_servicer(pb, pb_grpc, preparer), self._dra)

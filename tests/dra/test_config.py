@@ -49,6 +49,9 @@ def test_bad_values_are_refused_naming_the_field(env: dict[str, str], field: str
     assert field in str(raised.value)
 
 
-def test_run_refuses_dra_mode_instead_of_serving_the_device_plugin_api(capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_in_dra_mode_without_node_name_refuses_naming_the_downward_api(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NODE_NAME", raising=False)
     assert main(["run", "--machine", "single-gpu", "--mode", "dra", "--metrics-address", ""]) == 2
-    assert "mode dra" in capsys.readouterr().err
+    assert "NODE_NAME is not set" in capsys.readouterr().err
