@@ -84,6 +84,9 @@ class SlicePublisher:
                     return False
             return True
 
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="dra-publisher", daemon=True)
         self._thread.start()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kubernetes.config.config_exception import ConfigException
+from prometheus_client import CollectorRegistry
 
 from device_plugin.config import Config, config_file_path
 from device_plugin.config_watch import ConfigFileWatch
@@ -23,6 +24,7 @@ from device_plugin.dra.driver import DraDriver
 from device_plugin.dra.kube import api_client
 from device_plugin.errors import NvmlUnavailableError, PluginError
 from device_plugin.fake_events import FakeEventsTail
+from device_plugin.http_endpoint import EndpointProbeResult, HttpEndpoint, parse_metrics_address
 from device_plugin.nvml.catalog import open_backend
 from device_plugin.nvml.fake import FakeNvml
 
@@ -33,6 +35,36 @@ class Signals(Protocol):
     on_hangup: Callable[[], None] | None
 
     def wait(self) -> str: ...
+
+
+def probes(driver: DraDriver, config: Config) -> HttpEndpoint | None:
+    """/healthz: the driver's threads run; /readyz: the kubelet registered us and our slices are published.
+
+    /metrics answers but is empty in DRA mode: the device-plugin metrics are not wired to the DRA driver yet.
+    """
+    address = parse_metrics_address(config.daemon.metrics_address, field="gpuDevicePlugin.metricsAddress")
+    if address is None:
+        return None
+
+    def liveness() -> EndpointProbeResult:
+        ok = driver.publisher.running()
+        return EndpointProbeResult(ok, "serving" if ok else f"the slice publisher stopped: {driver.publisher.error}")
+
+    def readiness() -> EndpointProbeResult:
+        status = driver.server.registration.status
+        if status is None or not status[0]:
+            return EndpointProbeResult(False, f"not registered with the kubelet: {status}")
+        if driver.publisher.error or not driver.publisher.wait_synced(0.0):
+            return EndpointProbeResult(False, f"ResourceSlices not published yet {driver.publisher.error}".strip())
+        return EndpointProbeResult(True, f"registered; pool generation {driver.publisher.generation}")
+
+    endpoint = HttpEndpoint(*address, CollectorRegistry(), liveness=liveness, readiness=readiness)
+    try:
+        endpoint.start()
+    except OSError as error:
+        log.error("cannot serve the probes on %s: %s", config.daemon.metrics_address, error)
+        return None
+    return endpoint
 
 
 def serve(args: argparse.Namespace, config: Config, signals: Signals) -> int:
@@ -60,6 +92,7 @@ def serve(args: argparse.Namespace, config: Config, signals: Signals) -> int:
         log.error("cannot start the DRA driver: %s", error)
         backend.close()
         return 1
+    endpoint = probes(driver, config)
     tail = None
     if getattr(args, "fake_events", None) and isinstance(backend, FakeNvml):
         tail = FakeEventsTail(Path(args.fake_events), backend.faults.inject)
@@ -74,7 +107,7 @@ def serve(args: argparse.Namespace, config: Config, signals: Signals) -> int:
     started = time.monotonic()
     log.info("received %s; deregistering and deleting our ResourceSlices", signal_name)
     driver.stop()
-    for stoppable in (watch, tail):
+    for stoppable in (endpoint, watch, tail):
         if stoppable is not None:
             stoppable.stop()
     backend.close()

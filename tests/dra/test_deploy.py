@@ -29,8 +29,27 @@ def test_rbac_grants_exactly_slices_write_and_claims_and_nodes_get() -> None:
     assert grants == slices | {("resource.k8s.io", "resourceclaims", "get"), ("", "nodes", "get")}
 
 
-def test_no_daemonset_is_shipped_while_dra_serve_is_not_built() -> None:
-    assert not [o for o in OBJECTS if o["kind"] == "DaemonSet"]
+def test_the_daemonset_runs_dra_mode_with_the_kubelet_plugin_dirs_node_name_and_the_rbac_account() -> None:
+    (daemonset,) = [o for o in OBJECTS if o["kind"] == "DaemonSet"]
+    pod = daemonset["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+    assert env["PLUGIN_MODE"] == "dra"
+    assert env["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    # the kubelet directory is DEVICE_PLUGIN_DIR's parent: the sockets land where the kubelet looks
+    assert env["DEVICE_PLUGIN_DIR"].rsplit("/", 1)[0] == "/var/lib/kubelet"
+    host_paths = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    for name in ("plugins-registry", "plugins"):
+        assert mounts[name] == host_paths[name]
+    assert {host_paths["plugins-registry"], host_paths["plugins"]} == {
+        "/var/lib/kubelet/plugins_registry",
+        "/var/lib/kubelet/plugins",
+    }
+    assert pod["automountServiceAccountToken"] is True  # the driver needs its token for the API server
+    (binding,) = [o for o in OBJECTS if o["kind"] == "ClusterRoleBinding"]
+    (subject,) = binding["subjects"]
+    assert (subject["name"], subject["namespace"]) == (pod["serviceAccountName"], daemonset["metadata"]["namespace"])
 
 
 def test_the_partition4_claim_asks_for_four_gpus_sharing_one_partition4_value() -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 from tests.dra.api_standin import ApiStandin
@@ -26,13 +28,29 @@ def kubeconfig(path: Path, server: str) -> Path:
     return path
 
 
+def ready(port: int) -> bytes:
+    """The /readyz body once it answers 200 (it may say "not yet" for a moment after the slices appear)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as answer:
+                return bytes(answer.read())
+        except OSError:  # HTTPError (503) is an OSError too
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def test_run_mode_dra_publishes_registers_and_deletes_its_slices_on_sigterm() -> None:
     root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))
     api = ApiStandin().up()
     api.add_node(NODE)
     env = {**os.environ, "NODE_NAME": NODE, "KUBECONFIG": str(kubeconfig(root / "kubeconfig", api.host))}
     command = [sys.executable, "-m", "device_plugin.cli", "run", "--machine", "dgx1-v100", "--mode", "dra"]
-    command += ["--device-plugin-dir", str(root / "device-plugins"), "--metrics-address", ""]
+    with socket.socket() as probe_port:  # a free port for /readyz
+        probe_port.bind(("127.0.0.1", 0))
+        port = probe_port.getsockname()[1]
+    command += ["--device-plugin-dir", str(root / "device-plugins"), "--metrics-address", f"127.0.0.1:{port}"]
     process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     try:
         plugin = DraKubeletStandin(root / "plugins_registry").wait_for_plugin(timeout_s=30)
@@ -41,6 +59,7 @@ def test_run_mode_dra_publishes_registers_and_deletes_its_slices_on_sigterm() ->
         while not api.pool(DRIVER, NODE) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(api.pool(DRIVER, NODE)[0]["spec"]["devices"]) == 8
+        assert b"registered; pool generation 1" in ready(port)
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=30)
         assert process.returncode == 0, err
