@@ -5,8 +5,10 @@ Modules, one job each:
 - inventory: NVML facts of one node as DRA devices (names and attributes NVIDIA's DRA driver uses).
 - slices: the ResourceSlice objects of one node's pool, in the shape of a chosen resource.k8s.io version.
 - checkpoint, prepare, grpc_service: the kubelet side (registration, NodePrepareResources & co.).
-- NOT BUILT YET: the API-server side (a `kubernetes`-client ResourceClaim reader, the ResourceSlice
-  publisher) and the `dra serve` loop that ties them to the shared NVML/health machinery.
+- kube, publisher: the API-server side through the `kubernetes` client (version discovery, the
+  ResourceClaim reader, the ResourceSlice publisher with its retry thread).
+- driver, serve: the running driver (NVML + health -> slices; kubelet sockets) and `run --mode dra`.
+- NOT BUILT YET: NIC attributes, metrics/labels in DRA mode, the kubelet's device-health service.
 
 Only this package (and the kubelet stand-ins) may import grpc, the generated api and `kubernetes`.
 """

@@ -216,6 +216,7 @@ def _status(code: int, message: str, reason: str = "", status: str = "Failure") 
 class _Handler(BaseHTTPRequestHandler):
     api: ApiStandin
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
 
     def _serve(self) -> None:
         if self.server is not self.api._server:  # a kept-alive connection to a server that went down
