@@ -27,7 +27,7 @@ typecheck: $(STAMP)
 test: lint $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-# Regenerate the committed gRPC stubs from api/deviceplugin.proto.
+# Regenerate the committed gRPC stubs from api/*.proto (device plugin, DRA, plugin registration).
 proto: $(STAMP)
 	$(BIN)/python tools/gen_proto.py
 

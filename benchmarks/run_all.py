@@ -24,6 +24,7 @@ BENCHMARKS = (
     "bench_mig.py",
     "bench_health.py",
     "bench_observability.py",
+    "bench_dra.py",
 )
 
 

@@ -20,6 +20,7 @@ import yaml
 
 from device_plugin.config_schema import (
     CONFIG_FILE_ENV,
+    DEFAULT_DRA_DRIVER_NAME,
     DEFAULT_METRICS_ADDRESS,
     EMPTY_MEANS_OFF_ENV,
     ENV_FIELDS,
@@ -79,6 +80,8 @@ class DaemonSettings:
     rescan_interval_s: float = 60.0  # how often MIG layouts and the GPU list are re-read
     nic_hints: bool = False  # Allocate sets GPU_DEVICE_PLUGIN_NICS (the allocated GPUs' close RDMA NICs)
     health: HealthConfig = field(default_factory=HealthConfig)
+    mode: str = "device-plugin"  # device-plugin | dra
+    driver_name: str = DEFAULT_DRA_DRIVER_NAME  # the DRA driver name (mode dra only)
 
 
 @dataclass(frozen=True)

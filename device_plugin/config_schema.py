@@ -7,6 +7,7 @@ key NVIDIA might add to `flags`. Values are checked here; errors are ConfigError
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -83,6 +84,20 @@ def _strategy_text(field: str, text: str) -> list[str]:
     return items  # file-shaped: the merged mapping is checked again as a whole
 
 
+def _dns_subdomain(field: str, value: Any) -> str:
+    # A DRA driver name is a DNS subdomain (it prefixes attribute names and names the kubelet socket dir).
+    if not isinstance(value, str) or len(value) > 63 or not _DNS_SUBDOMAIN.match(value):
+        raise ConfigError(
+            field, f"must be a DNS subdomain of at most 63 characters (e.g. gpu.nvidia.com), got {value!r}"
+        )
+    return value
+
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+MODES = ("device-plugin", "dra")  # one node runs one: both would hand out the same GPU twice
+DEFAULT_DRA_DRIVER_NAME = "gpu.nvidia.com"
+
+
 def _mapping(field: str, value: Any) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(field, f"must be a mapping, got {value!r}")
@@ -138,6 +153,8 @@ FIELDS: dict[str, Field] = {
     f"{OUR_SECTION}.rescanIntervalSeconds": Field(_seconds, _seconds_text),
     f"{OUR_SECTION}.nicHints": BOOL,
     f"{OUR_SECTION}.health": RAW_MAPPING,  # parsed by device_plugin.health_config (with the DP_* env vars)
+    f"{OUR_SECTION}.mode": _choice(*MODES),
+    f"{OUR_SECTION}.driverName": Field(_dns_subdomain, _dns_subdomain),
 }
 # Top-level keys with a shape of their own (validated in config_sections).
 TOP_LEVEL = ("version", "flags", "resources", "sharing", "imex", OUR_SECTION)
@@ -162,6 +179,8 @@ ENV_FIELDS: dict[str, str] = {
     "LABELS_FILE": f"{OUR_SECTION}.labelsFile",
     "RESCAN_INTERVAL_SECONDS": f"{OUR_SECTION}.rescanIntervalSeconds",
     "NIC_HINTS": f"{OUR_SECTION}.nicHints",
+    "PLUGIN_MODE": f"{OUR_SECTION}.mode",
+    "DRA_DRIVER_NAME": f"{OUR_SECTION}.driverName",
 }
 # Set but empty still means something for these: "turn it off".
 EMPTY_MEANS_OFF_ENV = frozenset({"METRICS_ADDRESS", "LABELS_FILE"})

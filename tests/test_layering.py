@@ -14,8 +14,10 @@ GRPC_ALLOWED = {
     "device_plugin/registration.py",
     "device_plugin/lifecycle.py",
     "device_plugin/kubelet_standin.py",
+    "device_plugin/dra/grpc_service.py",  # the DRA driver's kubelet side
 }
 PYNVML_ALLOWED = {"device_plugin/nvml/real.py"}
+KUBERNETES_ALLOWED_UNDER = "device_plugin/dra/"  # the DRA driver's API side; nothing else talks to the API server
 
 
 def imported_roots(path: Path) -> set[str]:
@@ -54,6 +56,12 @@ def test_only_the_real_backend_imports_pynvml(source: str) -> None:
         assert "pynvml" not in imported_roots(ROOT / source), f"{source} imports pynvml"
 
 
+@pytest.mark.parametrize("source", SOURCES)
+def test_only_the_dra_package_imports_kubernetes(source: str) -> None:
+    if not source.startswith(KUBERNETES_ALLOWED_UNDER):
+        assert "kubernetes" not in imported_roots(ROOT / source), f"{source} imports kubernetes"
+
+
 @pytest.mark.parametrize("source", [s for s in SOURCES if s.startswith(("mig/", "timeslice/"))] or ["-"])
 def test_mig_and_timeslice_see_value_types_only(source: str) -> None:
     if source == "-":
@@ -69,3 +77,4 @@ def test_the_rules_see_every_guarded_module() -> None:
     # Guards against a rule that passes because it scanned nothing.
     assert set(GRPC_ALLOWED) <= set(SOURCES)
     assert any(s.startswith("device_plugin/nvml/") for s in SOURCES)
+    assert any("kubernetes" in imported_roots(ROOT / s) for s in SOURCES if s.startswith(KUBERNETES_ALLOWED_UNDER))

@@ -16,4 +16,5 @@ COMMAND_MODULES = (
     "device_plugin.commands.simulate",
     "device_plugin.commands.labels",
     "device_plugin.commands.standin",
+    "device_plugin.commands.dra",
 )

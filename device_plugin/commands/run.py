@@ -44,6 +44,8 @@ CLI_FIELDS = {
     "log_format": f"{OUR_SECTION}.logFormat",
     "labels_file": f"{OUR_SECTION}.labelsFile",
     "rescan_interval_s": f"{OUR_SECTION}.rescanIntervalSeconds",
+    "mode": f"{OUR_SECTION}.mode",
+    "dra_driver_name": f"{OUR_SECTION}.driverName",
 }
 STOP_TIMEOUT_S = 3.5  # the daemon's share; the watchers' joins after it keep SIGTERM to exit under 5 s
 
@@ -71,6 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help='with --machine: inject faults from JSON lines appended to FILE, e.g. {"gpu": 3, "xid": 79}',
     )
+    parser.add_argument("--mode", help="device-plugin|dra (env PLUGIN_MODE); dra: see `gpu-device-plugin dra`")
+    parser.add_argument("--dra-driver-name", metavar="NAME", help="DRA driver name (env DRA_DRIVER_NAME)")
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
 
 
@@ -112,6 +116,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     configure_logging(config.daemon.log_format, args.log_level)
     log.info("effective config (%s): %s", "; ".join(config.sources) or "defaults", config.describe())
+    if config.daemon.mode == "dra":  # one node runs one mode: the DRA driver instead of the device plugin
+        from device_plugin.dra.serve import serve
+
+        return serve(args, config, signals)
     if args.fake_events and not args.machine:
         log.error("--fake-events needs --machine: faults can only be injected into a simulated machine")
         return 2

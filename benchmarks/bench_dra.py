@@ -1,0 +1,245 @@
+"""The DRA driver's figures (prints them, never fails):
+
+(a) NodePrepareResources p50/p99 for 1 and 8 claims per call, through the DRA kubelet stand-in (gRPC over a
+    unix socket) with the claims read from the Kubernetes API stand-in by the real `kubernetes` client.
+    Target: p99 < 50 ms.
+(b) Fault to slice update: from a fault injected into the fake NVML (GPU lost) to the API stand-in holding a
+    pool without that GPU. Target: p99 < 1 s.
+(c) Listing order as a scheduling hint: a seeded trace of 1/2/4/8-GPU claims arriving and leaving, replayed
+    through a model of Kubernetes' structured allocator (first fit: the lexicographically first set of free
+    devices, in slice listing order, that satisfies the request and its constraints). For 2- and 4-GPU claims:
+    the share whose GPUs form an optimal set of the node (the allocator's objective: score equal to the best
+    set of that size on the empty node), and the claims that could not be placed, for: index order without
+    constraint (how NVIDIA's driver lists), our partition order without constraint, our order with a
+    `matchAttribute: partitionK` constraint, and the `firstAvailable` example (best K-set, else one NUMA
+    node, else any). "missed" counts constrained claims refused although a whole group was free (must be 0).
+
+Run: .venv/bin/python benchmarks/bench_dra.py [--rounds N] [--claims N] [--seed S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from _common import percentile, table
+
+from device_plugin.allocator import Allocator
+from device_plugin.config import Config
+from device_plugin.dra.driver import DraDriver
+from device_plugin.dra.inventory import build_devices
+from device_plugin.dra.kube import api_client
+from device_plugin.nvml.fake import FakeNvml
+from device_plugin.topology_build import build_topology
+from tests.dra.api_standin import ApiStandin
+from tests.dra.kubelet_dra_standin import DraKubeletStandin
+
+DRIVER, NODE = "gpu.nvidia.com", "bench-node"
+MACHINES = ("dgx1-v100", "pcie-8gpu-2socket", "hgx-h100", "island-16gpu")
+
+
+# ---- (a) and (b): the running driver ----------------------------------------------------------------------
+
+
+def running_driver(root: Path, api: ApiStandin, fake: FakeNvml) -> DraDriver:
+    config = Config()
+    health = replace(config.daemon.health, quiet_period_s=0.2, probe_interval_s=0.05)
+    config = replace(config, daemon=replace(config.daemon, device_plugin_dir=str(root / "dp"), health=health))
+    driver = DraDriver(fake, config, client=api_client(api.host), node_name=NODE)
+    driver.start()
+    driver.publisher.wait_synced(30.0)
+    return driver
+
+
+def bench_prepare(rounds: int) -> list[list[str]]:
+    rows = []
+    root = Path(tempfile.mkdtemp(prefix="bdra-", dir="/tmp"))
+    api = ApiStandin().up()
+    api.add_node(NODE)
+    driver = running_driver(root, api, FakeNvml.from_machine("dgx1-v100"))
+    kubelet = DraKubeletStandin(root / "plugins_registry")
+    plugin = kubelet.wait_for_plugin()
+    serial = itertools.count()
+    try:
+        for per_call in (1, 8):
+            samples, errors = [], 0
+            for _ in range(rounds):
+                claims = []
+                for k in range(per_call):
+                    n = next(serial)
+                    result = {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": f"gpu-{k}"}
+                    api.claims[("ns", f"c{n}")] = {
+                        "metadata": {"namespace": "ns", "name": f"c{n}", "uid": f"u{n}"},
+                        "status": {"allocation": {"devices": {"results": [result]}}},
+                    }
+                    claims.append(("ns", f"u{n}", f"c{n}"))
+                started = time.perf_counter()
+                answers = kubelet.prepare(plugin, claims)
+                samples.append((time.perf_counter() - started) * 1000)
+                errors += sum(1 for a in answers.values() if a.error)  # type: ignore[attr-defined]
+                kubelet.unprepare(plugin, claims)
+            p99 = percentile(samples, 99)
+            verdict = "met" if p99 < 50 else "missed"
+            rows.append(
+                [str(per_call), f"{percentile(samples, 50):.1f}", f"{p99:.1f}", f"{verdict} (< 50 ms)", str(errors)]
+            )
+    finally:
+        driver.stop()
+        api.down()
+        shutil.rmtree(root, ignore_errors=True)
+    return rows
+
+
+def bench_fault(rounds: int) -> list[str]:
+    root = Path(tempfile.mkdtemp(prefix="bdra-", dir="/tmp"))
+    api = ApiStandin().up()
+    api.add_node(NODE)
+    fake = FakeNvml.from_machine("dgx1-v100")
+    driver = running_driver(root, api, fake)
+
+    def names() -> set[str]:
+        return {d["name"] for s in api.pool(DRIVER, NODE) for d in s["spec"]["devices"]}
+
+    def wait(check: Callable[[], bool]) -> float:
+        started = time.perf_counter()
+        while not check() and time.perf_counter() - started < 10:
+            time.sleep(0.001)
+        return (time.perf_counter() - started) * 1000
+
+    samples = []
+    try:
+        for i in range(rounds):
+            gpu = i % 8
+            name = f"gpu-{fake.device_minor(gpu)}"
+            fake.faults.set_lost(gpu, "bench")
+            samples.append(wait(lambda name=name: name not in names()))  # type: ignore[misc]
+            fake.faults.recover(gpu)
+            wait(lambda: len(names()) == 8)
+    finally:
+        driver.stop()
+        api.down()
+        shutil.rmtree(root, ignore_errors=True)
+    p99 = percentile(samples, 99)
+    return [f"{percentile(samples, 50):.0f}", f"{p99:.0f}", "met (< 1 s)" if p99 < 1000 else "missed (< 1 s)"]
+
+
+# ---- (c): the first-fit allocator model -------------------------------------------------------------------
+
+Device = tuple[int, dict[str, object]]  # (GPU index, attributes)
+
+
+def first_fit(free: Sequence[Device], size: int, match: str | None) -> tuple[int, ...] | None:
+    """Kubernetes' allocator: the first set, in listing order, satisfying count and matchAttribute."""
+    if match is None:
+        return tuple(g for g, _ in free[:size]) if len(free) >= size else None
+    for combo in itertools.combinations(free, size):
+        values = {a.get(match) for _, a in combo}
+        if len(values) == 1 and None not in values:
+            return tuple(g for g, _ in combo)
+    return None
+
+
+def place(free: Sequence[Device], size: int, scenario: str) -> tuple[int, ...] | None:
+    if scenario in ("index", "ours"):
+        return first_fit(free, size, None)
+    part = f"partition{size}" if size > 1 else None
+    if scenario == "partitionK":
+        return first_fit(free, size, part)
+    for match in (part, "resource.kubernetes.io/numaNode", None):  # firstAvailable: best set, NUMA node, any
+        chosen = first_fit(free, size, match)
+        if chosen is not None:
+            return chosen
+    return None
+
+
+def trace(seed: int, claims: int) -> list[tuple[str, int]]:
+    """Seeded arrivals and departures: ("+", size) arrives, ("-", k) releases the k-th oldest running claim."""
+    rng = random.Random(seed)
+    events: list[tuple[str, int]] = []
+    running = 0
+    for _ in range(claims):
+        while running and rng.random() < 0.5:
+            events.append(("-", rng.randrange(running)))
+            running -= 1
+        events.append(("+", rng.choices((1, 2, 4, 8), weights=(40, 30, 20, 10))[0]))
+        running += 1
+    return events
+
+
+def replay(machine: str, scenario: str, events: list[tuple[str, int]]) -> tuple[dict[int, list[int]], int, int]:
+    fake = FakeNvml.from_machine(machine)
+    topology = build_topology(fake)
+    devices, _ = build_devices(fake, topology)
+    listing: list[Device] = [(d.gpu_index, {n: v for n, _, v in d.attributes}) for d in devices]
+    if scenario == "index":
+        listing.sort(key=lambda d: d[0])
+    allocator = Allocator(topology)
+    everyone = [g for g, _ in listing]
+    best = {k: allocator.score(allocator.allocate(everyone, [], k)) for k in (2, 4) if k <= len(everyone)}
+    held: dict[int, tuple[int, ...]] = {}
+    order: list[int] = []  # running claims, oldest first
+    stats: dict[int, list[int]] = {2: [0, 0], 4: [0, 0]}  # size -> [optimal, placed]
+    unplaced = missed = 0
+    for serial, (kind, value) in enumerate(events):
+        if kind == "-":
+            if order:
+                held.pop(order.pop(value % len(order)))
+            continue
+        busy = {g for gpus in held.values() for g in gpus}
+        free = [d for d in listing if d[0] not in busy]
+        chosen = place(free, value, scenario) if value <= len(listing) else None
+        if chosen is None:
+            unplaced += 1
+            key = f"partition{value}"
+            groups = {a[key] for _, a in listing if key in a}
+            whole_free = any(all(g not in busy for g, a in listing if a.get(key) == grp) for grp in groups)
+            if scenario in ("partitionK", "firstAvailable") and value > 1 and whole_free:
+                missed += 1
+            continue
+        held[serial] = chosen
+        order.append(serial)
+        if value in stats:
+            stats[value][1] += 1
+            stats[value][0] += allocator.score(chosen) == best[value]
+    return stats, unplaced, missed
+
+
+def bench_listing(seed: int, claims: int) -> list[list[str]]:
+    events = trace(seed, claims)
+    rows = []
+    for machine in MACHINES:
+        for scenario in ("index", "ours", "partitionK", "firstAvailable"):
+            stats, unplaced, missed = replay(machine, scenario, events)
+            shares = [f"{100 * o / p:.0f}% of {p}" if p else "-" for o, p in (stats[2], stats[4])]
+            rows.append([machine, scenario, *shares, str(unplaced), str(missed)])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=200, help="prepare calls per size, faults")
+    parser.add_argument("--claims", type=int, default=300, help="claims in the trace")
+    parser.add_argument("--seed", type=int, default=14)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    print("(a) NodePrepareResources (dgx1-v100, claims read through the API stand-in)")
+    print(table(["claims/call", "p50 ms", "p99 ms", "target", "claim errors"], bench_prepare(args.rounds)))
+    print(f"\n(b) fault to slice update ({max(10, args.rounds // 10)} faults, dgx1-v100)")
+    print(table(["p50 ms", "p99 ms", "target"], [bench_fault(max(10, args.rounds // 10))]))
+    print(
+        f"\n(c) first-fit allocator model, trace seed {args.seed}, {args.claims} claims (sizes 1/2/4/8: 40/30/20/10%)"
+    )
+    headers = ["machine", "listing", "2-GPU optimal", "4-GPU optimal", "unplaced", "missed (free group)"]
+    print(table(headers, bench_listing(args.seed, args.claims)))
+
+
+if __name__ == "__main__":
+    main()

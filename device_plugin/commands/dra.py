@@ -1,0 +1,75 @@
+"""`gpu-device-plugin dra slices`: print the ResourceSlices the DRA driver would publish for a node.
+
+No cluster needed: the slices come from NVML (or a simulated --machine), the config's driver name and
+the node name. The Node's UID is unknown offline, so the owner reference is left out (the running
+driver reads it from the API server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+
+from device_plugin.commands._machine import fail
+from device_plugin.config import config_file_path, load_config
+from device_plugin.errors import PluginError
+
+NAME = "dra"
+HELP = "Dynamic Resource Allocation driver tools: `dra slices` prints the ResourceSlices of this node."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="dra_command", metavar="ACTION", required=True)
+    slices = sub.add_parser("slices", help="print the ResourceSlice objects the driver would publish")
+    slices.add_argument(
+        "--machine", metavar="NAME|FILE", help="a shipped machine or a description file (default: NVML)"
+    )
+    slices.add_argument("--config", metavar="FILE", help="config file (driver name: gpuDevicePlugin.driverName)")
+    slices.add_argument("--node-name", metavar="N", help="node name (default: env NODE_NAME, else the host name)")
+    slices.add_argument(
+        "--api-version", default="v1", choices=("v1", "v1beta2", "v1beta1"), help="resource.k8s.io version"
+    )
+    slices.add_argument("--json", action="store_true", help="print a JSON list (default: a readable table)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from device_plugin.dra.inventory import build_devices, sysfs_pcie_root
+    from device_plugin.dra.slices import build_slices
+    from device_plugin.nvml.catalog import open_backend
+    from device_plugin.topology_build import build_topology
+
+    try:
+        config = load_config(config_file=config_file_path(args.config, os.environ), env=os.environ)
+        node = args.node_name or os.environ.get("NODE_NAME") or socket.gethostname()
+        backend = open_backend(args.machine)
+        try:
+            topology = build_topology(backend)
+            # Fake machines have no sysfs: pcieRoot is only published where the real path shows it.
+            resolver = sysfs_pcie_root() if args.machine is None else None
+            devices, _ = build_devices(backend, topology, pcie_root=resolver)
+        finally:
+            backend.close()
+    except PluginError as error:
+        return fail(error)
+    slices = build_slices(
+        devices, node_name=node, driver_name=config.daemon.driver_name, generation=1, api_version=args.api_version
+    )
+    if args.json:
+        json.dump(slices, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    for obj in slices:
+        spec = obj["spec"]
+        pool = spec["pool"]
+        print(
+            f"# {obj['metadata']['name']}: driver {spec['driver']}, pool {pool['name']} generation {pool['generation']}"
+        )
+        for device in spec["devices"]:
+            attrs = device.get("attributes") or device["basic"]["attributes"]
+            shown = ("partition2", "partition4", "partition8", "partition16", "nvlinkDomain")
+            parts = [f"{k}={v}" for k in shown if k in attrs for v in attrs[k].values()]
+            print(f"{device['name']:<22} {attrs['uuid']['string']:<42} {' '.join(parts)}")
+    return 0

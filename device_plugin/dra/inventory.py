@@ -1,0 +1,203 @@
+"""One node's GPUs and MIG devices as DRA devices: names, attributes and capacities, in listing order.
+
+Boundary: reads an NvmlBackend and the node's Topology, calls partitions; returns frozen values (no
+Kubernetes objects: `slices` shapes those). Names follow NVIDIA's DRA driver so that DeviceClasses and
+claims written for it keep working: a whole GPU is `gpu-<minor>`, a MIG device
+`gpu-<parent minor>-mig-<GI profile id>-<placement start>-<placement size>`. A GPU in MIG mode is
+published only through its MIG devices (as NVIDIA's driver does), and stays out of the partitions.
+
+Attribute names (without a domain: the driver's own) are listed in ATTRIBUTES with their meaning;
+`docs` in the README repeats them. The Kubernetes standard attributes live under resource.kubernetes.io.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from device_plugin.allocator import Allocator
+from device_plugin.dra.partitions import Partitions, compute_partitions
+from device_plugin.gpu_models import model_facts
+from device_plugin.nvml.mig_profiles import profile_table
+from device_plugin.nvml.mig_types import MigDevice
+from device_plugin.nvml.protocol import NvmlBackend
+from device_plugin.nvml.types import GpuInfo
+from device_plugin.topology import Topology
+
+STANDARD = "resource.kubernetes.io/"
+ATTRIBUTES = {
+    "type": "gpu or mig (NVIDIA's driver)",
+    "uuid": "NVML UUID (GPU-... or MIG-...) (NVIDIA's driver)",
+    "index": "NVML index of the GPU or of the MIG device's parent (NVIDIA's driver, older releases)",
+    "minor": "device minor number, /dev/nvidia<minor> (NVIDIA's driver, older releases)",
+    "productName": "NVML model name (NVIDIA's driver)",
+    "architecture": "Volta, Ampere, Hopper, ... from the model name (NVIDIA's driver)",
+    "cudaComputeCapability": "version, e.g. 9.0.0 (NVIDIA's driver)",
+    "driverVersion": "version, e.g. 535.161.8 (NVIDIA's driver; leading zeros dropped as semver requires)",
+    "cudaDriverVersion": "version, e.g. 12.2.0 (NVIDIA's driver)",
+    "pcieBusID": "PCI address of the GPU (NVIDIA's driver, older releases)",
+    "profile": "MIG profile name, MIG devices only (NVIDIA's driver)",
+    "parentUUID": "UUID of the MIG device's GPU (NVIDIA's driver)",
+    STANDARD + "pciBusID": "PCI address, Kubernetes standard attribute",
+    STANDARD + "pcieRoot": "PCIe root complex pci<domain>:<bus>, standard; only where sysfs shows it",
+    STANDARD + "numaNode": "NUMA node of the GPU; only where the platform reports one",
+    "partition2": "greedy best pairs (ours); equal values = one of this node's best pairs",
+    "partition4": "greedy best 4-sets (ours)",
+    "partition8": "greedy best 8-sets (ours)",
+    "partition16": "greedy best 16-sets (ours)",
+    "nvlinkDomain": "GPU indices reachable over NVLink/NVSwitch, joined by '-' (ours)",
+}
+CAPACITIES = {"memory": "GPU or MIG device memory"}
+MAX_ATTRIBUTES_AND_CAPACITIES = 32  # the API's per-device limit
+
+Attribute = tuple[str, str, int | str | bool]  # (name, kind: int|string|version|bool, value)
+
+
+@dataclass(frozen=True)
+class DraDevice:
+    name: str
+    uuid: str
+    gpu_index: int  # the GPU, or the MIG device's parent
+    attributes: tuple[Attribute, ...]
+    capacity: tuple[tuple[str, str], ...]  # (name, Kubernetes quantity)
+
+
+def semver(text: str, parts: int = 3) -> str:
+    """ "535.161.08" -> "535.161.8", "12.2" -> "12.2.0": the form a DRA `version` attribute accepts."""
+    numbers = [int(p) for p in text.strip().split(".") if p.strip().isdigit()]
+    if not numbers:
+        raise ValueError(f"{text!r} is not a dotted version")
+    return ".".join(str(n) for n in (numbers + [0] * parts)[:parts])
+
+
+def quantity_mib(mib: int) -> str:
+    return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
+
+
+def sysfs_pcie_root(sys_root: Path = Path("/sys")) -> Callable[[str], str | None]:
+    """A resolver bus ID -> "pci<domain>:<bus>" of its root complex, read from the sysfs device path."""
+
+    def resolve(bus_id: str) -> str | None:
+        try:
+            real = os.path.realpath(sys_root / "bus" / "pci" / "devices" / bus_id)
+        except OSError:
+            return None
+        roots = [part for part in Path(real).parts if part.startswith("pci") and ":" in part]
+        return roots[0] if roots else None
+
+    return resolve
+
+
+def nvlink_domains(topology: Topology) -> dict[int, str]:
+    """GPU -> its NVLink connected component (indices joined by '-'); a GPU without NVLink is alone."""
+    n = topology.gpu_count
+    seen: dict[int, str] = {}
+    for start in range(n):
+        if start in seen:
+            continue
+        component, stack = {start}, [start]
+        while stack:
+            a = stack.pop()
+            for b in range(n):
+                if b not in component and b != a and topology.pair(a, b).nvlinks > 0:
+                    component.add(b)
+                    stack.append(b)
+        label = "-".join(str(g) for g in sorted(component))
+        seen.update(dict.fromkeys(component, label))
+    return seen
+
+
+def build_devices(
+    backend: NvmlBackend,
+    topology: Topology,
+    *,
+    exclude_uuids: Iterable[str] = (),
+    pcie_root: Callable[[str], str | None] | None = None,
+) -> tuple[tuple[DraDevice, ...], Partitions]:
+    """Every healthy device of the node, whole GPUs in partition order, then MIG devices by parent."""
+    excluded = set(exclude_uuids)
+    system = backend.system_info()
+    gpus = {g.index: g for g in backend.gpus()}
+    mig_gpus = {i for i in gpus if (mode := backend.mig_mode(i)) is not None and mode.current}
+    whole = [i for i in gpus if i not in mig_gpus and gpus[i].uuid not in excluded]
+    partitions = compute_partitions(Allocator(topology), whole) if whole else Partitions({})
+    domains = nvlink_domains(topology)
+    common = _common_attributes(system.driver_version, system.cuda_driver_version)
+    devices: list[DraDevice] = []
+    for index in partitions.order(whole):
+        gpu = gpus[index]
+        attrs = [("type", "string", "gpu"), ("uuid", "string", gpu.uuid), *_gpu_attributes(backend, gpu, common)]
+        attrs += [
+            (f"partition{k}", "int", g)
+            for k in sorted(partitions.groups)
+            if (g := partitions.group_of(k, index)) is not None
+        ]
+        attrs += _pci_attributes(gpu, pcie_root)
+        attrs.append(("nvlinkDomain", "string", domains[index]))
+        name = f"gpu-{backend.device_minor(index)}"
+        devices.append(DraDevice(name, gpu.uuid, index, tuple(attrs), (("memory", quantity_mib(gpu.memory_mib)),)))
+    for index in sorted(mig_gpus):
+        gpu = gpus[index]
+        for mig in backend.mig_devices(index):
+            if mig.uuid not in excluded and gpu.uuid not in excluded:
+                devices.append(_mig_device(backend, gpu, mig, common, pcie_root))
+    return tuple(devices), partitions
+
+
+def _common_attributes(driver_version: str, cuda_version: str) -> list[Attribute]:
+    out: list[Attribute] = [("driverVersion", "version", semver(driver_version))]
+    if cuda_version:
+        out.append(("cudaDriverVersion", "version", semver(cuda_version)))
+    return out
+
+
+def _gpu_attributes(backend: NvmlBackend, gpu: GpuInfo, common: list[Attribute]) -> list[Attribute]:
+    attrs: list[Attribute] = [
+        ("index", "int", gpu.index),
+        ("minor", "int", backend.device_minor(gpu.index)),
+        ("productName", "string", gpu.name),
+    ]
+    facts = model_facts(gpu.name)
+    if facts is not None:  # unknown model: say nothing rather than guess
+        attrs.append(("architecture", "string", facts.family.replace("-", " ").title()))
+        attrs.append(("cudaComputeCapability", "version", f"{facts.compute_major}.{facts.compute_minor}.0"))
+    return attrs + common
+
+
+def _pci_attributes(gpu: GpuInfo, pcie_root: Callable[[str], str | None] | None) -> list[Attribute]:
+    attrs: list[Attribute] = [
+        ("pcieBusID", "string", gpu.pci_bus_id),
+        (STANDARD + "pciBusID", "string", gpu.pci_bus_id),
+    ]
+    root = pcie_root(gpu.pci_bus_id) if pcie_root is not None else None
+    if root is not None:
+        attrs.append((STANDARD + "pcieRoot", "string", root))
+    if gpu.numa_node is not None:
+        attrs.append((STANDARD + "numaNode", "int", gpu.numa_node))
+    return attrs
+
+
+def _mig_device(
+    backend: NvmlBackend,
+    gpu: GpuInfo,
+    mig: MigDevice,
+    common: list[Attribute],
+    pcie_root: Callable[[str], str | None] | None,
+) -> DraDevice:
+    gi_profile = mig.profile.split("c.", 1)[1] if mig.profile[0].isdigit() and "c." in mig.profile else mig.profile
+    table = profile_table(gpu.name)
+    profile = table.profile(gi_profile) if table is not None else None
+    profile_id = profile.profile_id if profile is not None else -1
+    minor = backend.device_minor(gpu.index)
+    name = f"gpu-{minor}-mig-{profile_id}-{mig.placement_start}-{mig.placement_size}"
+    attrs: list[Attribute] = [
+        ("type", "string", "mig"),
+        ("uuid", "string", mig.uuid),
+        ("parentUUID", "string", gpu.uuid),
+        ("profile", "string", mig.profile),
+        *_gpu_attributes(backend, gpu, common),
+        *_pci_attributes(gpu, pcie_root),
+    ]
+    return DraDevice(name, mig.uuid, gpu.index, tuple(attrs), (("memory", quantity_mib(mig.memory_mib)),))

@@ -1,0 +1,92 @@
+"""The API server through the official `kubernetes` client: connection, version discovery, claim reads.
+
+Boundary: the only place (with `publisher`) that talks to the API server. ResourceSlices and
+ResourceClaims go through the client's generic object calls (CustomObjectsApi works for any
+group/version path, built-in ones included), so the objects stay plain dicts in exactly the shape
+`slices` builds and the server returns, for whichever resource.k8s.io version the server offers.
+Nodes are read with CoreV1Api (we only need the UID, for the slices' owner reference).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from device_plugin.dra.slices import API_VERSIONS, GROUP
+from device_plugin.errors import PluginError
+
+REQUEST_TIMEOUT_S = 5.0
+
+
+class UnsupportedApiError(PluginError):
+    """The API server serves no resource.k8s.io version we can publish (Kubernetes older than 1.32)."""
+
+
+def api_client(host: str | None = None) -> k8s.ApiClient:
+    """A client for `host` (tests, plain http), else $KUBECONFIG, else the pod's service account."""
+    if host is not None:
+        configuration = k8s.Configuration(host=host)
+    elif os.environ.get("KUBECONFIG"):
+        configuration = k8s.Configuration()
+        k8s_config.load_kube_config(config_file=os.environ["KUBECONFIG"], client_configuration=configuration)
+    else:
+        configuration = k8s.Configuration()
+        k8s_config.load_incluster_config(client_configuration=configuration)
+    configuration.retries = 0  # our loops retry with backoff; urllib3's instant retries only add delay
+    return k8s.ApiClient(configuration)
+
+
+def is_transient(error: Exception) -> bool:
+    """Worth retrying: the server is unreachable, overloaded or failing (not: the request is wrong)."""
+    if isinstance(error, ApiException):
+        return error.status in (0, 429) or (error.status or 0) >= 500
+    return True  # connection refused/reset, timeouts: urllib3 errors and OSErrors
+
+
+def newest_resource_version(client: k8s.ApiClient) -> str:
+    """v1, else v1beta2, else v1beta1: the newest resource.k8s.io version the server serves."""
+    try:
+        group = k8s.ResourceApi(client).get_api_group(_request_timeout=REQUEST_TIMEOUT_S)
+    except ApiException as error:
+        if error.status == 404:
+            raise UnsupportedApiError(
+                f"the API server does not serve {GROUP} at all; Dynamic Resource Allocation needs Kubernetes >= 1.32"
+            ) from error
+        raise
+    served = {v.version for v in group.versions or ()}
+    for version in API_VERSIONS:
+        if version in served:
+            return version
+    raise UnsupportedApiError(
+        f"the API server serves {GROUP} versions {sorted(served)}; this driver needs one of "
+        f"{', '.join(API_VERSIONS)} (Kubernetes >= 1.32)"
+    )
+
+
+def node_uid(client: k8s.ApiClient, node_name: str) -> str:
+    node = k8s.CoreV1Api(client).read_node(node_name, _request_timeout=REQUEST_TIMEOUT_S)
+    return str(node.metadata.uid)
+
+
+class ApiClaimReader:
+    """The Preparer's ClaimReader: GET the ResourceClaim in the discovered resource.k8s.io version."""
+
+    def __init__(self, client: k8s.ApiClient, api_version: str) -> None:
+        self._objects = k8s.CustomObjectsApi(client)
+        self._version = api_version
+
+    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        try:
+            obj = self._objects.get_namespaced_custom_object(
+                GROUP, self._version, namespace, "resourceclaims", name, _request_timeout=REQUEST_TIMEOUT_S
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise RuntimeError(f"HTTP {error.status} {error.reason}") from error
+        return obj if isinstance(obj, dict) else None

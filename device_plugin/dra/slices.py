@@ -1,0 +1,71 @@
+"""The ResourceSlice objects of one node's pool, as plain dicts in a chosen resource.k8s.io version.
+
+Boundary: pure; DraDevice values in, JSON-ready dicts out. One pool per node, named after the node;
+at most MAX_DEVICES_PER_SLICE devices per slice, every slice of the pool carrying the same generation
+and resourceSliceCount; the slices are owned by the Node (when its UID is known: the offline
+`dra slices` command has none and leaves the owner reference out). v1 and v1beta2 put attributes and
+capacity on the device, v1beta1 under `basic`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from device_plugin.dra.inventory import MAX_ATTRIBUTES_AND_CAPACITIES, DraDevice
+
+MAX_DEVICES_PER_SLICE = 128
+API_VERSIONS = ("v1", "v1beta2", "v1beta1")  # newest first; older ones are refused
+GROUP = "resource.k8s.io"
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def slice_name(node_name: str, driver_name: str, number: int) -> str:
+    """Deterministic, so a republish updates the same objects: <node>-<driver with dashes>-<n>."""
+    return f"{node_name}-{driver_name.replace('.', '-')}-{number}"[:253]
+
+
+def device_object(device: DraDevice, api_version: str) -> dict[str, Any]:
+    if not _DNS_LABEL.match(device.name) or len(device.name) > 63:
+        raise ValueError(f"device name {device.name!r} is not a DNS label")
+    if len(device.attributes) + len(device.capacity) > MAX_ATTRIBUTES_AND_CAPACITIES:
+        raise ValueError(f"device {device.name}: more than {MAX_ATTRIBUTES_AND_CAPACITIES} attributes and capacities")
+    attributes = {name: {kind: value} for name, kind, value in device.attributes}
+    capacity = {name: {"value": quantity} for name, quantity in device.capacity}
+    body = {"attributes": attributes, "capacity": capacity}
+    if api_version == "v1beta1":
+        return {"name": device.name, "basic": body}
+    return {"name": device.name, **body}
+
+
+def build_slices(
+    devices: Sequence[DraDevice],
+    *,
+    node_name: str,
+    driver_name: str,
+    generation: int,
+    api_version: str = "v1",
+    node_uid: str | None = None,
+) -> list[dict[str, Any]]:
+    """The pool's slices in listing order (device order is kept across slices)."""
+    if api_version not in API_VERSIONS:
+        raise ValueError(f"resource.k8s.io/{api_version} is not supported; need one of {', '.join(API_VERSIONS)}")
+    chunks = [devices[i : i + MAX_DEVICES_PER_SLICE] for i in range(0, len(devices), MAX_DEVICES_PER_SLICE)] or [[]]
+    out = []
+    for number, chunk in enumerate(chunks):
+        metadata: dict[str, Any] = {"name": slice_name(node_name, driver_name, number)}
+        if node_uid is not None:
+            metadata["ownerReferences"] = [
+                {"apiVersion": "v1", "kind": "Node", "name": node_name, "uid": node_uid, "controller": True}
+            ]
+        spec = {
+            "driver": driver_name,
+            "pool": {"name": node_name, "generation": generation, "resourceSliceCount": len(chunks)},
+            "nodeName": node_name,
+            "devices": [device_object(d, api_version) for d in chunk],
+        }
+        out.append(
+            {"apiVersion": f"{GROUP}/{api_version}", "kind": "ResourceSlice", "metadata": metadata, "spec": spec}
+        )
+    return out

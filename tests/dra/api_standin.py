@@ -1,0 +1,240 @@
+"""A Kubernetes API server stand-in: the few endpoints the DRA driver uses, with real semantics.
+
+HTTP on 127.0.0.1 (ephemeral port, one thread per request, bounded by the test's lifetime); the real
+`kubernetes` client talks to it. Served:
+- GET /apis/resource.k8s.io (the APIGroup: which versions are served, configurable);
+- GET /api/v1/nodes/{name};
+- /apis/resource.k8s.io/{v}/resourceslices: list (fieldSelector a=b,c=d and labelSelector equality),
+  POST (409 AlreadyExists), and per name GET / PUT (resourceVersion must match, else 409 Conflict;
+  404 when missing) / DELETE (404 when missing);
+- GET /apis/resource.k8s.io/{v}/namespaces/{ns}/resourceclaims/{name}.
+Every object we are sent is validated strictly with kubernetes-validate for the Kubernetes release
+that introduced its version; an invalid one is refused with 422 and recorded in `invalid`.
+Faults: `down()` / `up()` close and reopen the listening socket on the same port (connection
+refused meanwhile); `fail_next(n, status)` answers the next n requests with that status;
+`race_next_put(name)` changes a slice just before the client's next PUT of it (409 Conflict).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import uuid
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import kubernetes_validate
+
+GROUP = "resource.k8s.io"
+RELEASE_OF = {"v1": "1.34", "v1beta2": "1.33", "v1beta1": "1.32"}
+
+
+def _field(obj: dict[str, Any], dotted: str) -> str:
+    value: Any = obj
+    for part in dotted.split("."):
+        value = value.get(part, {}) if isinstance(value, dict) else {}
+    return "" if value == {} else str(value)
+
+
+def _matches(obj: dict[str, Any], fields: str, labels: str) -> bool:
+    for term in filter(None, fields.split(",")):
+        key, _, want = term.partition("=")
+        if _field(obj, key) != want:
+            return False
+    held = obj.get("metadata", {}).get("labels") or {}
+    for term in filter(None, labels.split(",")):
+        key, _, want = term.partition("=")
+        if held.get(key) != want:
+            return False
+    return True
+
+
+class ApiStandin:
+    def __init__(self, versions: tuple[str, ...] = ("v1", "v1beta2", "v1beta1")) -> None:
+        self.versions = versions
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.slices: dict[str, dict[str, Any]] = {}
+        self.claims: dict[tuple[str, str], dict[str, Any]] = {}
+        self.invalid: list[str] = []
+        self.requests: list[tuple[str, str]] = []  # (method, path)
+        self._lock = threading.Lock()
+        self._rv = itertools.count(1)
+        self._faults: list[int] = []
+        self._races: set[str] = set()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    @property
+    def host(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # ---- lifecycle and faults -------------------------------------------------------------------
+
+    def up(self) -> ApiStandin:
+        standin = self
+
+        class Handler(_Handler):
+            api = standin
+
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server.daemon_threads = True
+        self.port = server.server_address[1]
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def down(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def fail_next(self, count: int, status: int = 500) -> None:
+        with self._lock:
+            self._faults.extend([status] * count)
+
+    def add_node(self, name: str) -> str:
+        uid = str(uuid.uuid4())
+        self.nodes[name] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "uid": uid}}
+        return uid
+
+    def race_next_put(self, name: str) -> None:
+        """Another writer changes slice `name` just before our next PUT of it arrives: that PUT conflicts."""
+        with self._lock:
+            self._races.add(name)
+
+    def _concurrent_write(self, name: str) -> None:
+        obj = self.slices[name]
+        obj["metadata"].setdefault("labels", {})["touched-by"] = "someone-else"
+        obj["metadata"]["resourceVersion"] = str(next(self._rv))
+
+    def pool(self, driver: str, node: str) -> list[dict[str, Any]]:
+        """Our slices as the scheduler sees them, by name."""
+        with self._lock:
+            return [
+                json.loads(json.dumps(o))
+                for _, o in sorted(self.slices.items())
+                if _matches(o, f"spec.driver={driver},spec.nodeName={node}", "")
+            ]
+
+    # ---- request handling (called by the handler, one thread per request) -------------------------
+
+    def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
+        with self._lock:
+            self.requests.append((method, path))
+            if self._faults:
+                status = self._faults.pop(0)
+                return status, _status(status, "injected fault")
+            parts = [p for p in path.split("/") if p]
+            if method == "GET" and parts == ["apis", GROUP]:
+                return 200, _api_group(self.versions)
+            if method == "GET" and parts[:3] == ["api", "v1", "nodes"] and len(parts) == 4:
+                node = self.nodes.get(parts[3])
+                return (200, node) if node else (404, _status(404, f'nodes "{parts[3]}" not found'))
+            if parts[:2] != ["apis", GROUP] or len(parts) < 4 or parts[2] not in self.versions:
+                return 404, _status(404, f"no such path {path}")
+            version, rest = parts[2], parts[3:]
+            if rest[0] == "namespaces" and len(rest) == 4 and rest[2] == "resourceclaims" and method == "GET":
+                claim = self.claims.get((rest[1], rest[3]))
+                return (200, claim) if claim else (404, _status(404, f'resourceclaims "{rest[3]}" not found'))
+            if rest[0] != "resourceslices":
+                return 404, _status(404, f"no such path {path}")
+            return self._slices(method, version, rest[1] if len(rest) > 1 else None, query, body)
+
+    def _slices(self, method: str, version: str, name: str | None, query: dict[str, str], body: Any) -> tuple[int, Any]:
+        if name is None and method == "GET":
+            items = [
+                o
+                for _, o in sorted(self.slices.items())
+                if _matches(o, query.get("fieldSelector", ""), query.get("labelSelector", ""))
+            ]
+            return 200, {"apiVersion": f"{GROUP}/{version}", "kind": "ResourceSliceList", "items": items}
+        if name is None and method == "POST":
+            if not self._valid(body, version):
+                return 422, _status(422, "invalid object")
+            new = body["metadata"]["name"]
+            if new in self.slices:
+                return 409, _status(409, f'resourceslices "{new}" already exists', "AlreadyExists")
+            return 201, self._store(body)
+        if name not in self.slices:
+            return 404, _status(404, f'resourceslices "{name}" not found')
+        if method == "GET":
+            return 200, self.slices[name]
+        if method == "DELETE":
+            del self.slices[name]
+            return 200, _status(200, "deleted", "", "Success")
+        if method == "PUT":
+            if name in self._races:
+                self._races.discard(name)
+                self._concurrent_write(name)
+            if not self._valid(body, version):
+                return 422, _status(422, "invalid object")
+            if body["metadata"].get("resourceVersion") != self.slices[name]["metadata"]["resourceVersion"]:
+                return 409, _status(
+                    409, "the object has been modified; please apply your changes to the latest version"
+                )
+            return 200, self._store(body)
+        return 405, _status(405, f"{method} not allowed")
+
+    def _valid(self, obj: Any, version: str) -> bool:
+        try:
+            kubernetes_validate.validate(obj, RELEASE_OF[version], strict=True)
+        except Exception as error:
+            self.invalid.append(f"{obj.get('metadata', {}).get('name')}: {error}")
+            return False
+        return True
+
+    def _store(self, obj: dict[str, Any]) -> dict[str, Any]:
+        stored = json.loads(json.dumps(obj))
+        stored["metadata"]["resourceVersion"] = str(next(self._rv))
+        stored["metadata"].setdefault("uid", str(uuid.uuid4()))
+        self.slices[stored["metadata"]["name"]] = stored
+        return stored
+
+
+def _api_group(versions: tuple[str, ...]) -> dict[str, Any]:
+    listed = [{"groupVersion": f"{GROUP}/{v}", "version": v} for v in versions]
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": GROUP,
+        "versions": listed,
+        "preferredVersion": listed[0] if listed else None,
+    }
+
+
+def _status(code: int, message: str, reason: str = "", status: str = "Failure") -> dict[str, Any]:
+    reason = reason or {404: "NotFound", 409: "Conflict", 422: "Invalid"}.get(code, HTTPStatus(code).phrase)
+    return {"kind": "Status", "apiVersion": "v1", "status": status, "message": message, "reason": reason, "code": code}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    api: ApiStandin
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
+
+    def _serve(self) -> None:
+        if self.server is not self.api._server:  # a kept-alive connection to a server that went down
+            self.close_connection = True
+            return
+        url = urlsplit(self.path)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length)) if length else None
+        status, answer = self.api.handle(self.command, url.path, query, body)
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_DELETE = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read `requests` instead
+        pass

@@ -1,0 +1,57 @@
+"""The mode switch and the DRA driver name: file, env and CLI, defaults, refusals naming the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from device_plugin.cli import main
+from device_plugin.config import load_config
+from device_plugin.errors import ConfigError
+
+
+def test_defaults_keep_the_device_plugin_mode_and_nvidias_driver_name() -> None:
+    daemon = load_config().daemon
+    assert (daemon.mode, daemon.driver_name) == ("device-plugin", "gpu.nvidia.com")
+
+
+@pytest.mark.parametrize(
+    ("file_text", "env", "cli", "expected"),
+    [
+        ("gpuDevicePlugin: {mode: dra, driverName: gpu.example.com}\n", {}, {}, ("dra", "gpu.example.com")),
+        ("gpuDevicePlugin: {mode: dra}\n", {"PLUGIN_MODE": "device-plugin"}, {}, ("device-plugin", "gpu.nvidia.com")),
+        ("", {"DRA_DRIVER_NAME": "a.b"}, {"gpuDevicePlugin.mode": "dra"}, ("dra", "a.b")),
+    ],
+    ids=["file", "env-beats-file", "cli-and-env"],
+)
+def test_mode_and_driver_name_merge_like_every_other_setting(
+    tmp_path: Path, file_text: str, env: dict[str, str], cli: dict[str, str], expected: tuple[str, str]
+) -> None:
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text("version: v1\n" + file_text)
+    daemon = load_config(config_file=config_file, env=env, cli=cli).daemon
+    assert (daemon.mode, daemon.driver_name) == expected
+
+
+@pytest.mark.parametrize(
+    ("env", "field"),
+    [
+        ({"PLUGIN_MODE": "both"}, "gpuDevicePlugin.mode"),
+        ({"DRA_DRIVER_NAME": "GPU_Nvidia"}, "gpuDevicePlugin.driverName"),
+        ({"DRA_DRIVER_NAME": "x" * 64}, "gpuDevicePlugin.driverName"),
+    ],
+    ids=["unknown-mode", "not-a-dns-subdomain", "too-long"],
+)
+def test_bad_values_are_refused_naming_the_field(env: dict[str, str], field: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(env=env)
+    assert field in str(raised.value)
+
+
+def test_run_in_dra_mode_without_node_name_refuses_naming_the_downward_api(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NODE_NAME", raising=False)
+    assert main(["run", "--machine", "single-gpu", "--mode", "dra", "--metrics-address", ""]) == 2
+    assert "NODE_NAME is not set" in capsys.readouterr().err

@@ -1,0 +1,81 @@
+"""deploy/dra: every object valid for Kubernetes 1.34+, RBAC least privilege, the example claims as documented."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+
+from tests.deploy.render import render
+
+DRA_DIR = Path(__file__).resolve().parents[2] / "deploy" / "dra"
+OBJECTS = render(DRA_DIR)
+VERSIONS = ("1.34", "1.35")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("obj", OBJECTS, ids=[f"{o['kind']}/{o['metadata']['name']}" for o in OBJECTS])
+def test_every_object_validates_strictly(obj: dict, version: str) -> None:
+    kubernetes_validate.validate(obj, version, strict=True)
+
+
+def test_rbac_grants_exactly_slices_write_and_claims_and_nodes_get() -> None:
+    (role,) = [o for o in OBJECTS if o["kind"] == "ClusterRole"]
+    grants = {
+        (g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+    }
+    slices = {("resource.k8s.io", "resourceslices", v) for v in ("get", "list", "watch", "create", "update", "delete")}
+    assert grants == slices | {("resource.k8s.io", "resourceclaims", "get"), ("", "nodes", "get")}
+
+
+def test_the_daemonset_runs_dra_mode_with_the_kubelet_plugin_dirs_node_name_and_the_rbac_account() -> None:
+    (daemonset,) = [o for o in OBJECTS if o["kind"] == "DaemonSet"]
+    pod = daemonset["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+    assert env["PLUGIN_MODE"] == "dra"
+    assert env["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    # the kubelet directory is DEVICE_PLUGIN_DIR's parent: the sockets land where the kubelet looks
+    assert env["DEVICE_PLUGIN_DIR"].rsplit("/", 1)[0] == "/var/lib/kubelet"
+    host_paths = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    for name in ("plugins-registry", "plugins"):
+        assert mounts[name] == host_paths[name]
+    assert {host_paths["plugins-registry"], host_paths["plugins"]} == {
+        "/var/lib/kubelet/plugins_registry",
+        "/var/lib/kubelet/plugins",
+    }
+    assert pod["automountServiceAccountToken"] is True  # the driver needs its token for the API server
+    (binding,) = [o for o in OBJECTS if o["kind"] == "ClusterRoleBinding"]
+    (subject,) = binding["subjects"]
+    assert (subject["name"], subject["namespace"]) == (pod["serviceAccountName"], daemonset["metadata"]["namespace"])
+
+
+def test_the_partition4_claim_asks_for_four_gpus_sharing_one_partition4_value() -> None:
+    (template,) = [o for o in OBJECTS if o["metadata"]["name"] == "four-best-connected-gpus"]
+    devices = template["spec"]["spec"]["devices"]
+    assert devices["requests"][0]["exactly"]["count"] == 4
+    assert devices["constraints"] == [{"requests": ["gpus"], "matchAttribute": "gpu.nvidia.com/partition4"}]
+
+
+def test_the_first_available_claim_falls_back_from_best_set_to_numa_node_to_any() -> None:
+    (template,) = [o for o in OBJECTS if o["metadata"]["name"] == "four-gpus-best-effort"]
+    devices = template["spec"]["spec"]["devices"]
+    assert [s["name"] for s in devices["requests"][0]["firstAvailable"]] == ["best-4set", "one-numa-node", "any-4"]
+    constrained = {c["requests"][0]: c["matchAttribute"] for c in devices["constraints"]}
+    assert constrained == {
+        "gpus/best-4set": "gpu.nvidia.com/partition4",
+        "gpus/one-numa-node": "resource.kubernetes.io/numaNode",
+    }
+
+
+def test_the_readme_shows_the_shipped_claim_templates_verbatim() -> None:
+    import re
+
+    import yaml
+
+    readme = (DRA_DIR.parents[1] / "README.md").read_text()
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", readme, flags=re.DOTALL)]
+    shown = [b for b in blocks if isinstance(b, dict) and b.get("kind") == "ResourceClaimTemplate"]
+    assert shown == [o for o in OBJECTS if o["kind"] == "ResourceClaimTemplate"]

@@ -1,0 +1,74 @@
+"""`gpu-device-plugin run --mode dra` as a process: publishes, registers, and cleans up on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.dra.api_standin import ApiStandin
+from tests.dra.kubelet_dra_standin import DraKubeletStandin
+
+DRIVER, NODE = "gpu.nvidia.com", "node-a"
+
+
+def kubeconfig(path: Path, server: str) -> Path:
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: s, cluster: {{server: '{server}'}}}}]\n"
+        "users: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: s, user: u}}]\n"
+    )
+    return path
+
+
+def ready(port: int) -> bytes:
+    """The /readyz body once it answers 200 (it may say "not yet" for a moment after the slices appear)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as answer:
+                return bytes(answer.read())
+        except OSError:  # HTTPError (503) is an OSError too
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def test_run_mode_dra_publishes_registers_and_deletes_its_slices_on_sigterm() -> None:
+    root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))
+    api = ApiStandin().up()
+    api.add_node(NODE)
+    env = {**os.environ, "NODE_NAME": NODE, "KUBECONFIG": str(kubeconfig(root / "kubeconfig", api.host))}
+    command = [sys.executable, "-m", "device_plugin.cli", "run", "--machine", "dgx1-v100", "--mode", "dra"]
+    with socket.socket() as probe_port:  # a free port for /readyz
+        probe_port.bind(("127.0.0.1", 0))
+        port = probe_port.getsockname()[1]
+    command += ["--device-plugin-dir", str(root / "device-plugins"), "--metrics-address", f"127.0.0.1:{port}"]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        plugin = DraKubeletStandin(root / "plugins_registry").wait_for_plugin(timeout_s=30)
+        assert plugin.endpoint == str(root / "plugins" / DRIVER / "dra.sock")
+        deadline = time.monotonic() + 30
+        while not api.pool(DRIVER, NODE) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(api.pool(DRIVER, NODE)[0]["spec"]["devices"]) == 8
+        assert b"registered; pool generation 1" in ready(port)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 0, err
+        assert api.pool(DRIVER, NODE) == [] and "deleted the ResourceSlices" in err
+        assert not (root / "plugins_registry" / f"{DRIVER}-reg.sock").exists()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        api.down()
+        shutil.rmtree(root, ignore_errors=True)
+    assert api.invalid == []

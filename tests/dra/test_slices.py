@@ -1,0 +1,185 @@
+"""ResourceSlices of every shipped machine: partitions by the allocator's objective, limits, API validity."""
+
+from __future__ import annotations
+
+import json
+from itertools import combinations
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+
+from device_plugin.cli import main
+from device_plugin.dra.inventory import MAX_ATTRIBUTES_AND_CAPACITIES, DraDevice, build_devices, semver, sysfs_pcie_root
+from device_plugin.dra.slices import MAX_DEVICES_PER_SLICE, build_slices
+from device_plugin.nvml.catalog import shipped_machine_names
+from device_plugin.nvml.fake import FakeNvml
+from tests.allocation.brute_force import BruteForce
+from tests.allocation.machines import topology_of
+
+MACHINES = shipped_machine_names()
+
+
+def devices_of(machine: str, exclude: tuple[str, ...] = ()):
+    return build_devices(FakeNvml.from_machine(machine), topology_of(machine), exclude_uuids=exclude)
+
+
+def attrs(device: DraDevice) -> dict[str, object]:
+    return {name: value for name, _, value in device.attributes}
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=MACHINES)
+def test_each_partition4_group_is_an_optimal_4set_of_what_earlier_groups_left(machine: str) -> None:
+    devices, partitions = devices_of(machine)
+    whole = sorted(d.gpu_index for d in devices if attrs(d)["type"] == "gpu")
+    brute = BruteForce(topology_of(machine))
+    remaining = set(whole)
+    for group in partitions.groups.get(4, ()):
+        if len(whole) <= 8:  # the full objective (criteria 1-5) by exhaustive search
+            assert group == brute.best(remaining, set(), 4)
+        else:  # 16 GPUs: the exhaustive fragmentation term is too slow; check criteria 1-3 are maximal
+            best = max(
+                (brute.ring(frozenset(c)), brute.total(frozenset(c)), -brute.numa_nodes(frozenset(c)))
+                for c in combinations(sorted(remaining), 4)
+            )
+            g = frozenset(group)
+            assert (brute.ring(g), brute.total(g), -brute.numa_nodes(g)) == best
+        remaining -= set(group)
+    assert len(remaining) < 4 or 4 not in partitions.groups
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=MACHINES)
+def test_partition_attributes_are_disjoint_groups_of_exactly_k_and_only_sizes_the_node_has(machine: str) -> None:
+    devices, _ = devices_of(machine)
+    gpus = [d for d in devices if attrs(d)["type"] == "gpu"]
+    for k in (2, 4, 8, 16):
+        by_value: dict[object, list[str]] = {}
+        for d in gpus:
+            if f"partition{k}" in attrs(d):
+                by_value.setdefault(attrs(d)[f"partition{k}"], []).append(d.name)
+        assert all(len(members) == k for members in by_value.values())
+        assert len(by_value) == len(gpus) // k  # every full group published, no more
+        assert sorted(by_value) == list(range(len(by_value)))
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=MACHINES)
+def test_listing_order_keeps_every_largest_group_and_its_pairs_contiguous(machine: str) -> None:
+    devices, partitions = devices_of(machine)
+    positions = {d.gpu_index: i for i, d in enumerate(devices) if attrs(d)["type"] == "gpu"}
+    if not partitions.groups:
+        pytest.skip("no whole GPUs to partition")
+    largest = max(partitions.groups)
+    for group in partitions.groups[largest]:
+        spots = sorted(positions[g] for g in group)
+        assert spots == list(range(spots[0], spots[0] + largest))
+    nested_pairs = [
+        p for p in partitions.groups.get(2, ()) if any(set(p) <= set(g) for g in partitions.groups[largest])
+    ]
+    for pair in nested_pairs:
+        assert abs(positions[pair[0]] - positions[pair[1]]) == 1
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=MACHINES)
+@pytest.mark.parametrize("api_version", ["v1", "v1beta2", "v1beta1"])
+def test_slices_validate_against_the_kubernetes_schema(machine: str, api_version: str) -> None:
+    devices, _ = devices_of(machine)
+    for obj in build_slices(
+        devices,
+        node_name="node-a",
+        driver_name="gpu.nvidia.com",
+        generation=3,
+        api_version=api_version,
+        node_uid="0c6d7f0e-1111-2222-3333-444455556666",
+    ):
+        kubernetes_validate.validate(obj, "1.34", strict=True)
+        for device in obj["spec"]["devices"]:
+            body = device.get("basic", device)
+            assert len(body["attributes"]) + len(body["capacity"]) <= MAX_ATTRIBUTES_AND_CAPACITIES
+
+
+def test_a_broken_slice_is_caught_by_the_schema_check() -> None:
+    devices, _ = devices_of("dgx1-v100")
+    (obj,) = build_slices(devices, node_name="n", driver_name="gpu.nvidia.com", generation=1)
+    obj["spec"]["devices"][0]["attributes"]["uuid"] = {"string": 5}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(obj, "1.34", strict=True)
+
+
+def test_more_than_128_devices_split_into_slices_of_one_pool_and_generation() -> None:
+    device = DraDevice("gpu-0", "GPU-x", 0, (("type", "string", "gpu"),), (("memory", "1Gi"),))
+    many = [DraDevice(f"gpu-{i}", f"GPU-{i}", i, device.attributes, device.capacity) for i in range(300)]
+    slices = build_slices(many, node_name="n", driver_name="gpu.nvidia.com", generation=7)
+    assert [len(s["spec"]["devices"]) for s in slices] == [MAX_DEVICES_PER_SLICE, MAX_DEVICES_PER_SLICE, 44]
+    assert {(s["spec"]["pool"]["generation"], s["spec"]["pool"]["resourceSliceCount"]) for s in slices} == {(7, 3)}
+    assert [d["name"] for s in slices for d in s["spec"]["devices"]] == [d.name for d in many]
+    assert len({s["metadata"]["name"] for s in slices}) == 3
+
+
+def test_owner_reference_names_the_node_when_its_uid_is_known() -> None:
+    devices, _ = devices_of("single-gpu")
+    (with_uid,) = build_slices(devices, node_name="n", driver_name="gpu.nvidia.com", generation=1, node_uid="u-1")
+    (offline,) = build_slices(devices, node_name="n", driver_name="gpu.nvidia.com", generation=1)
+    assert with_uid["metadata"]["ownerReferences"][0] | {} == {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "name": "n",
+        "uid": "u-1",
+        "controller": True,
+    }
+    assert "ownerReferences" not in offline["metadata"]
+
+
+def test_mig_gpus_are_published_as_mig_devices_named_as_nvidias_driver_names_them() -> None:
+    devices, partitions = devices_of("h100-mig-mixed")
+    names = [d.name for d in devices]
+    assert "gpu-0" not in names and "gpu-3" not in names  # MIG mode: only its MIG devices
+    assert {"gpu-4", "gpu-5", "gpu-6", "gpu-7"} <= set(names)
+    mig = [d for d in devices if attrs(d)["type"] == "mig"]
+    assert mig and all(d.name.startswith(f"gpu-{attrs(d)['minor']}-mig-") for d in mig)
+    assert all(g not in {0, 1, 2, 3} for group in partitions.groups[4] for g in group)
+    seven = [d for d in mig if attrs(d)["profile"] == "7g.80gb"]
+    assert [d.name for d in seven] == ["gpu-3-mig-0-0-8"]  # GI profile 0 (7g) spans all 8 memory slices
+
+
+def test_an_unhealthy_gpu_leaves_the_pool_and_the_partitions_are_recomputed() -> None:
+    devices, _ = devices_of("dgx1-v100")
+    sick = devices[0]
+    after, partitions = devices_of("dgx1-v100", exclude=(sick.uuid,))
+    assert sick.name not in [d.name for d in after] and len(after) == len(devices) - 1
+    assert 8 not in partitions.groups and all(sick.gpu_index not in g for g in partitions.groups[4])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("535.161.08", "535.161.8"), ("12.2", "12.2.0"), ("550.54.15", "550.54.15"), ("9", "9.0.0")],
+    ids=["leading-zero-dropped", "two-parts-padded", "already-semver", "one-part"],
+)
+def test_versions_become_semver(text: str, expected: str) -> None:
+    assert semver(text) == expected
+
+
+def test_pcie_root_is_read_from_the_sysfs_device_path(tmp_path: Path) -> None:
+    device_dir = tmp_path / "devices" / "pci0000:80" / "0000:80:01.0" / "0000:85:00.0"
+    device_dir.mkdir(parents=True)
+    links = tmp_path / "bus" / "pci" / "devices"
+    links.mkdir(parents=True)
+    (links / "0000:85:00.0").symlink_to(device_dir)
+    resolve = sysfs_pcie_root(tmp_path)
+    assert resolve("0000:85:00.0") == "pci0000:80"
+    assert resolve("0000:99:00.0") is None
+
+
+@pytest.mark.parametrize("machine", MACHINES, ids=MACHINES)
+def test_dra_slices_command_prints_json_on_every_shipped_machine(
+    machine: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["dra", "slices", "--machine", machine, "--node-name", "node-a", "--json"]) == 0
+    slices = json.loads(capsys.readouterr().out)
+    devices, _ = devices_of(machine)
+    assert [d["name"] for s in slices for d in s["spec"]["devices"]] == [d.name for d in devices]
+    assert {s["spec"]["pool"]["name"] for s in slices} == {"node-a"}
+
+
+def test_dra_slices_command_refuses_an_unknown_machine(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dra", "slices", "--machine", "no-such-machine", "--json"]) == 2
+    assert "unknown machine" in capsys.readouterr().err
