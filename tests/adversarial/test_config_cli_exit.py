@@ -39,7 +39,7 @@ def labels_into_the_plugin_dir(tmp_path: Path) -> Path:
 
 def event_wait_1e10(tmp_path: Path) -> Path:
     path = tmp_path / "config.yaml"
-    path.write_text("version: v1\ngpuDevicePlugin:\n  health:\n    eventWaitSeconds: 1e10\n")
+    path.write_text("version: v1\ngpuDevicePlugin:\n  health:\n    eventWaitSeconds: 1.0e+10\n")
     return path
 
 
@@ -47,7 +47,7 @@ CASES: list[tuple[str, Callable[[Path], Path], str]] = [
     ("nested-1000-deep", nested_1000_deep, "nested deeper than"),
     ("fifo", a_fifo, "FIFO"),
     ("labels-into-the-plugin-dir", labels_into_the_plugin_dir, "gpuDevicePlugin.labelsFile"),
-    ("event-wait-1e10", event_wait_1e10, "gpuDevicePlugin.health.eventWaitSeconds"),
+    ("event-wait-1e10", event_wait_1e10, "between 0.01 and 1 seconds"),
 ]
 
 

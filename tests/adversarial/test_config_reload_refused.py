@@ -78,7 +78,7 @@ def a_fifo(r: Running) -> None:
 
 
 def a_never_expiring_event_wait(r: Running) -> None:
-    r.config_file.write_text("version: v1\ngpuDevicePlugin:\n  health:\n    eventWaitSeconds: 1e10\n")
+    r.config_file.write_text("version: v1\ngpuDevicePlugin:\n  health:\n    eventWaitSeconds: 1.0e+10\n")
 
 
 def a_duplicate_key(r: Running) -> None:
@@ -89,7 +89,7 @@ RELOADS: list[tuple[str, Callable[[Running], None], str]] = [
     ("labels-file-into-the-running-plugin-dir", labels_into_the_running_plugin_dir, "gpuDevicePlugin.labelsFile"),
     ("alias-bomb", an_alias_bomb, "anchors"),
     ("fifo-at-the-config-path", a_fifo, "FIFO"),
-    ("event-wait-1e10", a_never_expiring_event_wait, "eventWaitSeconds"),
+    ("event-wait-1e10", a_never_expiring_event_wait, "between 0.01 and 1 seconds"),
     ("duplicate-key", a_duplicate_key, "duplicate key"),
 ]
 
