@@ -16,8 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
+from device_plugin.config_file import load_config_file
 from device_plugin.config_schema import (
     CONFIG_FILE_ENV,
     DEFAULT_DRA_DRIVER_NAME,
@@ -33,8 +32,11 @@ from device_plugin.config_schema import (
 from device_plugin.config_sections import check_imex, check_resources, check_sharing
 from device_plugin.errors import ConfigError
 from device_plugin.health_config import HealthConfig, parse_health_config
+from device_plugin.safe_write import check_write_target
+from device_plugin.short_text import short
 
 DEFAULT_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
+DESCRIBE_LIMIT = 8192  # characters of the effective-config log line
 
 
 def _frozen(value: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
@@ -94,9 +96,12 @@ class Config:
     daemon: DaemonSettings = field(default_factory=DaemonSettings)
     sources: tuple[str, ...] = ()  # where values came from, for the start-up log line
 
-    def describe(self) -> str:
-        """The effective config as one line of JSON."""
-        return json.dumps(_plain(self), sort_keys=True, separators=(",", ":"))
+    def describe(self, limit: int = DESCRIBE_LIMIT) -> str:
+        """The effective config as one line of JSON, cut at `limit` characters (raw sections can be large)."""
+        text = json.dumps(_plain(self), sort_keys=True, separators=(",", ":"))
+        if len(text) <= limit:
+            return text
+        return f"{text[:limit]}… (cut: {len(text)} characters in all)"
 
 
 def _plain(value: Any) -> Any:
@@ -118,21 +123,8 @@ def _plain(value: Any) -> Any:
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ConfigError("config file", f"cannot read {path}: {error.strerror}") from error
-    except UnicodeDecodeError as error:
-        raise ConfigError("config file", f"{path} is not UTF-8 text: {error.reason} at byte {error.start}") from error
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError("config file", f"{path} is not valid YAML/JSON: {error}") from error
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ConfigError("config file", f"{path} must hold a mapping at the top level")
-    return raw
+    """The file's top-level mapping, read within the limits of device_plugin.config_file."""
+    return load_config_file(path)
 
 
 def config_file_path(cli_path: str | None, env: Mapping[str, str]) -> Path | None:
@@ -166,7 +158,17 @@ def load_config(
         _put(raw, path, _from_text(path, text, origin="command line"))
     if cli_set:
         sources.append("cli " + ",".join(path for path, _ in cli_set))
-    return parse_config(raw, sources=tuple(sources), env=env)
+    config = parse_config(raw, sources=tuple(sources), env=env)
+    check_labels_file(config.daemon.labels_file, config.daemon.device_plugin_dir)
+    return config
+
+
+def check_labels_file(labels_file: str, device_plugin_dir: Path) -> None:
+    """Refuse a labels file inside the device-plugin directory or onto a non-regular file (ConfigError).
+
+    A reload passes the *running* directory: a new devicePluginDir only applies after a restart."""
+    if labels_file:
+        check_write_target(Path(labels_file), refuse_under=(device_plugin_dir,), field=f"{OUR_SECTION}.labelsFile")
 
 
 def _from_text(path: str, text: str, *, origin: str) -> Any:
@@ -186,7 +188,7 @@ def _put(raw: dict[str, Any], path: str, value: Any) -> None:
         if child is None:
             child = node[part] = {}
         if not isinstance(child, dict):
-            raise ConfigError(".".join(parents[: i + 1]), f"must be a mapping, got {child!r}")
+            raise ConfigError(".".join(parents[: i + 1]), f"must be a mapping, got {short(child)}")
         node = child
     node[leaf] = value
 
@@ -196,7 +198,7 @@ def parse_config(
 ) -> Config:
     version = raw.get("version") or SUPPORTED_VERSION
     if version != SUPPORTED_VERSION:
-        raise ConfigError("version", f"unsupported version {version!r}; only {SUPPORTED_VERSION!r} is accepted")
+        raise ConfigError("version", f"unsupported version {short(version)}; only {SUPPORTED_VERSION!r} is accepted")
     values = _walk(raw)
     plugin = PluginFlags(
         **_pick(
@@ -240,7 +242,7 @@ def _walk(raw: Mapping[str, Any]) -> dict[str, Any]:
                 if value is None:
                     continue
                 if not isinstance(value, dict):
-                    raise ConfigError(path, f"must be a mapping, got {value!r}")
+                    raise ConfigError(path, f"must be a mapping, got {short(value)}")
                 visit(path, value)
             else:
                 raise ConfigError(path, "unknown field")

@@ -7,12 +7,14 @@ key NVIDIA might add to `flags`. Values are checked here; errors are ConfigError
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from device_plugin.errors import ConfigError
+from device_plugin.short_text import short
 
 SUPPORTED_VERSION = "v1"
 # /metrics, /healthz, /readyz. 9100-9999 is crowded with exporters (9400 is dcgm-exporter's).
@@ -34,7 +36,7 @@ class Field:
 
 def _bool(field: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ConfigError(field, f"must be true or false, got {value!r}")
+        raise ConfigError(field, f"must be true or false, got {short(value)}")
     return value
 
 
@@ -44,12 +46,12 @@ def _bool_text(field: str, text: str) -> bool:
         return True
     if lowered in _FALSE:
         return False
-    raise ConfigError(field, f"must be true or false, got {text!r}")
+    raise ConfigError(field, f"must be true or false, got {short(text)}")
 
 
 def _str(field: str, value: Any) -> str:
     if not isinstance(value, str):
-        raise ConfigError(field, f"must be a string, got {value!r}")
+        raise ConfigError(field, f"must be a string, got {short(value)}")
     return value
 
 
@@ -60,7 +62,7 @@ def _text(field: str, text: str) -> str:
 def _choice(*choices: str) -> Field:
     def check(field: str, value: Any) -> str:
         if value not in choices:
-            raise ConfigError(field, f"must be one of {', '.join(choices)}; got {value!r}")
+            raise ConfigError(field, f"must be one of {', '.join(choices)}; got {short(value)}")
         return str(value)
 
     return Field(check, check)
@@ -69,12 +71,12 @@ def _choice(*choices: str) -> Field:
 def _strategy_list(field: str, value: Any) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not items:
-        raise ConfigError(field, f"must be a strategy or a non-empty list of them, got {value!r}")
+        raise ConfigError(field, f"must be a strategy or a non-empty list of them, got {short(value)}")
     for item in items:
         if item not in DEVICE_LIST_STRATEGIES:
-            raise ConfigError(field, f"unknown strategy {item!r}; choose from {', '.join(DEVICE_LIST_STRATEGIES)}")
+            raise ConfigError(field, f"unknown strategy {short(item)}; choose from {', '.join(DEVICE_LIST_STRATEGIES)}")
     if len(set(items)) != len(items):
-        raise ConfigError(field, f"lists a strategy twice: {items}")
+        raise ConfigError(field, f"lists a strategy twice: {short(items)}")
     return tuple(items)
 
 
@@ -88,7 +90,7 @@ def _dns_subdomain(field: str, value: Any) -> str:
     # A DRA driver name is a DNS subdomain (it prefixes attribute names and names the kubelet socket dir).
     if not isinstance(value, str) or len(value) > 63 or not _DNS_SUBDOMAIN.match(value):
         raise ConfigError(
-            field, f"must be a DNS subdomain of at most 63 characters (e.g. gpu.nvidia.com), got {value!r}"
+            field, f"must be a DNS subdomain of at most 63 characters (e.g. gpu.nvidia.com), got {short(value)}"
         )
     return value
 
@@ -100,7 +102,7 @@ DEFAULT_DRA_DRIVER_NAME = "gpu.nvidia.com"
 
 def _mapping(field: str, value: Any) -> Mapping[str, Any]:
     if not isinstance(value, dict):
-        raise ConfigError(field, f"must be a mapping, got {value!r}")
+        raise ConfigError(field, f"must be a mapping, got {short(value)}")
     return value
 
 
@@ -108,17 +110,36 @@ def _no_text(field: str, text: str) -> Any:
     raise ConfigError(field, "cannot be set from the environment or the command line")
 
 
-def _seconds(field: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 86400:
-        raise ConfigError(field, f"must be a number of seconds between 0 and 86400, got {value!r}")
-    return float(value)
+@dataclass(frozen=True)
+class Seconds:
+    """A duration with a documented range (README, "Configuration"); NaN, infinities and booleans refused.
+
+    The ranges keep every loop and wait sane: a tiny interval would spin a core, a huge one would
+    overflow a timer or stop a thread for good.
+    """
+
+    low_s: float
+    high_s: float
+
+    def check(self, field: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ConfigError(field, f"must be a finite number of seconds, got {short(value)}")
+        if not self.low_s <= value <= self.high_s:
+            raise ConfigError(field, f"must be between {self.low_s:g} and {self.high_s:g} seconds, got {short(value)}")
+        return float(value)
+
+    def from_text(self, field: str, text: str) -> float:
+        try:
+            number = float(text)
+        except ValueError as error:
+            raise ConfigError(field, f"must be a number of seconds, got {short(text)}") from error
+        return self.check(field, number)
+
+    def field(self) -> Field:
+        return Field(self.check, self.from_text)
 
 
-def _seconds_text(field: str, text: str) -> float:
-    try:
-        return _seconds(field, float(text))
-    except ValueError as error:
-        raise ConfigError(field, f"must be a number of seconds, got {text!r}") from error
+RESCAN_INTERVAL = Seconds(1.0, 86400.0)
 
 
 BOOL = Field(_bool, _bool_text)
@@ -150,7 +171,7 @@ FIELDS: dict[str, Field] = {
     f"{OUR_SECTION}.logFormat": _choice("text", "json"),
     f"{OUR_SECTION}.gpuGauges": BOOL,
     f"{OUR_SECTION}.labelsFile": STR,
-    f"{OUR_SECTION}.rescanIntervalSeconds": Field(_seconds, _seconds_text),
+    f"{OUR_SECTION}.rescanIntervalSeconds": RESCAN_INTERVAL.field(),
     f"{OUR_SECTION}.nicHints": BOOL,
     f"{OUR_SECTION}.health": RAW_MAPPING,  # parsed by device_plugin.health_config (with the DP_* env vars)
     f"{OUR_SECTION}.mode": _choice(*MODES),

@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from device_plugin.errors import ConfigError
+from device_plugin.short_text import short
 
 
 def _mapping(field: str, value: Any, allowed: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ConfigError(field, f"must be a mapping, got {value!r}")
+        raise ConfigError(field, f"must be a mapping, got {short(value)}")
     for key in value:
         if key not in allowed:
             raise ConfigError(f"{field}.{key}", "unknown field")
@@ -24,7 +25,7 @@ def _mapping(field: str, value: Any, allowed: tuple[str, ...]) -> dict[str, Any]
 
 def _list(field: str, value: Any, *, non_empty: bool = False) -> list[Any]:
     if not isinstance(value, list):
-        raise ConfigError(field, f"must be a list, got {value!r}")
+        raise ConfigError(field, f"must be a list, got {short(value)}")
     if non_empty and not value:
         raise ConfigError(field, "must not be empty")
     return value
@@ -32,7 +33,7 @@ def _list(field: str, value: Any, *, non_empty: bool = False) -> list[Any]:
 
 def _type(field: str, value: Any, kind: type) -> None:
     if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
-        raise ConfigError(field, f"must be {kind.__name__}, got {value!r}")
+        raise ConfigError(field, f"must be {kind.__name__}, got {short(value)}")
 
 
 def check_resources(value: Any) -> dict[str, Any]:
@@ -67,6 +68,11 @@ def check_sharing(value: Any) -> dict[str, Any]:
     return section
 
 
+# Documented ranges (README, "Configuration"). The kubelet keeps every replica in memory and in its
+# checkpoint, so more than 1024 is a typo (timeslice/config.py enforces the same bound).
+MAX_REPLICAS = 1024
+MAX_DEVICE_COUNT = 1024  # GPUs a `devices: <count>` entry may name; no node has more
+
 # Our extensions to NVIDIA's sharing keys, at the top of timeSlicing and per resource; their values are
 # checked by timeslice/config.py, which gives them meaning.
 _OURS = ("requireDistinctGPUs", "allocationPolicy")
@@ -78,18 +84,21 @@ def _check_replicated(where: str, entry: Any) -> None:
         raise ConfigError(f"{where}.name", "is required and must be a non-empty string")
     _type(f"{where}.rename", entry.get("rename"), str)
     replicas = entry.get("replicas")
-    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 2:
-        raise ConfigError(f"{where}.replicas", f"is required and must be an integer >= 2, got {replicas!r}")
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or not 2 <= replicas <= MAX_REPLICAS:
+        raise ConfigError(
+            f"{where}.replicas", f"is required and must be an integer from 2 to {MAX_REPLICAS}, got {short(replicas)}"
+        )
     devices = entry.get("devices")
     if devices is None or devices == "all":
         return
     if isinstance(devices, int) and not isinstance(devices, bool):
-        if devices <= 0:
-            raise ConfigError(f"{where}.devices", f"a device count must be positive, got {devices}")
+        if not 1 <= devices <= MAX_DEVICE_COUNT:
+            message = f"a device count is from 1 to {MAX_DEVICE_COUNT}, got {short(devices)}"
+            raise ConfigError(f"{where}.devices", message)
         return
     for j, item in enumerate(_list(f"{where}.devices", devices, non_empty=True)):
         if not isinstance(item, str | int) or isinstance(item, bool) or str(item) == "":
-            raise ConfigError(f"{where}.devices[{j}]", f"must be a GPU index, MIG index or UUID, got {item!r}")
+            raise ConfigError(f"{where}.devices[{j}]", f"must be a GPU index, MIG index or UUID, got {short(item)}")
 
 
 def check_imex(value: Any) -> dict[str, Any]:
@@ -99,5 +108,5 @@ def check_imex(value: Any) -> dict[str, Any]:
     _type("imex.required", section.get("required"), bool)
     channels = section.get("channelIDs")
     if channels is not None and _list("imex.channelIDs", channels) not in ([], [0]):
-        raise ConfigError("imex.channelIDs", f"must be [] or [0], got {channels!r}")
+        raise ConfigError("imex.channelIDs", f"must be [] or [0], got {short(channels)}")
     return section

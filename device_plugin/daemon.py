@@ -23,8 +23,9 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from device_plugin.composition import Node, build_node, envvar_conflicts
-from device_plugin.config import Config
-from device_plugin.errors import PluginError
+from device_plugin.config import Config, check_labels_file
+from device_plugin.config_file import read_regular_file
+from device_plugin.errors import ConfigError, PluginError
 from device_plugin.health import HealthWatcher
 from device_plugin.http_endpoint import EndpointProbeResult, HttpEndpoint, parse_metrics_address, registration_readiness
 from device_plugin.labels import (
@@ -98,7 +99,7 @@ class Daemon:
                 liveness=self._liveness,
                 readiness=registration_readiness(self.metrics.registration_snapshot),
             )
-        self._labels = FeaturesFileWriter(Path(config.daemon.labels_file)) if config.daemon.labels_file else None
+        self._labels = _labels_writer(config.daemon.labels_file, config.daemon.device_plugin_dir)
 
     # ---- public --------------------------------------------------------------------------------
 
@@ -228,6 +229,7 @@ class Daemon:
         self._config_digest = digest  # a broken content is reported once, not at every rescan
         try:
             config = self._load_config()
+            check_labels_file(config.daemon.labels_file, self._config.daemon.device_plugin_dir)  # the running dir
         except PluginError as error:
             log.error("config file changed but is invalid, keeping the running config: %s", error)
             return self._config
@@ -239,7 +241,7 @@ class Daemon:
         before, after = self._config.daemon, config.daemon
         labels_changed = after.labels_file != before.labels_file
         if labels_changed:
-            self._labels = FeaturesFileWriter(Path(after.labels_file)) if after.labels_file else None
+            self._labels = _labels_writer(after.labels_file, before.device_plugin_dir)
             log.info("labels file now %s", after.labels_file or "off")
         needs_restart = [
             name
@@ -328,10 +330,14 @@ def _stop_all(managers: Iterable[PluginManager], timeout_s: float) -> None:
 def _digest(path: Path | None) -> str | None:
     if path is None:
         return None
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+    try:  # bounded and non-blocking: a FIFO or /dev/zero swapped in must not hang the rescan
+        return hashlib.sha256(read_regular_file(path)).hexdigest()
+    except ConfigError:
         return None
+
+
+def _labels_writer(labels_file: str, device_plugin_dir: Path) -> FeaturesFileWriter | None:
+    return FeaturesFileWriter(Path(labels_file), refuse_under=(device_plugin_dir,)) if labels_file else None
 
 
 def label_options(node: Node, config: Config) -> LabelOptions:

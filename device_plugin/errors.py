@@ -6,6 +6,8 @@ one function (device_plugin.server.status_for); nothing else needs to know about
 
 from __future__ import annotations
 
+from device_plugin.short_text import one_line
+
 
 class PluginError(Exception):
     """Base of every error this project raises on purpose."""
@@ -23,10 +25,19 @@ class UnhealthyDeviceError(InvalidRequestError):
     """A device ID that is advertised but currently unhealthy."""
 
 
+FIELD_LIMIT = 160  # characters of a dotted field path in a ConfigError
+MESSAGE_LIMIT = 600  # characters of its message (the longest fixed explanation is ~420)
+
+
 class ConfigError(PluginError):
-    """A configuration value that cannot be used; `field` names it (dotted path)."""
+    """A configuration value that cannot be used; `field` names it (dotted path).
+
+    Both parts are cut to one bounded line: they may quote keys and values from a hostile file.
+    Callers quote values with device_plugin.short_text.short; this is the safety net.
+    """
 
     def __init__(self, field: str, message: str) -> None:
+        field, message = one_line(field, FIELD_LIMIT), one_line(message, MESSAGE_LIMIT)
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message

@@ -18,7 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from device_plugin.config_schema import Seconds
 from device_plugin.errors import ConfigError
+from device_plugin.short_text import short
 
 DISABLE_ENV = "DP_DISABLE_HEALTHCHECKS"
 ENABLE_ENV = "DP_ENABLE_HEALTHCHECKS"
@@ -61,14 +63,16 @@ class HealthConfig:
         )
 
 
-# config-file key -> HealthConfig field, for the durations in seconds
+# config-file key -> (HealthConfig field, allowed range); the README's configuration table lists these.
 _NUMBERS = {
-    "quietPeriodSeconds": "quiet_period_s",
-    "probeIntervalSeconds": "probe_interval_s",
-    "eventWaitSeconds": "event_wait_s",
-    "retryInitialSeconds": "retry_initial_s",
-    "retryMaxSeconds": "retry_max_s",
+    "quietPeriodSeconds": ("quiet_period_s", Seconds(0.0, 86400.0)),
+    "probeIntervalSeconds": ("probe_interval_s", Seconds(0.1, 3600.0)),
+    # One NVML wait; stop() and SIGTERM wait for it, and NVML takes it in int32 milliseconds.
+    "eventWaitSeconds": ("event_wait_s", Seconds(0.01, 1.0)),
+    "retryInitialSeconds": ("retry_initial_s", Seconds(0.01, 60.0)),
+    "retryMaxSeconds": ("retry_max_s", Seconds(0.01, 3600.0)),
 }
+MAX_XID = 65535  # Xids in use today are below 200; a larger number is a typo
 KNOWN_KEYS = ("enabled", "ignoredXids", "criticalXids", *_NUMBERS)
 
 
@@ -85,10 +89,10 @@ def parse_health_config(
     values: dict[str, Any] = {}
     enabled = raw.get("enabled", True)
     if not isinstance(enabled, bool):
-        raise ConfigError(f"{field}.enabled", f"must be true or false, got {enabled!r}")
-    for key, name in _NUMBERS.items():
+        raise ConfigError(f"{field}.enabled", f"must be true or false, got {short(enabled)}")
+    for key, (name, allowed) in _NUMBERS.items():
         if key in raw:
-            values[name] = _seconds(f"{field}.{key}", raw[key], allow_zero=name == "quiet_period_s")
+            values[name] = allowed.check(f"{field}.{key}", raw[key])
     ignore_all, ignored = _xid_list(f"{field}.ignoredXids", raw.get("ignoredXids", []))
     all_critical, critical = _xid_list(f"{field}.criticalXids", raw.get("criticalXids", []))
     disable = _env_tokens(DISABLE_ENV, env.get(DISABLE_ENV, ""), words=("all", "xids"))
@@ -107,17 +111,9 @@ def parse_health_config(
     )
 
 
-def _seconds(field: str, value: Any, *, allow_zero: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(field, f"must be a number of seconds, got {value!r}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ConfigError(field, f"must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
-    return float(value)
-
-
 def _xid(field: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(field, f"an Xid is a non-negative integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_XID:
+        raise ConfigError(field, f"an Xid is an integer from 0 to {MAX_XID}, got {short(value)}")
     return value
 
 
@@ -126,7 +122,7 @@ def _xid_list(field: str, value: Any) -> tuple[bool, frozenset[int]]:
     if isinstance(value, str) and value.strip().lower() == "all":
         return True, frozenset()
     if not isinstance(value, list):
-        raise ConfigError(field, f"must be a list of Xids or 'all', got {value!r}")
+        raise ConfigError(field, f"must be a list of Xids or 'all', got {short(value)}")
     return False, frozenset(_xid(f"{field}[{i}]", item) for i, item in enumerate(value))
 
 
@@ -145,7 +141,10 @@ def _env_tokens(name: str, text: str, *, words: tuple[str, ...]) -> _Tokens:
         if token in words:
             found.add(token)
         elif token.isdigit():
+            # Checked on the text first: int() of thousands of digits is refused by Python itself.
+            if len(token) > len(str(MAX_XID)) or int(token) > MAX_XID:
+                raise ConfigError(f"env {name}", f"an Xid is an integer from 0 to {MAX_XID}, got {short(token)}")
             xids.add(int(token))
         else:
-            raise ConfigError(f"env {name}", f"{token!r} is neither an Xid nor one of {', '.join(words)}")
+            raise ConfigError(f"env {name}", f"{short(token)} is neither an Xid nor one of {', '.join(words)}")
     return _Tokens(frozenset(found), frozenset(xids))

@@ -14,18 +14,18 @@ Our own topology labels: nvidia.com/gpu.nvlink, nvidia.com/gpu.nvlink-group-size
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from device_plugin.config import DEFAULT_DEVICE_PLUGIN_DIR
 from device_plugin.errors import PluginError
 from device_plugin.gpu_models import mig_capable, model_facts
 from device_plugin.nvlink_groups import nvlink_summary
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo, SystemInfo
+from device_plugin.safe_write import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_FEATURES_FILE = Path("/etc/kubernetes/node-feature-discovery/features.d/gpu-device-plugin")
 SHARING_STRATEGIES = ("none", "time-slicing", "mps")
 MIG_STRATEGIES = ("none", "single", "mixed")
+LABELS_FILE_FIELD = "gpuDevicePlugin.labelsFile"
 
 
 @dataclass(frozen=True)
@@ -199,34 +200,31 @@ def format_features_file(labels: Mapping[str, str]) -> str:
 
 
 class FeaturesFileWriter:
-    """Keeps one NFD features.d file in step with the labels; rewrites only when the content changes."""
+    """Keeps one NFD features.d file in step with the labels; rewrites only when the content changes.
 
-    def __init__(self, path: Path = DEFAULT_FEATURES_FILE) -> None:
+    The path is checked at every write (device_plugin.safe_write): never inside `refuse_under` (the
+    kubelet's device-plugin directory), never onto something that is not a regular file.
+    """
+
+    def __init__(
+        self,
+        path: Path = DEFAULT_FEATURES_FILE,
+        *,
+        refuse_under: Sequence[Path] = (DEFAULT_DEVICE_PLUGIN_DIR,),
+        field: str = LABELS_FILE_FIELD,
+    ) -> None:
         self.path = path
+        self.refuse_under = tuple(refuse_under)
+        self.field = field
 
     def write(self, labels: Mapping[str, str]) -> bool:
         """Write atomically (temp file + rename in the same directory); True when the file changed."""
-        content = format_features_file(labels)
-        try:
-            if self.path.read_text(encoding="utf-8") == content:
-                return False
-        except FileNotFoundError:
-            pass
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # A leading dot: NFD skips hidden files, so it never reads the half-written temp file.
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(content)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp_name, 0o644)  # mkstemp creates 0600; nfd-worker may run as another user
-            os.replace(tmp_name, self.path)
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
-        log.info("wrote %d node labels to %s", len(labels), self.path)
-        return True
+        changed = write_atomically(
+            self.path, format_features_file(labels), refuse_under=self.refuse_under, field=self.field
+        )
+        if changed:
+            log.info("wrote %d node labels to %s", len(labels), self.path)
+        return changed
 
 
 def refresh_features_file(backend: NvmlBackend, options: LabelOptions, writer: FeaturesFileWriter) -> bool:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from device_plugin.errors import ConfigError
+from device_plugin.short_text import short
 from timeslice.model import (
     GPU_RESOURCE,
     SHARED_SUFFIX,
@@ -107,7 +108,7 @@ def _parse_resource(
     name = _shareable_name(raw.get("name"), f"{where}.name")
     replicas = raw.get("replicas")
     if isinstance(replicas, bool) or not isinstance(replicas, int):
-        raise ConfigError(f"{where}.replicas", f"must be an integer >= 2, got {replicas!r}")
+        raise ConfigError(f"{where}.replicas", f"must be an integer >= 2, got {short(replicas)}")
     if not 2 <= replicas <= MAX_REPLICAS:
         raise ConfigError(f"{where}.replicas", f"must be between 2 and {MAX_REPLICAS}, got {replicas}")
     if raw.get("rename") is not None:
@@ -137,7 +138,9 @@ def _parse_devices(raw: Any, where: str, name: str, gpus: Sequence[GpuRef]) -> D
             raise ConfigError(where, f"a device count must be positive, got {raw}")
         return DeviceSelection(where, SelectionKind.COUNT, count=raw)
     if not isinstance(raw, list) or not raw:
-        raise ConfigError(where, f'must be "all", a positive count, or a non-empty list of GPUs/MIG UUIDs; got {raw!r}')
+        raise ConfigError(
+            where, f'must be "all", a positive count, or a non-empty list of GPUs/MIG UUIDs; got {short(raw)}'
+        )
     by_index = {gpu.index: gpu for gpu in gpus}
     by_uuid = {gpu.uuid: gpu.index for gpu in gpus}
     known = ", ".join(str(i) for i in sorted(by_index)) or "none"
@@ -146,13 +149,15 @@ def _parse_devices(raw: Any, where: str, name: str, gpus: Sequence[GpuRef]) -> D
         field = f"{where}[{i}]"
         text = str(item).strip() if isinstance(item, int | str) and not isinstance(item, bool) else None
         if not text:
-            raise ConfigError(field, f"must be a GPU index, a GPU UUID or a MIG UUID, got {item!r}")
+            raise ConfigError(field, f"must be a GPU index, a GPU UUID or a MIG UUID, got {short(item)}")
         if text.isdigit():
             if int(text) not in by_index:
                 raise ConfigError(field, f"no GPU with index {text} on this node (GPU indices: {known})")
             entries.append(SelectionEntry(field, gpu_index=int(text)))
         elif _MIG_INDEX_RE.match(text):
-            raise ConfigError(field, f"MIG indices like {text!r} are not supported; name the MIG device by its UUID")
+            raise ConfigError(
+                field, f"MIG indices like {short(text)} are not supported; name the MIG device by its UUID"
+            )
         elif text.startswith("MIG-"):
             if name == GPU_RESOURCE:
                 raise ConfigError(field, f"{text} is a MIG device; {GPU_RESOURCE} shares whole GPUs")
@@ -160,7 +165,7 @@ def _parse_devices(raw: Any, where: str, name: str, gpus: Sequence[GpuRef]) -> D
         elif text in by_uuid:
             entries.append(SelectionEntry(field, gpu_index=by_uuid[text]))
         else:
-            raise ConfigError(field, f"{text!r} is neither a GPU index nor the UUID of a GPU on this node")
+            raise ConfigError(field, f"{short(text)} is neither a GPU index nor the UUID of a GPU on this node")
     keys = [(e.gpu_index, e.device_id) for e in entries]
     for i, key in enumerate(keys):
         if key in keys[:i]:
@@ -181,21 +186,21 @@ def _check_advertised_names(specs: Sequence[SharedResourceSpec], has_rename: Seq
 def _shareable_name(raw: Any, where: str) -> str:
     name = _resource_name(raw, where)
     if name != GPU_RESOURCE and not _MIG_NAME_RE.match(name):
-        raise ConfigError(where, f"only {GPU_RESOURCE} and nvidia.com/mig-<profile> can be shared, got {name!r}")
+        raise ConfigError(where, f"only {GPU_RESOURCE} and nvidia.com/mig-<profile> can be shared, got {short(name)}")
     return name
 
 
 def _resource_name(raw: Any, where: str) -> str:
     """An extended-resource name; a bare name gets the nvidia.com/ prefix (as NVIDIA's plugin does)."""
     if not isinstance(raw, str) or not raw.strip():
-        raise ConfigError(where, f"must be a resource name such as {GPU_RESOURCE}, got {raw!r}")
+        raise ConfigError(where, f"must be a resource name such as {GPU_RESOURCE}, got {short(raw)}")
     text = raw.strip()
     domain, _, _ = text.rpartition("/")
     if not domain:
         text = f"{DEFAULT_DOMAIN}/{text}"
         domain = DEFAULT_DOMAIN
     if len(domain) > 253 or not _DOMAIN_RE.match(domain):
-        raise ConfigError(where, f"{domain!r} is not a DNS subdomain")
+        raise ConfigError(where, f"{short(domain)} is not a DNS subdomain")
     if domain.endswith(("kubernetes.io", "k8s.io")):
         raise ConfigError(where, f"{domain} is reserved by Kubernetes for its own resources")
     _check_name_part(text, where)
@@ -207,7 +212,7 @@ def _check_name_part(name: str, where: str) -> None:
     if len(part) > 63 or not _NAME_RE.match(part):
         raise ConfigError(
             where,
-            f"{part!r} must be at most 63 characters of letters, digits, '-', '_' or '.', "
+            f"{short(part)} must be at most 63 characters of letters, digits, '-', '_' or '.', "
             "starting and ending with a letter or digit",
         )
 
@@ -217,7 +222,7 @@ def _placement(raw: Any, where: str) -> Placement:
         return Placement(raw)
     except ValueError:
         choices = " or ".join(p.value for p in Placement)
-        raise ConfigError(where, f"must be {choices}, got {raw!r}") from None
+        raise ConfigError(where, f"must be {choices}, got {short(raw)}") from None
 
 
 def _bool(raw: Mapping[str, Any], key: str, where: str, *, default: bool) -> bool:
@@ -225,7 +230,7 @@ def _bool(raw: Mapping[str, Any], key: str, where: str, *, default: bool) -> boo
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise ConfigError(f"{where}.{key}", f"must be true or false, got {value!r}")
+        raise ConfigError(f"{where}.{key}", f"must be true or false, got {short(value)}")
     return value
 
 

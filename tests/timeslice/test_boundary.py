@@ -11,6 +11,7 @@ ALLOWED_PROJECT_MODULES = {
     "device_plugin.devices",
     "device_plugin.ids",
     "device_plugin.errors",
+    "device_plugin.short_text",  # bounded quoting of config values in error messages
     "device_plugin.allocation_policy",
 }
 STDLIB_OK = {"__future__", "collections", "dataclasses", "enum", "logging", "re", "types", "typing"}

@@ -1,0 +1,48 @@
+"""Bounded, one-line renderings of values that come from outside (config values, keys, request IDs).
+
+Boundary: pure text. Error messages and log lines quote what an operator or a client sent; a hostile
+or broken input (a megabyte string, a deeply nested or self-sharing structure) must never make the
+message itself huge or slow to build. `short` renders a value with reprlib's per-level limits, so the
+work is bounded before the text is cut; `one_line` cuts text that is already built.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from typing import Any
+
+SHORT_LIMIT = 60  # characters of a quoted value in a message
+ELLIPSIS = "…"
+
+_REPR = reprlib.Repr()
+# Bounded work, whatever the value: at most a few items per level and a few levels.
+_REPR.maxlevel = 3
+_REPR.maxdict = _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxfrozenset = 4
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = SHORT_LIMIT
+
+
+def one_line(text: str, limit: int = SHORT_LIMIT) -> str:
+    """`text` on one line (line breaks and other controls shown escaped), at most `limit` characters."""
+    head = text[: limit * 4 + 1]  # never scan more than needed: escapes at most quadruple a character
+    flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in head)
+    if len(flat) > limit or len(text) > len(head):
+        return flat[: max(0, limit - len(ELLIPSIS))] + ELLIPSIS
+    return flat
+
+
+def short(value: Any, limit: int = SHORT_LIMIT) -> str:
+    """repr(value), bounded in both the work done and the length (`limit` characters with the ellipsis)."""
+    if isinstance(value, str):
+        # repr of a cut string: the quotes show where the value starts; the ellipsis says it went on.
+        text = repr(value[:limit])
+        return text if len(value) <= limit and len(text) <= limit else one_line(text, limit)
+    return one_line(_REPR.repr(value), limit)
+
+
+def short_path(path: object, limit: int = 2 * SHORT_LIMIT) -> str:
+    """A path for a message: its end is what tells files apart, so a long one keeps its tail."""
+    text = str(path)
+    if len(text) <= limit and text.isprintable():
+        return text
+    tail = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[-limit:])
+    return ELLIPSIS + tail[-(limit - len(ELLIPSIS)) :] if len(tail) > limit or len(text) > limit else tail
