@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 
 from device_plugin.allocation_policy import AllocationPolicy, ResponseBuilder, device_sort_key
+from device_plugin.bounded import bounded_ids
 from device_plugin.devices import ContainerAllocation, Device, DeviceListSnapshot, Health
 from device_plugin.errors import InvalidRequestError, UnhealthyDeviceError, UnknownDeviceError
 
@@ -125,7 +126,7 @@ class ResourceManager:
     def _lookup(self, devices: dict[str, Device], device_ids: Sequence[str], what: str) -> list[Device]:
         unknown = sorted({i for i in device_ids if i not in devices})
         if unknown:
-            raise UnknownDeviceError(f"{what}: unknown device(s) for {self.resource_name}: {', '.join(unknown)}")
+            raise UnknownDeviceError(f"{what}: unknown device(s) for {self.resource_name}: {bounded_ids(unknown)}")
         return [devices[i] for i in device_ids]
 
     def preferred_allocation(self, available: Sequence[str], must_include: Sequence[str], size: int) -> tuple[str, ...]:
@@ -142,7 +143,7 @@ class ResourceManager:
             raise InvalidRequestError("must_include_deviceIDs contains duplicates")
         outside = sorted(must - unique_available)
         if outside:
-            raise InvalidRequestError(f"must_include_deviceIDs not in available_deviceIDs: {', '.join(outside)}")
+            raise InvalidRequestError(f"must_include_deviceIDs not in available_deviceIDs: {bounded_ids(outside)}")
         if size > len(available):
             raise InvalidRequestError(f"allocation_size {size} exceeds the {len(available)} available devices")
         if len(must) > size:
@@ -172,13 +173,13 @@ class ResourceManager:
         if not device_ids:
             raise InvalidRequestError("devices_ids is empty")
         if len(set(device_ids)) != len(device_ids):
-            raise InvalidRequestError(f"devices_ids contains duplicates: {', '.join(device_ids)}")
+            raise InvalidRequestError(f"devices_ids contains duplicates: {bounded_ids(device_ids)}")
         with self._changed:
             devices = self._lookup(self._devices, device_ids, "devices_ids")
         unhealthy = sorted(d.id for d in devices if not d.healthy)
         if unhealthy:
             raise UnhealthyDeviceError(
-                f"devices_ids: unhealthy device(s) for {self.resource_name}: {', '.join(unhealthy)}"
+                f"devices_ids: unhealthy device(s) for {self.resource_name}: {bounded_ids(unhealthy)}"
             )
         ordered = sorted(devices, key=device_sort_key)
         allocation = self._response_builder.build(ordered)

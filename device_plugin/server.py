@@ -129,9 +129,7 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
         """On the loop, at the first stream: one thread per servicer waits on the resource for all streams."""
         if self._feeder is None:
             self._changed = asyncio.Event()
-            self._feeder = threading.Thread(
-                target=self._feed, name=f"feed-{self.resource.resource_name}", daemon=True
-            )
+            self._feeder = threading.Thread(target=self._feed, name=f"feed-{self.resource.resource_name}", daemon=True)
             self._feeder.start()
 
     def _feed(self) -> None:
