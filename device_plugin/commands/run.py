@@ -25,6 +25,7 @@ from device_plugin.config_watch import ConfigFileWatch
 from device_plugin.daemon import Daemon
 from device_plugin.errors import ConfigError, NvmlUnavailableError, PluginError
 from device_plugin.fake_events import FakeEventsTail
+from device_plugin.log_writer import in_background
 from device_plugin.nvml.catalog import open_backend
 from device_plugin.nvml.fake import FakeNvml
 
@@ -96,7 +97,7 @@ def configure_logging(log_format: str, level: str = "INFO") -> None:
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = [in_background(handler)]  # off the RPC path: see device_plugin.log_writer
     root.setLevel(level.upper())
 
 
