@@ -17,12 +17,15 @@ import grpc
 import pytest
 
 from api import deviceplugin_pb2 as pb
+from device_plugin import event_loop
 from device_plugin.allocation_policy import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.composition import GPU_RESOURCE, gpu_devices
 from device_plugin.devices import Device
 from device_plugin.lifecycle import PROBE_MAX_AGE_S
 from device_plugin.nvml.catalog import open_backend
 from device_plugin.resources import ResourceManager
+from tests.daemon.harness import Node as DaemonNode
+from tests.daemon.harness import daemon_node
 from tests.integration.conftest import Node, start_node
 
 GPUS = [gpu.uuid for gpu in open_backend("dgx1-v100").gpus()]
@@ -127,3 +130,24 @@ def test_a_10000_id_request_is_not_echoed_whole(node: Node, call) -> None:  # ty
     assert len(details) <= MAX_DETAILS_CHARS, f"{len(details)} characters"
     assert "more)" in details and "characters)" not in details  # the ID list is cut, saying how many
     assert "GPU-00000000-hostile" in details or "duplicates" in details
+
+
+@pytest.fixture
+def daemon(request: pytest.FixtureRequest) -> Iterator[DaemonNode]:
+    yield from daemon_node(request)
+
+
+def test_healthz_of_the_daemon_fails_while_the_serving_loop_is_wedged(daemon: DaemonNode) -> None:
+    daemon.kubelet.wait_for_connection(GPU_RESOURCE, timeout_s=10.0)
+    assert daemon.get("/healthz")[0] == 200
+    release = threading.Event()
+    event_loop.call_soon(release.wait, 20.0)  # a handler that never returns holds the loop like this
+    try:
+        time.sleep(PROBE_MAX_AGE_S)  # past the cached healthy answer
+        status, body = daemon.get("/healthz")
+        assert status == 503
+        assert "did not answer GetDevicePluginOptions within 1 s" in body
+    finally:
+        release.set()
+    time.sleep(PROBE_MAX_AGE_S)
+    assert daemon.get("/healthz")[0] == 200
