@@ -26,25 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import grpc
-
-from api import deviceplugin_pb2 as pb
-from api import deviceplugin_pb2_grpc as pb_grpc
 from device_plugin.errors import PluginError, RegistrationError
 from device_plugin.kubelet_watch import DirectoryEvents, KubeletWatcher
-from device_plugin.plugin_dir import (
-    DirectoryUnusable,
-    bind_private,
-    check_not_foreign,
-    describe_os_error,
-    identity,
-    inode,
-    remove_own_socket,
-    socket_name,
-)
-from device_plugin.registration import KUBELET_SOCKET_NAME, Backoff, RegistrationAbandoned, register
+from device_plugin.plugin_dir import DirectoryUnusable, describe_os_error, identity, inode, socket_name
+from device_plugin.registration import KUBELET_SOCKET_NAME, Backoff, RegistrationAbandoned, SelfProbe, register
 from device_plugin.resources import ResourceManager
-from device_plugin.server import DevicePluginServicer, RpcObserver, SocketServer
+from device_plugin.served import Served, serve, stop_all
+from device_plugin.server import DevicePluginServicer, RpcObserver
 
 log = logging.getLogger(__name__)
 
@@ -71,16 +59,6 @@ class LifecycleObserver(RpcObserver, Protocol):
     def kubelet_restart_seen(self) -> None: ...
 
 
-@dataclass
-class _Served:
-    resource: ResourceManager
-    socket_path: Path
-    server: SocketServer
-    servicer: DevicePluginServicer
-    inode: int
-    registered: bool = False
-
-
 class PluginManager:
     def __init__(
         self,
@@ -103,14 +81,12 @@ class PluginManager:
         self._restart_pending = False  # a new generation is due: kubelet restarted or a socket of ours is gone
         self._check_sockets = False
         self._lost: set[str] = set()
-        self._served: dict[str, _Served] = {}
+        self._served: dict[str, Served] = {}
         self._registrations = 0
         self._registered_with: tuple[int, int] | None = None  # identity of the kubelet.sock we registered with
         self._registering_with: tuple[int, int] | None = None  # ... and of the one a Register call is under way to
         self._thread: threading.Thread | None = None
-        self._probe_lock = threading.Lock()
-        self._probe: tuple[float, bool, str] | None = None  # (when, ok, detail)
-        self._probe_channels: dict[Path, grpc.Channel] = {}
+        self._probe = SelfProbe(self._timing.probe_timeout_s, PROBE_MAX_AGE_S)
         self._watcher = KubeletWatcher(
             self._dir,
             lambda: [socket_name(n) for n in names],
@@ -154,28 +130,9 @@ class PluginManager:
 
     def responsive(self) -> tuple[bool, str]:
         """Liveness of the servicer itself: GetDevicePluginOptions on each of our sockets answers in time."""
-        with self._probe_lock:
-            now = time.monotonic()
-            if self._probe is not None and now - self._probe[0] < PROBE_MAX_AGE_S:
-                return self._probe[1], self._probe[2]
-            ok, detail = self._self_probe()
-            self._probe = (time.monotonic(), ok, detail)
-            return ok, detail
-
-    def _self_probe(self) -> tuple[bool, str]:
         with self._cond:
             paths = [item.socket_path for item in self._served.values()]
-        timeout_s = self._timing.probe_timeout_s
-        for path in paths:
-            channel = self._probe_channels.get(path)
-            if channel is None:
-                channel = self._probe_channels[path] = grpc.insecure_channel(f"unix://{path}")
-            try:
-                pb_grpc.DevicePluginStub(channel).GetDevicePluginOptions(pb.Empty(), timeout=timeout_s)
-            except grpc.RpcError as error:
-                code = error.code().name if hasattr(error, "code") else "UNKNOWN"
-                return False, f"{path.name} did not answer GetDevicePluginOptions within {timeout_s:g} s ({code})"
-        return True, f"{len(paths)} sockets answer"
+        return self._probe.check(paths)
 
     def _notify(self, method: str, *args: str) -> None:
         if self._observer is None:
@@ -206,10 +163,7 @@ class PluginManager:
         if self._thread is not None:
             self._thread.join(timeout=max(0.1, deadline - time.monotonic()))
         self._stop_servers(grace_s=min(self._timing.stop_grace_s, max(0.0, deadline - time.monotonic())))
-        with self._probe_lock:
-            channels, self._probe_channels = list(self._probe_channels.values()), {}
-        for channel in channels:
-            channel.close()
+        self._probe.close()
         log.info("stopped; removed our sockets from %s", self._dir)
 
     # ---- events --------------------------------------------------------------------------------
@@ -321,49 +275,18 @@ class PluginManager:
 
     # ---- serving -------------------------------------------------------------------------------
 
-    def _serve(self, resource: ResourceManager) -> _Served | None:
-        """Bind a fresh 0600 socket for `resource`. DirectoryUnusable when the directory is missing/unwritable."""
-        path = self._dir / socket_name(resource.resource_name)
-        try:
-            free = check_not_foreign(path)
-        except NotADirectoryError as error:
-            raise DirectoryUnusable(error.errno, f"{self._dir}: {describe_os_error(error)}") from error
-        except FileNotFoundError:
-            free = True
-        if not free:
-            log.error("%s exists and is not a socket; not touching it, not serving %s", path, resource.resource_name)
-            return None
-        servicer = DevicePluginServicer(resource, on_stream_ended=self._on_stream_ended, observer=self._observer)
+    def _serve(self, resource: ResourceManager) -> Served | None:
         self._notify("registration_state", resource.resource_name, "unregistered")
-        server = SocketServer(servicer)
-        try:
-            own_inode = bind_private(self._dir, path.name, server.start)
-        except RuntimeError as error:
-            server.stop(0.0)
-            log.error("cannot bind %s for %s: %s", path, resource.resource_name, error)
-            return None
-        except OSError:
-            server.stop(0.0)
-            raise
-        if inode(path) != own_inode:  # deleted at once (a kubelet cleaning up): the next check re-serves
-            with self._cond:
+        served = serve(self._dir, resource, self._on_stream_ended, self._observer)
+        if served is not None and inode(served.socket_path) != served.inode:
+            with self._cond:  # deleted at once (a kubelet cleaning up): the next check re-serves
                 self._check_sockets = True
-        log.info("%s: serving on %s (mode 0600)", resource.resource_name, path)
-        return _Served(resource, path, server, servicer, own_inode)
+        return served
 
     def _stop_servers(self, grace_s: float) -> None:
         with self._cond:
             served, self._served = list(self._served.values()), {}
-        for item in served:
-            item.servicer.shutdown()
-        # In parallel, so N resources still stop within one grace period.
-        threads = [threading.Thread(target=item.server.stop, args=(grace_s,), daemon=True) for item in served]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(grace_s + 2.0)
-        for item in served:
-            remove_own_socket(item.socket_path, item.inode)
+        stop_all(served, grace_s)
 
     def _sockets_intact(self) -> bool:
         with self._cond:
