@@ -3,21 +3,30 @@
 It maps device IDs to NVML indices (Device.gpu_indices), asks the Allocator, maps the answer back to
 IDs, writes one log line per decision and hands the AllocationDecision to an optional hook (the
 allocation-quality metric). Pure apart from the log line and the hook: no NVML, no clock.
+
+Being pure, a decision depends only on (available GPUs, must-include GPUs, size): the last
+DECISION_CACHE_SIZE decisions are kept, since a kubelet asks again and again for the same free set
+while a deployment's pods are admitted. Every request still gets its log line and its hook call.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision, DecisionHook
+from device_plugin.bounded import bounded_ids
 from device_plugin.devices import Device
 from device_plugin.errors import InvalidRequestError
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.topology_build import build_topology
 
 log = logging.getLogger(__name__)
+
+DECISION_CACHE_SIZE = 1024
 
 
 class TopologyPolicy:
@@ -29,6 +38,8 @@ class TopologyPolicy:
         self._allocator = allocator
         self._on_decision = on_decision
         self._resource = resource_name
+        self._decisions: OrderedDict[tuple[int, int, int], AllocationDecision] = OrderedDict()
+        self._lock = threading.Lock()
 
     @classmethod
     def from_backend(cls, backend: NvmlBackend, *, on_decision: DecisionHook | None = None) -> TopologyPolicy:
@@ -66,11 +77,13 @@ class TopologyPolicy:
         index_by_id = {device_id: index for index, device_id in id_by_index.items()}
         missing = [device_id for device_id in must_include if device_id not in index_by_id]
         if missing:
-            raise InvalidRequestError(f"must_include devices {missing} are not available")
-        decision = self._allocator.decide(
-            sorted(id_by_index), sorted(index_by_id[device_id] for device_id in must_include), size
-        )
+            raise InvalidRequestError(f"must_include devices {bounded_ids(missing)} are not available")
+        must_indices = sorted(index_by_id[device_id] for device_id in must_include)
+        decision = self._decide(sorted(id_by_index), must_indices, size)
         chosen = tuple(id_by_index[index] for index in decision.chosen)
+        if not log.isEnabledFor(logging.INFO):
+            self._notify(decision)
+            return chosen
         log.info(
             "%s: %d of %d available (must include %s) -> %s (GPUs %s); ring %.1f GB/s, "
             "best on an empty node %.1f GB/s%s",
@@ -87,6 +100,20 @@ class TopologyPolicy:
         self._notify(decision)
         return chosen
 
+    def _decide(self, available: list[int], must_include: list[int], size: int) -> AllocationDecision:
+        key = (_mask(available), _mask(must_include), size)
+        with self._lock:
+            cached = self._decisions.get(key)
+            if cached is not None:
+                self._decisions.move_to_end(key)
+                return cached
+        decision = self._allocator.decide(available, must_include, size)
+        with self._lock:
+            self._decisions[key] = decision
+            if len(self._decisions) > DECISION_CACHE_SIZE:
+                self._decisions.popitem(last=False)
+        return decision
+
     def _notify(self, decision: AllocationDecision) -> None:
         if self._on_decision is None:
             return
@@ -94,3 +121,10 @@ class TopologyPolicy:
             self._on_decision(decision)
         except Exception:  # a metrics hook must never fail pod admission
             log.exception("allocation decision hook failed; the allocation itself stands")
+
+
+def _mask(indices: Sequence[int]) -> int:
+    mask = 0
+    for index in indices:
+        mask |= 1 << index
+    return mask

@@ -4,6 +4,16 @@ Two kinds of event matter: `kubelet.sock` appears (created or moved in: the kube
 one of our own sockets disappears (the kubelet cleaned the directory). A kubelet restart produces a
 burst of both, so events are debounced: the callback fires once, `debounce_s` after the last one,
 with everything seen in the burst. The watcher reads the directory; it never changes anything in it.
+
+An inotify watch dies with its directory. The watch reports the directory's own deletion; a
+supervisor thread checks every `recheck_s` which directory is at the path, and when the watched one
+was deleted (or replaced) and a directory is there again, the watch is set up anew and what
+the new directory holds is reported as a burst (kubelet.sock present: created; our sockets absent:
+removed), so a kubelet restart after the re-creation is still noticed.
+
+watchdog logs an ERROR ("queue_events() called when the thread is inactive") when an event arrives
+while its observer stops, an unavoidable race on a directory the kubelet writes to; that one message
+means nothing to us and is dropped by a filter on watchdog's logger, so a clean stop logs no ERROR.
 """
 
 from __future__ import annotations
@@ -18,6 +28,23 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 log = logging.getLogger(__name__)
+
+_STOP_RACE_MESSAGE = "called when the thread is inactive"
+
+
+def _not_the_stop_race(record: logging.LogRecord) -> bool:
+    return _STOP_RACE_MESSAGE not in record.getMessage()
+
+
+logging.getLogger("watchdog.observers.inotify").addFilter(_not_the_stop_race)
+
+
+def _dir_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 @dataclass(frozen=True)
@@ -37,6 +64,7 @@ class KubeletWatcher:
         *,
         kubelet_socket_name: str = "kubelet.sock",
         debounce_s: float = 0.15,
+        recheck_s: float = 0.5,
     ) -> None:
         self._dir = plugin_dir
         self._own_socket_names = own_socket_names
@@ -47,28 +75,70 @@ class KubeletWatcher:
         self._kubelet_created = False
         self._removed: set[str] = set()
         self._timer: threading.Timer | None = None
+        self._recheck_s = recheck_s
         self._observer: Observer | None = None  # type: ignore[valid-type]
+        self._handler = _Handler(self._note)
+        self._watched: tuple[int, int] | None = None  # which directory the inotify watch is on
         self._stopped = False
+        self._stop_event = threading.Event()
+        self._supervisor: threading.Thread | None = None
 
     def start(self) -> None:
-        handler = _Handler(self._note)
         observer = Observer()
-        observer.schedule(handler, str(self._dir), recursive=False)
         observer.daemon = True
         observer.start()
         self._observer = observer
-        log.info("watching %s for %s and our sockets", self._dir, self._kubelet_socket_name)
+        self._rewatch(report=False)
+        self._supervisor = threading.Thread(target=self._supervise, name="plugin-dir-watch", daemon=True)
+        self._supervisor.start()
 
     def stop(self) -> None:
         with self._lock:
             self._stopped = True
             if self._timer is not None:
                 self._timer.cancel()
+        self._stop_event.set()
+        if self._supervisor is not None:
+            self._supervisor.join(timeout=2.0)
         if self._observer is not None:
             self._observer.stop()
             self._observer.join(timeout=2.0)
 
+    def _supervise(self) -> None:
+        while not self._stop_event.wait(self._recheck_s):
+            if _dir_identity(self._dir) != self._watched:
+                self._rewatch(report=True)
+
+    def _rewatch(self, *, report: bool) -> None:
+        """Watch whatever directory is at the path now (none while it is missing)."""
+        assert self._observer is not None
+        self._observer.unschedule_all()
+        current = _dir_identity(self._dir)
+        if current is not None:
+            try:
+                self._observer.schedule(self._handler, str(self._dir), recursive=False)
+            except OSError as error:  # deleted again meanwhile, or no inotify watch left: next round
+                log.warning("cannot watch %s: %s; retrying", self._dir, error)
+                current = None
+        previous, self._watched = self._watched, current
+        if current is None:
+            if previous is not None or not report:
+                log.warning("%s is missing; waiting for it to be created", self._dir)
+            return
+        log.info("watching %s for %s and our sockets", self._dir, self._kubelet_socket_name)
+        if report:  # what happened while nobody watched
+            if (self._dir / self._kubelet_socket_name).exists():
+                self._note("created", self._kubelet_socket_name)
+            for name in self._own_socket_names():
+                if not (self._dir / name).exists():
+                    self._note("removed", name)
+
     def _note(self, kind: str, path: str) -> None:
+        if kind == "removed" and Path(path) == self._dir:
+            # The watched directory itself went (its inode may be reused at once by a re-creation, so
+            # only this event tells): the supervisor watches whatever directory is there next.
+            self._watched = None
+            return
         name = Path(path).name
         own = set(self._own_socket_names())
         with self._lock:

@@ -6,28 +6,32 @@ A new generation starts when `kubelet.sock` is (re)created or one of our sockets
 kubelet ends a ListAndWatch stream while our socket stays, the resource is registered again once no
 stream is left. stop() sends empty device lists, stops the servers and removes our own sockets; no
 other file in the directory is ever touched.
+
+The directory is taken as an absolute path at construction (a relative one would follow the working
+directory). When it is missing or unwritable the generation fails with the directory and the OS
+reason in the log, and is retried with backoff; it is never created after start-up (that is the
+kubelet's job), only waited for. Besides the watch, the idle loop checks once a second that our
+sockets and the kubelet.sock we registered with are still there, so a watch lost with a deleted
+directory cannot hide a kubelet restart. `responsive()` calls GetDevicePluginOptions on our own
+sockets (at most every PROBE_MAX_AGE_S): the liveness check that the servicer still answers.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import stat
 import threading
 import time
 from collections.abc import Sequence
-from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import grpc
-
-from api import deviceplugin_pb2_grpc as pb_grpc
 from device_plugin.errors import PluginError, RegistrationError
 from device_plugin.kubelet_watch import DirectoryEvents, KubeletWatcher
-from device_plugin.registration import KUBELET_SOCKET_NAME, Backoff, RegistrationAbandoned, register
+from device_plugin.plugin_dir import DirectoryUnusable, describe_os_error, identity, inode, socket_name
+from device_plugin.registration import KUBELET_SOCKET_NAME, Backoff, RegistrationAbandoned, SelfProbe, register
 from device_plugin.resources import ResourceManager
+from device_plugin.served import Served, serve, stop_all
 from device_plugin.server import DevicePluginServicer, RpcObserver
 
 log = logging.getLogger(__name__)
@@ -40,7 +44,11 @@ class LifecycleTiming:
     stream_lost_grace_s: float = 1.0  # wait this long for a new stream before registering again
     stop_grace_s: float = 1.0
     debounce_s: float = 0.15
-    server_threads: int = 32
+    probe_timeout_s: float = 1.0  # the self-probe's deadline: a servicer slower than this is not answering
+
+
+PROBE_MAX_AGE_S = 0.5  # /healthz storms reuse one self-probe result this long
+__all__ = ["LifecycleTiming", "PluginManager", "socket_name"]
 
 
 class LifecycleObserver(RpcObserver, Protocol):
@@ -49,31 +57,6 @@ class LifecycleObserver(RpcObserver, Protocol):
     def registration_state(self, resource: str, state: str) -> None: ...  # registered|unregistered|failed
 
     def kubelet_restart_seen(self) -> None: ...
-
-
-def socket_name(resource_name: str) -> str:
-    """`nvidia.com/gpu` -> `nvidia-gpu.sock` (NVIDIA's naming, so operators find it where they expect)."""
-    vendor, _, name = resource_name.partition("/")
-    return f"{vendor.split('.')[0]}-{name}.sock"
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    """Which file is at `path` now: (inode, ctime in ns); a re-created file differs in at least one."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_ctime_ns)
-
-
-@dataclass
-class _Served:
-    resource: ResourceManager
-    socket_path: Path
-    server: grpc.Server
-    servicer: DevicePluginServicer
-    inode: int
-    registered: bool = False
 
 
 class PluginManager:
@@ -89,7 +72,7 @@ class PluginManager:
         if len(set(names)) != len(names):
             raise PluginError(f"duplicate resource names: {names}")
         self._resources = tuple(resources)
-        self._dir = Path(plugin_dir)
+        self._dir = Path(plugin_dir).absolute()  # relative to the start-up directory, never to a later one
         self._timing = timing or LifecycleTiming()
         self._observer = observer
         self._kubelet_socket = self._dir / KUBELET_SOCKET_NAME
@@ -98,11 +81,12 @@ class PluginManager:
         self._restart_pending = False  # a new generation is due: kubelet restarted or a socket of ours is gone
         self._check_sockets = False
         self._lost: set[str] = set()
-        self._served: dict[str, _Served] = {}
+        self._served: dict[str, Served] = {}
         self._registrations = 0
         self._registered_with: tuple[int, int] | None = None  # identity of the kubelet.sock we registered with
         self._registering_with: tuple[int, int] | None = None  # ... and of the one a Register call is under way to
         self._thread: threading.Thread | None = None
+        self._probe = SelfProbe(self._timing.probe_timeout_s, PROBE_MAX_AGE_S)
         self._watcher = KubeletWatcher(
             self._dir,
             lambda: [socket_name(n) for n in names],
@@ -139,7 +123,16 @@ class PluginManager:
             return False, f"serving {served} of {len(self._resources)} resources"
         if not self._sockets_intact():
             return False, "a plugin socket was removed or replaced; re-serving"
+        ok, detail = self.responsive()
+        if not ok:
+            return False, detail
         return True, f"serving {served} resources"
+
+    def responsive(self) -> tuple[bool, str]:
+        """Liveness of the servicer itself: GetDevicePluginOptions on each of our sockets answers in time."""
+        with self._cond:
+            paths = [item.socket_path for item in self._served.values()]
+        return self._probe.check(paths)
 
     def _notify(self, method: str, *args: str) -> None:
         if self._observer is None:
@@ -150,7 +143,10 @@ class PluginManager:
             log.exception("lifecycle observer %s failed", method)
 
     def start(self) -> None:
-        self._dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:  # not fatal: the control loop retries and the watch waits for the directory
+            log.warning("cannot create %s: %s; waiting for it", self._dir, describe_os_error(error))
         self._watcher.start()
         self._thread = threading.Thread(target=self._control_loop, name="plugin-manager", daemon=True)
         self._thread.start()
@@ -167,6 +163,7 @@ class PluginManager:
         if self._thread is not None:
             self._thread.join(timeout=max(0.1, deadline - time.monotonic()))
         self._stop_servers(grace_s=min(self._timing.stop_grace_s, max(0.0, deadline - time.monotonic())))
+        self._probe.close()
         log.info("stopped; removed our sockets from %s", self._dir)
 
     # ---- events --------------------------------------------------------------------------------
@@ -176,7 +173,7 @@ class PluginManager:
             # A kubelet.sock we registered with, or are registering with now, is no restart: we may have
             # seen it by polling before its creation event arrived (abandoning would register twice).
             known = (self._registered_with, self._registering_with)
-            if events.kubelet_socket_created and _identity(self._kubelet_socket) not in known:
+            if events.kubelet_socket_created and identity(self._kubelet_socket) not in known:
                 self._restart_pending = True
                 if self._registered_with is not None:
                     self._notify("kubelet_restart_seen")
@@ -214,6 +211,11 @@ class PluginManager:
                 self._new_generation()
                 self._idle_until_next_generation()
                 failures = self._timing.backoff.delays_s()
+            except DirectoryUnusable as error:  # missing or unwritable: the kubelet may (re)create it
+                delay_s = next(failures)
+                log.warning("cannot serve: %s; retrying in %.2f s", error.strerror, delay_s)
+                self._stop_servers(grace_s=0.0)
+                self._wait_interruptible(delay_s)
             except Exception:  # a bug or an OS error must not leave the daemon half-alive: start over
                 delay_s = next(failures)
                 log.exception("plugin manager generation failed; serving afresh in %.2f s", delay_s)
@@ -237,13 +239,27 @@ class PluginManager:
                 self._cond.wait_for(lambda: self._interrupted() or self._check_sockets or bool(self._lost), timeout=1.0)
                 if self._interrupted():
                     return
-                check_sockets, self._check_sockets = self._check_sockets, False
+                self._check_sockets = False
                 lost = bool(self._lost)
-            if check_sockets and not self._sockets_intact():
+            # Checked at every wake-up, events or not: the watch may be gone with a deleted directory.
+            if not self._sockets_intact():
                 log.warning("one of our sockets was removed or replaced; serving fresh sockets")
+                return
+            if self._kubelet_replaced():
+                log.warning("%s was re-created (kubelet restart); serving fresh sockets", self._kubelet_socket)
+                with self._cond:
+                    if self._registered_with is not None:
+                        self._notify("kubelet_restart_seen")
                 return
             if lost:
                 self._reregister_lost_streams()
+
+    def _kubelet_replaced(self) -> bool:
+        """kubelet.sock exists but is not the one we registered with (a restart the watch did not report)."""
+        current = identity(self._kubelet_socket)
+        with self._cond:
+            known = (self._registered_with, self._registering_with)
+            return current is not None and self._registered_with is not None and current not in known
 
     def _reregister_lost_streams(self) -> None:
         with self._cond:
@@ -259,70 +275,23 @@ class PluginManager:
 
     # ---- serving -------------------------------------------------------------------------------
 
-    def _serve(self, resource: ResourceManager) -> _Served | None:
-        path = self._dir / socket_name(resource.resource_name)
-        try:
-            mode = path.lstat().st_mode
-        except FileNotFoundError:
-            mode = None
-        if mode is not None:
-            if not stat.S_ISSOCK(mode):
-                log.error(
-                    "%s exists and is not a socket; not touching it, not serving %s", path, resource.resource_name
-                )
-                return None
-            path.unlink()  # our own stale socket from an earlier run
-        servicer = DevicePluginServicer(resource, on_stream_ended=self._on_stream_ended, observer=self._observer)
+    def _serve(self, resource: ResourceManager) -> Served | None:
         self._notify("registration_state", resource.resource_name, "unregistered")
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=self._timing.server_threads))
-        pb_grpc.add_DevicePluginServicer_to_server(servicer, server)
-        try:
-            server.add_insecure_port(f"unix://{path}")
-        except RuntimeError as error:
-            log.error("cannot bind %s for %s: %s", path, resource.resource_name, error)
-            return None
-        server.start()
-        try:
-            inode = os.stat(path).st_ino
-        except FileNotFoundError:  # deleted at once (a kubelet cleaning up): the next check re-serves
-            inode = -1
-            with self._cond:
+        served = serve(self._dir, resource, self._on_stream_ended, self._observer)
+        if served is not None and inode(served.socket_path) != served.inode:
+            with self._cond:  # deleted at once (a kubelet cleaning up): the next check re-serves
                 self._check_sockets = True
-        log.info("%s: serving on %s", resource.resource_name, path)
-        return _Served(resource, path, server, servicer, inode)
+        return served
 
     def _stop_servers(self, grace_s: float) -> None:
         with self._cond:
             served, self._served = list(self._served.values()), {}
-        for item in served:
-            item.servicer.shutdown()
-        # gRPC unlinks each socket when its server stops; stopping before binding anew keeps it from
-        # unlinking a fresh socket at the same path.
-        events = [item.server.stop(grace_s) for item in served]
-        for event in events:
-            event.wait(grace_s + 1.0)
-        for item in served:
-            self._remove_own_socket(item)
-
-    @staticmethod
-    def _remove_own_socket(item: _Served) -> None:
-        try:
-            st = item.socket_path.lstat()
-        except FileNotFoundError:
-            return
-        if stat.S_ISSOCK(st.st_mode) and st.st_ino == item.inode:
-            item.socket_path.unlink(missing_ok=True)
+        stop_all(served, grace_s)
 
     def _sockets_intact(self) -> bool:
         with self._cond:
             served = list(self._served.values())
-        for item in served:
-            try:
-                if item.socket_path.lstat().st_ino != item.inode:
-                    return False
-            except FileNotFoundError:
-                return False
-        return True
+        return all(inode(item.socket_path) == item.inode for item in served)
 
     # ---- registration --------------------------------------------------------------------------
 
@@ -347,7 +316,7 @@ class PluginManager:
                     waited_note = True
                 self._wait_interruptible(1.0)  # the watcher wakes us when kubelet.sock appears
                 continue
-            kubelet_identity = _identity(self._kubelet_socket)
+            kubelet_identity = identity(self._kubelet_socket)
             with self._cond:
                 self._registering_with = kubelet_identity
             try:

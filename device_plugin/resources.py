@@ -3,6 +3,11 @@
 It validates kubelet requests against the current device list, delegates the choice to an
 AllocationPolicy and the response to a ResponseBuilder, and wakes ListAndWatch streams (one
 Condition) whenever the list changes. No gRPC here: the servicer translates.
+
+The device dict is copy-on-write (a health change installs a new dict), so a request reads it under
+the lock without copying; IDs keep their canonical rank (device_sort_key) from install time, so a
+request's set is ordered by a dict lookup instead of sorting Device objects. GetPreferredAllocation
+runs on the kubelet's admission path: validation is one pass, and debug text is built only when used.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 
 from device_plugin.allocation_policy import AllocationPolicy, ResponseBuilder, device_sort_key
+from device_plugin.bounded import bounded_ids
 from device_plugin.devices import ContainerAllocation, Device, DeviceListSnapshot, Health
 from device_plugin.errors import InvalidRequestError, UnhealthyDeviceError, UnknownDeviceError
 
@@ -33,6 +39,7 @@ class ResourceManager:
         self._response_builder = response_builder
         self._changed = threading.Condition()
         self._devices: dict[str, Device] = {}
+        self._rank: dict[str, int] = {}  # canonical position of each ID (health never changes it)
         self._version = 0
         self._closed = False
         self._health_listeners: list[HealthListener] = []
@@ -46,6 +53,7 @@ class ResourceManager:
         if len(set(ids)) != len(ids):
             raise ValueError(f"{self.resource_name}: duplicate device IDs in {ids}")
         self._devices = {d.id: d for d in ordered}
+        self._rank = {device_id: rank for rank, device_id in enumerate(ids)}
 
     def snapshot(self) -> DeviceListSnapshot:
         with self._changed:
@@ -97,12 +105,14 @@ class ResourceManager:
     def _set_health(self, matches: Callable[[Device], bool], health: Health, reason: str) -> list[str]:
         transitions: list[tuple[Device, Device]] = []
         with self._changed:
-            for device_id, device in self._devices.items():
+            devices = dict(self._devices)  # copy-on-write: readers hold the old dict without a lock
+            for device_id, device in devices.items():
                 if matches(device) and device.health is not health:
                     updated = Device(device.id, device.gpu_indices, device.numa_node, health, reason)
-                    self._devices[device_id] = updated
+                    devices[device_id] = updated
                     transitions.append((device, updated))
             if transitions:
+                self._devices = devices
                 self._bump_locked()
         for before, after in transitions:
             log.info(
@@ -125,41 +135,46 @@ class ResourceManager:
     def _lookup(self, devices: dict[str, Device], device_ids: Sequence[str], what: str) -> list[Device]:
         unknown = sorted({i for i in device_ids if i not in devices})
         if unknown:
-            raise UnknownDeviceError(f"{what}: unknown device(s) for {self.resource_name}: {', '.join(unknown)}")
+            raise UnknownDeviceError(f"{what}: unknown device(s) for {self.resource_name}: {bounded_ids(unknown)}")
         return [devices[i] for i in device_ids]
 
     def preferred_allocation(self, available: Sequence[str], must_include: Sequence[str], size: int) -> tuple[str, ...]:
         with self._changed:
-            devices = dict(self._devices)
+            devices, rank = self._devices, self._rank  # never mutated in place (copy-on-write)
         if size <= 0:
             raise InvalidRequestError(f"allocation_size must be positive, got {size}")
         unique_available = set(available)
         if len(unique_available) != len(available):
             raise InvalidRequestError("available_deviceIDs contains duplicates")
-        known = self._lookup(devices, available, "available_deviceIDs")
+        if not unique_available <= rank.keys():
+            unknown = sorted(unique_available - rank.keys())
+            raise UnknownDeviceError(
+                f"available_deviceIDs: unknown device(s) for {self.resource_name}: {bounded_ids(unknown)}"
+            )
         must = set(must_include)
         if len(must) != len(must_include):
             raise InvalidRequestError("must_include_deviceIDs contains duplicates")
-        outside = sorted(must - unique_available)
-        if outside:
-            raise InvalidRequestError(f"must_include_deviceIDs not in available_deviceIDs: {', '.join(outside)}")
+        if not must <= unique_available:
+            outside = sorted(must - unique_available)
+            raise InvalidRequestError(f"must_include_deviceIDs not in available_deviceIDs: {bounded_ids(outside)}")
         if size > len(available):
             raise InvalidRequestError(f"allocation_size {size} exceeds the {len(available)} available devices")
         if len(must) > size:
             raise InvalidRequestError(f"{len(must)} must_include devices exceed allocation_size {size}")
-        ordered_ids = [d.id for d in sorted(known, key=device_sort_key)]
-        must_ordered = [i for i in ordered_ids if i in must]
+        ordered_ids = sorted(unique_available, key=rank.__getitem__)
+        must_ordered = sorted(must, key=rank.__getitem__) if must else []
         chosen = self._policy.choose(devices, ordered_ids, must_ordered, size)
         self._check_choice(chosen, unique_available, must, size)
         # The policy writes the decision's one INFO line, with its reasons; this is the bare record.
-        log.debug(
-            "%s: preferred %s for size %d from %d available (must include %s)",
-            self.resource_name,
-            ",".join(chosen),
-            size,
-            len(available),
-            ",".join(must_ordered) or "-",
-        )
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "%s: preferred %s for size %d from %d available (must include %s)",
+                self.resource_name,
+                ",".join(chosen),
+                size,
+                len(available),
+                ",".join(must_ordered) or "-",
+            )
         return chosen
 
     def _check_choice(self, chosen: Sequence[str], available: set[str], must: set[str], size: int) -> None:
@@ -172,13 +187,13 @@ class ResourceManager:
         if not device_ids:
             raise InvalidRequestError("devices_ids is empty")
         if len(set(device_ids)) != len(device_ids):
-            raise InvalidRequestError(f"devices_ids contains duplicates: {', '.join(device_ids)}")
+            raise InvalidRequestError(f"devices_ids contains duplicates: {bounded_ids(device_ids)}")
         with self._changed:
             devices = self._lookup(self._devices, device_ids, "devices_ids")
         unhealthy = sorted(d.id for d in devices if not d.healthy)
         if unhealthy:
             raise UnhealthyDeviceError(
-                f"devices_ids: unhealthy device(s) for {self.resource_name}: {', '.join(unhealthy)}"
+                f"devices_ids: unhealthy device(s) for {self.resource_name}: {bounded_ids(unhealthy)}"
             )
         ordered = sorted(devices, key=device_sort_key)
         allocation = self._response_builder.build(ordered)

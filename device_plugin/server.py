@@ -1,22 +1,35 @@
-"""The gRPC DevicePlugin servicer for one resource: protobuf <-> domain translation, nothing more.
+"""The gRPC DevicePlugin servicer for one resource, and the asyncio server that serves it on a socket.
 
-Every decision lives in the ResourceManager. This module turns requests into domain calls, domain
-results into protobuf, and domain errors into gRPC status codes in exactly one place (status_for).
-No handler exception can escape into gRPC's machinery: each one becomes a status with a message.
+Serving model (issue 11): every plugin socket is served by a `grpc.aio` server on one process-wide
+event loop thread (device_plugin.event_loop). A ListAndWatch stream is a coroutine parked on an
+asyncio event, not a thread, so no number of idle, slow or unread streams from any local client can
+hold back Allocate or GetPreferredAllocation: unary handlers run on the loop as soon as they arrive.
+They are short and CPU-bound, so they run inline (no thread hop on the kubelet's path). One feeder
+thread per servicer waits on the ResourceManager and wakes the streams when the device list changes;
+each stream then sends a full snapshot. A handler that hangs would stop the loop: the lifecycle's
+self-probe (GetDevicePluginOptions over the socket) notices it and /healthz reports it.
+
+The servicer translates protobuf <-> domain and nothing more; every decision lives in the
+ResourceManager. Domain errors become gRPC status codes in exactly one place (status_for), with the
+message bounded, so no handler exception escapes into gRPC's machinery and no request is echoed whole.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 import grpc
 
 from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
+from device_plugin import event_loop
+from device_plugin.bounded import bounded_text
 from device_plugin.devices import ContainerAllocation, Device
 from device_plugin.errors import InvalidRequestError, PluginError
 from device_plugin.resources import ResourceManager
@@ -25,9 +38,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# How often a ListAndWatch stream re-checks whether its client or server went away while no change
-# arrives. Bounds how long a stream thread outlives a stopped server.
-STREAM_POLL_S = 0.25
+# How long the feeder thread waits on the resource before re-checking that its servicer still serves.
+FEED_POLL_S = 0.25
 
 StreamEndedCallback = Callable[["DevicePluginServicer"], None]
 
@@ -40,18 +52,21 @@ class RpcObserver(Protocol):
     ) -> None: ...
 
 
+_OPTIONS = (False, True)  # (pre_start_required, get_preferred_allocation_available)
+
+
 def plugin_options() -> pb.DevicePluginOptions:
     """The options this plugin advertises; RegisterRequest and GetDevicePluginOptions both use it."""
-    return pb.DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=True)
+    return pb.DevicePluginOptions(pre_start_required=_OPTIONS[0], get_preferred_allocation_available=_OPTIONS[1])
 
 
 def status_for(error: BaseException) -> tuple[grpc.StatusCode, str]:
-    """The one mapping from domain errors to gRPC status codes."""
+    """The one mapping from domain errors to gRPC status codes; the message is bounded."""
     if isinstance(error, InvalidRequestError):
-        return grpc.StatusCode.INVALID_ARGUMENT, str(error)
+        return grpc.StatusCode.INVALID_ARGUMENT, bounded_text(str(error))
     if isinstance(error, PluginError):
-        return grpc.StatusCode.INTERNAL, str(error)
-    return grpc.StatusCode.INTERNAL, f"internal error: {type(error).__name__}: {error}"
+        return grpc.StatusCode.INTERNAL, bounded_text(str(error))
+    return grpc.StatusCode.INTERNAL, bounded_text(f"internal error: {type(error).__name__}: {error}")
 
 
 def devices_to_pb(devices: Sequence[Device]) -> list[pb.Device]:
@@ -83,7 +98,7 @@ def allocation_to_pb(allocation: ContainerAllocation) -> pb.ContainerAllocateRes
 
 
 class DevicePluginServicer(pb_grpc.DevicePluginServicer):
-    """Serves one ResourceManager. `on_stream_ended` hears of streams the client (kubelet) ended."""
+    """Serves one ResourceManager on the serving loop. `on_stream_ended` hears of streams the client ended."""
 
     def __init__(
         self,
@@ -94,20 +109,47 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
         self.resource = resource
         self._on_stream_ended = on_stream_ended
         self._observer = observer
-        self._lock = threading.Lock()
-        self._active_streams = 0
+        self._active_streams = 0  # changed on the loop only; read from other threads (an int read is atomic)
         self._shutting_down = threading.Event()
+        self._changed: asyncio.Event | None = None  # replaced at every change; created on the loop
+        self._feeder: threading.Thread | None = None
 
     @property
     def active_streams(self) -> int:
-        with self._lock:
-            return self._active_streams
+        return self._active_streams
 
     def shutdown(self) -> None:
         """Mark the server as going away: streams that end from now on were not ended by the kubelet."""
         self._shutting_down.set()
+        event_loop.call_soon(self._wake_streams)
 
-    def _call(self, rpc: str, context: grpc.ServicerContext, handler: Callable[[], T]) -> T:
+    # ---- change feed ---------------------------------------------------------------------------
+
+    def _start_feeder(self) -> None:
+        """On the loop, at the first stream: one thread per servicer waits on the resource for all streams."""
+        if self._feeder is None:
+            self._changed = asyncio.Event()
+            self._feeder = threading.Thread(target=self._feed, name=f"feed-{self.resource.resource_name}", daemon=True)
+            self._feeder.start()
+
+    def _feed(self) -> None:
+        version = self.resource.snapshot().version
+        while not self._shutting_down.is_set():
+            latest = self.resource.wait_for_change(version, FEED_POLL_S)
+            if latest.version != version:
+                version = latest.version
+                event_loop.call_soon(self._wake_streams)
+            if latest.closed:
+                return  # the streams send the empty list and end; nothing changes after a close
+
+    def _wake_streams(self) -> None:
+        if self._changed is not None:
+            changed, self._changed = self._changed, asyncio.Event()
+            changed.set()
+
+    # ---- unary plumbing ------------------------------------------------------------------------
+
+    async def _call(self, rpc: str, context: grpc.aio.ServicerContext, handler: Callable[[], T]) -> T:
         started = time.perf_counter()
         try:
             result = handler()
@@ -117,9 +159,10 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
             log.log(level, "%s %s refused with %s: %s", self.resource.resource_name, rpc, code.name, message)
             self._observe(rpc, code, started, error)
         else:
-            self._observe(rpc, grpc.StatusCode.OK, started, None)
+            if self._observer is not None:
+                self._observe(rpc, grpc.StatusCode.OK, started, None)
             return result
-        context.abort(code, message)  # raises; outside the except so the traceback stays small
+        await context.abort(code, message)  # raises; outside the except so the traceback stays small
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _observe(self, rpc: str, code: grpc.StatusCode, started: float, error: BaseException | None) -> None:
@@ -133,29 +176,31 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
 
     # ---- RPCs ----------------------------------------------------------------------------------
 
-    def GetDevicePluginOptions(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.DevicePluginOptions:
+    async def GetDevicePluginOptions(
+        self, request: pb.Empty, context: grpc.aio.ServicerContext
+    ) -> pb.DevicePluginOptions:
         return plugin_options()
 
-    def ListAndWatch(self, request: pb.Empty, context: grpc.ServicerContext) -> Iterator[pb.ListAndWatchResponse]:
+    async def ListAndWatch(self, request: pb.Empty, context: grpc.aio.ServicerContext) -> None:
         name = self.resource.resource_name
-        with self._lock:
-            self._active_streams += 1
-        # Any end we did not choose is the client's: it went inactive while we waited, or it cancelled
-        # while a message was in flight, in which case gRPC drops this generator and closes it at the
-        # `yield` (GeneratorExit), so no line after the yield runs. Hence decided here, not there.
+        self._start_feeder()
+        self._active_streams += 1
+        # Any end we did not choose is the client's: gRPC cancels this coroutine (CancelledError at an
+        # await) when the client goes away, so the decision is made in `finally`.
         ended_here = False
         try:
             snapshot = self.resource.snapshot()
             log.info("%s ListAndWatch: sending %d devices (version %d)", name, len(snapshot.devices), snapshot.version)
-            yield pb.ListAndWatchResponse(devices=devices_to_pb(snapshot.devices))
+            await context.write(pb.ListAndWatchResponse(devices=devices_to_pb(snapshot.devices)))
             while not snapshot.closed:
-                if not context.is_active():
-                    return
                 if self._shutting_down.is_set():
                     ended_here = True
                     return
-                latest = self.resource.wait_for_change(snapshot.version, STREAM_POLL_S)
+                changed = self._changed
+                latest = self.resource.snapshot()
                 if latest.version == snapshot.version:
+                    assert changed is not None
+                    await changed.wait()  # the feeder or shutdown() sets it
                     continue
                 snapshot = latest
                 unhealthy = [d.id for d in snapshot.devices if not d.healthy]
@@ -167,40 +212,37 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
                     ", resource closed" if snapshot.closed else "",
                     ",".join(unhealthy) or "none",
                 )
-                yield pb.ListAndWatchResponse(devices=devices_to_pb(snapshot.devices))
+                await context.write(pb.ListAndWatchResponse(devices=devices_to_pb(snapshot.devices)))
             ended_here = True  # the resource closed: the empty list went out
         except Exception as error:  # a bug here must end this stream with a status, not the server
             ended_here = True
             code, message = status_for(error)
             log.error("%s ListAndWatch failed: %s", name, message)
-            context.abort(code, message)
+            await context.abort(code, message)
         finally:
-            with self._lock:
-                self._active_streams -= 1
+            self._active_streams -= 1
             if not ended_here and not self._shutting_down.is_set():
                 log.warning("%s ListAndWatch: the kubelet ended the stream", name)
                 if self._on_stream_ended is not None:
                     self._on_stream_ended(self)
 
-    def GetPreferredAllocation(
-        self, request: pb.PreferredAllocationRequest, context: grpc.ServicerContext
+    async def GetPreferredAllocation(
+        self, request: pb.PreferredAllocationRequest, context: grpc.aio.ServicerContext
     ) -> pb.PreferredAllocationResponse:
-        def handle() -> pb.PreferredAllocationResponse:
-            if not request.container_requests:
-                raise InvalidRequestError("container_requests is empty")
-            responses = []
-            for container in request.container_requests:
-                chosen = self.resource.preferred_allocation(
-                    list(container.available_deviceIDs),
-                    list(container.must_include_deviceIDs),
-                    container.allocation_size,
-                )
-                responses.append(pb.ContainerPreferredAllocationResponse(deviceIDs=list(chosen)))
-            return pb.PreferredAllocationResponse(container_responses=responses)
+        return await self._call("GetPreferredAllocation", context, lambda: self._preferred(request))
 
-        return self._call("GetPreferredAllocation", context, handle)
+    def _preferred(self, request: pb.PreferredAllocationRequest) -> pb.PreferredAllocationResponse:
+        if not request.container_requests:
+            raise InvalidRequestError("container_requests is empty")
+        response = pb.PreferredAllocationResponse()
+        for container in request.container_requests:
+            chosen = self.resource.preferred_allocation(
+                container.available_deviceIDs, container.must_include_deviceIDs, container.allocation_size
+            )
+            response.container_responses.add().deviceIDs.extend(chosen)
+        return response
 
-    def Allocate(self, request: pb.AllocateRequest, context: grpc.ServicerContext) -> pb.AllocateResponse:
+    async def Allocate(self, request: pb.AllocateRequest, context: grpc.aio.ServicerContext) -> pb.AllocateResponse:
         def handle() -> pb.AllocateResponse:
             if not request.container_requests:
                 raise InvalidRequestError("container_requests is empty")
@@ -208,10 +250,40 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
             allocations = [self.resource.allocate(list(c.devices_ids)) for c in request.container_requests]
             return pb.AllocateResponse(container_responses=[allocation_to_pb(a) for a in allocations])
 
-        return self._call("Allocate", context, handle)
+        return await self._call("Allocate", context, handle)
 
-    def PreStartContainer(
-        self, request: pb.PreStartContainerRequest, context: grpc.ServicerContext
+    async def PreStartContainer(
+        self, request: pb.PreStartContainerRequest, context: grpc.aio.ServicerContext
     ) -> pb.PreStartContainerResponse:
         # pre_start_required is false, so the kubelet never calls this; answering OK keeps old callers happy.
         return pb.PreStartContainerResponse()
+
+
+class SocketServer:
+    """One servicer served by a grpc.aio server on the shared loop (on one unix socket)."""
+
+    def __init__(self, servicer: DevicePluginServicer) -> None:
+        self.servicer = servicer
+        self._server: grpc.aio.Server | None = None
+
+    def start(self, path: Path) -> None:
+        """Bind `path` and serve. RuntimeError when gRPC cannot bind it."""
+        self._server = event_loop.run(self._start(path), timeout_s=10.0)
+
+    async def _start(self, path: Path) -> grpc.aio.Server:
+        server = grpc.aio.server()
+        pb_grpc.add_DevicePluginServicer_to_server(self.servicer, server)
+        server.add_insecure_port(f"unix://{path}")
+        await server.start()
+        return server
+
+    def stop(self, grace_s: float) -> None:
+        """Stop serving within about `grace_s` (open streams are cancelled after it)."""
+        self.servicer.shutdown()
+        server, self._server = self._server, None
+        if server is not None:
+            try:
+                event_loop.run(server.stop(grace_s), timeout_s=grace_s + 1.0)
+            except TimeoutError:
+                name = self.servicer.resource.resource_name
+                log.warning("the server for %s did not stop within %.1f s", name, grace_s)

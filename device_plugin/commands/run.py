@@ -22,6 +22,7 @@ from device_plugin.daemon import Daemon
 from device_plugin.errors import ConfigError, NvmlUnavailableError, PluginError
 from device_plugin.fake_events import FakeEventsTail
 from device_plugin.http_endpoint import EndpointBindError
+from device_plugin.log_writer import in_background
 from device_plugin.nvml.catalog import open_backend
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.process_signals import install as install_signal_handlers
@@ -98,7 +99,7 @@ def configure_logging(log_format: str, level: str = "INFO") -> None:
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = [in_background(handler)]  # off the RPC path: see device_plugin.log_writer
     root.setLevel(level.upper())
 
 

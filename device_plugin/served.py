@@ -1,0 +1,84 @@
+"""One resource served on its own socket: bind it (mode 0600), stop it, and what the lifecycle keeps.
+
+Boundary: the PluginManager decides when; this module does the binding and the stopping. It knows
+the servicer and the socket server by their interfaces (no gRPC import) and the directory through
+device_plugin.plugin_dir.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from device_plugin.plugin_dir import (
+    DirectoryUnusable,
+    bind_private,
+    check_not_foreign,
+    describe_os_error,
+    remove_own_socket,
+    socket_name,
+)
+from device_plugin.resources import ResourceManager
+from device_plugin.server import DevicePluginServicer, RpcObserver, SocketServer, StreamEndedCallback
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Served:
+    resource: ResourceManager
+    socket_path: Path
+    server: SocketServer
+    servicer: DevicePluginServicer
+    inode: int
+    registered: bool = False
+
+
+def serve(
+    directory: Path,
+    resource: ResourceManager,
+    on_stream_ended: StreamEndedCallback,
+    observer: RpcObserver | None,
+) -> Served | None:
+    """Serve `resource` on a fresh 0600 socket in `directory`.
+
+    None (logged) when another file holds the socket's path or gRPC cannot bind; DirectoryUnusable
+    when the directory is missing or unwritable (the caller retries)."""
+    path = directory / socket_name(resource.resource_name)
+    try:
+        free = check_not_foreign(path)
+    except NotADirectoryError as error:
+        raise DirectoryUnusable(error.errno, f"{directory}: {describe_os_error(error)}") from error
+    if not free:
+        log.error("%s exists and is not a socket; not touching it, not serving %s", path, resource.resource_name)
+        return None
+    servicer = DevicePluginServicer(resource, on_stream_ended=on_stream_ended, observer=observer)
+    server = SocketServer(servicer)
+    try:
+        own_inode = bind_private(directory, path.name, server.start)
+    except RuntimeError as error:
+        server.stop(0.0)
+        log.error("cannot bind %s for %s: %s", path, resource.resource_name, error)
+        return None
+    except OSError:
+        server.stop(0.0)
+        raise
+    log.info("%s: serving on %s (mode 0600)", resource.resource_name, path)
+    return Served(resource, path, server, servicer, own_inode)
+
+
+def stop_all(served: Iterable[Served], grace_s: float) -> None:
+    """Stop the servers in parallel (N resources stop within one grace period), then remove our sockets."""
+    items = list(served)
+    for item in items:
+        item.servicer.shutdown()
+    threads = [threading.Thread(target=item.server.stop, args=(grace_s,), daemon=True) for item in items]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(grace_s + 2.0)
+    for item in items:
+        remove_own_socket(item.socket_path, item.inode)

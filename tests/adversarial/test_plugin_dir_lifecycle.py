@@ -1,0 +1,136 @@
+"""The plugin directory as a new operator or a hostile node gets it: umask 0, a relative path, a
+directory that is missing, not a directory, or deleted and re-created under a running plugin.
+
+Each test reproduces an issue-11 failure: the socket's mode came from the umask; a relative
+--device-plugin-dir never bound; an unusable directory was never retried; a re-created directory
+left the watch dead, so a later kubelet restart went unnoticed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import stat
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from device_plugin.composition import GPU_RESOURCE, build_resources
+from device_plugin.config import Config
+from device_plugin.kubelet_standin import KubeletStandIn
+from device_plugin.lifecycle import PluginManager
+from device_plugin.nvml.catalog import open_backend
+from tests.timing import FAST_LIFECYCLE
+
+WAIT_S = 10.0
+
+
+@pytest.fixture
+def base() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="gdp-", dir="/tmp"))  # short: unix socket paths max 107 bytes
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _manager(plugin_dir: Path) -> PluginManager:
+    return PluginManager(build_resources(open_backend("single-gpu"), Config()), plugin_dir, timing=FAST_LIFECYCLE)
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o022, 0o077], ids=["umask-0", "umask-022", "umask-077"])
+def test_the_socket_is_0600_whatever_the_umask(base: Path, umask: int) -> None:
+    previous = os.umask(umask)
+    try:
+        manager = _manager(base)
+        manager.start()
+    finally:
+        os.umask(previous)
+    kubelet = KubeletStandIn(base)
+    kubelet.start()
+    try:
+        kubelet.wait_for_connection(GPU_RESOURCE, timeout_s=WAIT_S)
+        mode = (base / "nvidia-gpu.sock").lstat().st_mode
+        assert stat.S_ISSOCK(mode)
+        assert stat.S_IMODE(mode) == 0o600
+        assert sorted(p.name for p in base.iterdir()) == ["kubelet.sock", "nvidia-gpu.sock"]  # no leftovers
+    finally:
+        manager.stop()
+        kubelet.stop()
+
+
+def test_a_relative_plugin_dir_is_taken_from_the_start_up_directory(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (base / "dp").mkdir()
+    monkeypatch.chdir(base)
+    manager = _manager(Path("dp"))
+    monkeypatch.chdir("/")  # a later working directory must not matter
+    kubelet = KubeletStandIn(base / "dp")
+    kubelet.start()
+    manager.start()
+    try:
+        kubelet.wait_for_connection(GPU_RESOURCE, timeout_s=WAIT_S)
+        assert (base / "dp" / "nvidia-gpu.sock").is_socket()
+        assert manager.socket_paths() == [base / "dp" / "nvidia-gpu.sock"]
+    finally:
+        manager.stop()
+        kubelet.stop()
+
+
+def test_an_unusable_directory_is_retried_with_the_reason_logged(base: Path, caplog: pytest.LogCaptureFixture) -> None:
+    blocker = base / "kubelet"
+    blocker.write_text("not a directory")  # so the plugin directory below it cannot exist
+    plugin_dir = blocker / "device-plugins"
+    manager = _manager(plugin_dir)
+    kubelet = KubeletStandIn(plugin_dir)
+    with caplog.at_level(logging.WARNING, logger="device_plugin"):
+        manager.start()
+        try:
+            _wait_until(lambda: "Not a directory" in caplog.text)
+            assert str(plugin_dir) in caplog.text
+            assert "Not a directory (ENOTDIR)" in caplog.text
+            assert manager.serving()[0] is False
+            blocker.unlink()
+            plugin_dir.mkdir(parents=True)  # the kubelet creates its directory
+            kubelet.start()
+            kubelet.wait_for_connection(GPU_RESOURCE, timeout_s=WAIT_S)
+            assert manager.wait_for_registrations(1, WAIT_S)
+        finally:
+            manager.stop()
+            kubelet.stop()
+
+
+def test_a_deleted_and_recreated_directory_is_served_and_watched_again(base: Path) -> None:
+    plugin_dir = base / "device-plugins"
+    plugin_dir.mkdir()
+    manager = _manager(plugin_dir)
+    kubelet = KubeletStandIn(plugin_dir)
+    kubelet.start()
+    manager.start()
+    try:
+        kubelet.wait_for_connection(GPU_RESOURCE, timeout_s=WAIT_S)
+        kubelet.stop()
+        shutil.rmtree(plugin_dir)
+        plugin_dir.mkdir()  # e.g. a node agent wiped /var/lib/kubelet/device-plugins
+        kubelet.start()
+        kubelet.wait_for_connection(GPU_RESOURCE, count=2, timeout_s=WAIT_S)
+        assert manager.wait_for_registrations(2, WAIT_S)
+        # A later kubelet restart in the new directory is noticed too.
+        kubelet.restart()
+        connection = kubelet.wait_for_connection(GPU_RESOURCE, count=3, timeout_s=WAIT_S)
+        assert manager.wait_for_registrations(3, WAIT_S)
+        assert len(connection.lists[-1]) == 1
+        assert stat.S_IMODE((plugin_dir / "nvidia-gpu.sock").lstat().st_mode) == 0o600
+    finally:
+        manager.stop()
+        kubelet.stop()
