@@ -46,7 +46,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 METRICS_ADDRESS_ENV = "METRICS_ADDRESS"
-PROBE_TIMEOUT_S = 1.0  # the kubelet's default probe timeout: a later answer is a failed probe anyway
+PROBE_TIMEOUT_S = 1.5  # under the DaemonSet's 2 s probe timeout, above the 1 s servicer self-probe (its reason wins)
 PROBE_QUEUE_MAX = 32  # probes waiting for the probe worker; more are answered 503 at once
 TEXT = "text/plain; charset=utf-8"
 T = TypeVar("T")

@@ -22,6 +22,7 @@ from device_plugin.daemon import Daemon
 from device_plugin.errors import ConfigError, NvmlUnavailableError, PluginError
 from device_plugin.fake_events import FakeEventsTail
 from device_plugin.http_endpoint import EndpointBindError
+from device_plugin.log_writer import flush as flush_log_writer
 from device_plugin.log_writer import in_background
 from device_plugin.nvml.catalog import open_backend
 from device_plugin.nvml.fake import FakeNvml
@@ -109,6 +110,13 @@ def load_effective_config(args: argparse.Namespace) -> Config:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    finally:
+        flush_log_writer()  # every line, the exit reason above all, is written before the exit code returns
+
+
+def _run(args: argparse.Namespace) -> int:
     signals = install_signal_handlers()  # already installed by the CLI before its imports; idempotent
     try:
         config = load_effective_config(args)
