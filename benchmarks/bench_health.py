@@ -28,8 +28,8 @@ from device_plugin.devices import Device
 from device_plugin.health import HealthWatcher
 from device_plugin.health_config import HealthConfig
 from device_plugin.ids import format_replica_id
-from device_plugin.kubelet_standin import KubeletStandIn
-from device_plugin.lifecycle import PluginManager
+from device_plugin.kubelet.lifecycle import PluginManager
+from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from device_plugin.resources import ResourceManager

@@ -28,6 +28,7 @@ from device_plugin.config_file import read_regular_file
 from device_plugin.errors import ConfigError, PluginError
 from device_plugin.health import HealthWatcher
 from device_plugin.http_endpoint import EndpointProbeResult, HttpEndpoint, parse_metrics_address, registration_readiness
+from device_plugin.kubelet.lifecycle import LifecycleTiming, PluginManager
 from device_plugin.labels import (
     FeaturesFileWriter,
     LabelOptions,
@@ -35,7 +36,6 @@ from device_plugin.labels import (
     SharingLabelInput,
     refresh_features_file,
 )
-from device_plugin.lifecycle import LifecycleTiming, PluginManager
 from device_plugin.metrics import PluginMetrics
 from device_plugin.nvml.health_types import HealthSource
 from device_plugin.nvml.protocol import NvmlBackend

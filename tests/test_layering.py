@@ -10,10 +10,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("device_plugin", "mig", "timeslice")
 GRPC_ALLOWED = {
-    "device_plugin/server.py",
-    "device_plugin/registration.py",
-    "device_plugin/lifecycle.py",
-    "device_plugin/kubelet_standin.py",
+    "device_plugin/kubelet/servicer.py",
+    "device_plugin/kubelet/registration.py",
+    "device_plugin/kubelet/lifecycle.py",
+    "device_plugin/kubelet/standin.py",
     "device_plugin/dra/grpc_service.py",  # the DRA driver's kubelet side
 }
 PYNVML_ALLOWED = {"device_plugin/nvml/real.py"}

@@ -31,12 +31,12 @@ from device_plugin.daemon import Daemon
 from device_plugin.devices import Device
 from device_plugin.errors import PluginError
 from device_plugin.health_config import HealthConfig
-from device_plugin.kubelet_standin import KubeletStandIn, PluginConnection
-from device_plugin.lifecycle import LifecycleTiming
+from device_plugin.kubelet.lifecycle import LifecycleTiming
+from device_plugin.kubelet.registration import Backoff
+from device_plugin.kubelet.standin import KubeletStandIn, PluginConnection
 from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
-from device_plugin.registration import Backoff
 
 NAME = "demo"
 HELP = "Show the plugin and a kubelet stand-in at work on a simulated node (no GPU, no Kubernetes needed)."

@@ -20,7 +20,7 @@ import pytest
 
 from device_plugin.config import Config, load_config
 from device_plugin.daemon import Daemon
-from device_plugin.kubelet_standin import KubeletStandIn
+from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.fake import FakeNvml
 from tests.adversarial.test_config_file_limits import alias_bomb, indented
 from tests.daemon.harness import FAST_HEALTH, TIMING

@@ -24,8 +24,8 @@ from device_plugin.composition import build_node, envvar_conflicts
 from device_plugin.config import Config, DaemonSettings, parse_config
 from device_plugin.daemon import Daemon
 from device_plugin.errors import InvalidRequestError
-from device_plugin.kubelet_standin import KubeletStandIn
-from device_plugin.lifecycle import PluginManager
+from device_plugin.kubelet.lifecycle import PluginManager
+from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.catalog import open_backend
 from tests.timing import FAST_LIFECYCLE
 

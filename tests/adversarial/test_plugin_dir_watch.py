@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_watch import DirectoryEvents, KubeletWatcher
+from device_plugin.kubelet.plugin_dir_watch import DirectoryEvents, KubeletWatcher
 
 WAIT_S = 10.0
 

@@ -17,11 +17,11 @@ import grpc
 import pytest
 
 from api import deviceplugin_pb2 as pb
-from device_plugin import event_loop
 from device_plugin.allocation_policy import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.composition import GPU_RESOURCE, gpu_devices
 from device_plugin.devices import Device
-from device_plugin.lifecycle import PROBE_MAX_AGE_S
+from device_plugin.kubelet import event_loop
+from device_plugin.kubelet.lifecycle import PROBE_MAX_AGE_S
 from device_plugin.nvml.catalog import open_backend
 from device_plugin.resources import ResourceManager
 from tests.daemon.harness import Node as DaemonNode

@@ -10,7 +10,7 @@ import pytest
 
 from device_plugin.config import load_config
 from device_plugin.daemon import Daemon
-from device_plugin.kubelet_standin import KubeletStandIn
+from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.fake import FakeNvml
 from tests.mig.test_strategy import H100_MIG_MIXED_RESOURCES
 

@@ -17,8 +17,8 @@ import pytest
 from device_plugin.fake_events import FakeEventsTail
 from device_plugin.health import HealthWatcher
 from device_plugin.health_config import HealthConfig
-from device_plugin.kubelet_standin import KubeletStandIn, ListedDevice
-from device_plugin.lifecycle import PluginManager
+from device_plugin.kubelet.lifecycle import PluginManager
+from device_plugin.kubelet.standin import KubeletStandIn, ListedDevice
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from device_plugin.resources import ResourceManager

@@ -9,10 +9,10 @@ import pytest
 from device_plugin.composition import GPU_RESOURCE, build_resources
 from device_plugin.config import Config
 from device_plugin.errors import RegistrationError
-from device_plugin.kubelet_standin import KubeletStandIn, is_extended_resource_name
-from device_plugin.lifecycle import PluginManager, socket_name
+from device_plugin.kubelet.lifecycle import PluginManager, socket_name
+from device_plugin.kubelet.registration import register
+from device_plugin.kubelet.standin import KubeletStandIn, is_extended_resource_name
 from device_plugin.nvml.catalog import open_backend
-from device_plugin.registration import register
 
 from .conftest import FAST, WAIT_S, Node
 

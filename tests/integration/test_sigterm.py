@@ -12,7 +12,7 @@ import pytest
 
 from device_plugin.composition import GPU_RESOURCE
 from device_plugin.errors import NvmlUnavailableError
-from device_plugin.kubelet_standin import KubeletStandIn
+from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.catalog import open_backend
 
 from .conftest import WAIT_S

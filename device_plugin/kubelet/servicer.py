@@ -1,7 +1,7 @@
 """The gRPC DevicePlugin servicer for one resource, and the asyncio server that serves it on a socket.
 
 Serving model (issue 11): every plugin socket is served by a `grpc.aio` server on one process-wide
-event loop thread (device_plugin.event_loop). A ListAndWatch stream is a coroutine parked on an
+event loop thread (device_plugin.kubelet.event_loop). A ListAndWatch stream is a coroutine parked on an
 asyncio event, not a thread, so no number of idle, slow or unread streams from any local client can
 hold back Allocate or GetPreferredAllocation: unary handlers run on the loop as soon as they arrive.
 They are short and CPU-bound, so they run inline (no thread hop on the kubelet's path). One feeder
@@ -28,10 +28,10 @@ import grpc
 
 from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
-from device_plugin import event_loop
 from device_plugin.bounded import bounded_text
 from device_plugin.devices import ContainerAllocation, Device
 from device_plugin.errors import InvalidRequestError, PluginError
+from device_plugin.kubelet import event_loop
 from device_plugin.resources import ResourceManager
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_plugin.plugin_dir import (
+from device_plugin.kubelet.plugin_dir import (
     DirectoryUnusable,
     bind_private,
     check_not_foreign,
@@ -21,8 +21,8 @@ from device_plugin.plugin_dir import (
     remove_own_socket,
     socket_name,
 )
+from device_plugin.kubelet.servicer import DevicePluginServicer, RpcObserver, SocketServer, StreamEndedCallback
 from device_plugin.resources import ResourceManager
-from device_plugin.server import DevicePluginServicer, RpcObserver, SocketServer, StreamEndedCallback
 
 log = logging.getLogger(__name__)
 

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Protocol
 
 from device_plugin.errors import PluginError, RegistrationError
-from device_plugin.kubelet_watch import DirectoryEvents, KubeletWatcher
-from device_plugin.plugin_dir import DirectoryUnusable, describe_os_error, identity, inode, socket_name
-from device_plugin.registration import KUBELET_SOCKET_NAME, Backoff, RegistrationAbandoned, SelfProbe, register
+from device_plugin.kubelet.plugin_dir import DirectoryUnusable, describe_os_error, identity, inode, socket_name
+from device_plugin.kubelet.plugin_dir_watch import DirectoryEvents, KubeletWatcher
+from device_plugin.kubelet.registration import KUBELET_SOCKET_NAME, Backoff, RegistrationAbandoned, SelfProbe, register
+from device_plugin.kubelet.served import Served, serve, stop_all
+from device_plugin.kubelet.servicer import DevicePluginServicer, RpcObserver
 from device_plugin.resources import ResourceManager
-from device_plugin.served import Served, serve, stop_all
-from device_plugin.server import DevicePluginServicer, RpcObserver
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""kubelet: see each module's docstring."""
