@@ -33,7 +33,7 @@ from pathlib import Path
 from _common import percentile, table
 
 from device_plugin.allocator import Allocator
-from device_plugin.config import Config
+from device_plugin.config.model import Config
 from device_plugin.dra.driver import DraDriver
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.kube import api_client

@@ -22,7 +22,7 @@ from pathlib import Path
 from device_plugin.allocation_policy import AllocationPolicy, ResponseBuilder
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
-from device_plugin.config import Config
+from device_plugin.config.model import Config
 from device_plugin.devices import Device
 from device_plugin.gpu_policy import TopologyPolicy
 from device_plugin.ids import parse_device_id

@@ -23,8 +23,8 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from device_plugin.composition import Node, build_node, envvar_conflicts
-from device_plugin.config import Config, check_labels_file
-from device_plugin.config_file import read_regular_file
+from device_plugin.config.model import Config, check_labels_file
+from device_plugin.config.reading import read_regular_file
 from device_plugin.errors import ConfigError, PluginError
 from device_plugin.health import HealthWatcher
 from device_plugin.http_endpoint import EndpointProbeResult, HttpEndpoint, parse_metrics_address, registration_readiness

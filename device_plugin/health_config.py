@@ -1,7 +1,7 @@
 """HealthConfig: which faults count, how fast the watcher probes, how long a GPU must stay quiet to recover.
 
 Boundary: parsing and validating the `health` config section and the NVIDIA-compatible env vars into
-one frozen value; no NVML, no threads. The config loader (device_plugin/config.py) hands the raw
+one frozen value; no NVML, no threads. The config loader (device_plugin/config/model.py) hands the raw
 mapping of the section to parse_health_config and the lead wires the result into the HealthWatcher.
 
 Env vars (read from the injected env mapping, as NVIDIA's plugin reads them; they add to the file):
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from device_plugin.config_schema import Seconds
+from device_plugin.config.schema import Seconds
 from device_plugin.errors import ConfigError
 from device_plugin.short_text import short
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from device_plugin.config import DEFAULT_DEVICE_PLUGIN_DIR
+from device_plugin.config.model import DEFAULT_DEVICE_PLUGIN_DIR
 from device_plugin.errors import PluginError
 from device_plugin.gpu_models import mig_capable, model_facts
 from device_plugin.nvlink_groups import nvlink_summary

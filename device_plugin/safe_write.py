@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from device_plugin.config_file import read_regular_file
+from device_plugin.config.reading import read_regular_file
 from device_plugin.errors import ConfigError
 from device_plugin.short_text import short_path
 

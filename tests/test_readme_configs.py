@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from device_plugin.config import parse_config
-from device_plugin.config_schema import TOP_LEVEL
+from device_plugin.config.model import parse_config
+from device_plugin.config.schema import TOP_LEVEL
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCKS = re.findall(r"```yaml\n(.*?)```", README.read_text(), flags=re.DOTALL)

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from device_plugin.composition import Node, build_node, mig_indices
-from device_plugin.config import Config
+from device_plugin.config.model import Config
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.resources import ResourceManager
 

@@ -26,7 +26,7 @@ from device_plugin.commands._compose import add_config_arguments, load_cli_confi
 from device_plugin.commands._view import VISIBLE, allocate_summary
 from device_plugin.commands.run import configure_logging
 from device_plugin.composition import GPU_RESOURCE, Node, build_node, envvar_conflicts
-from device_plugin.config import Config
+from device_plugin.config.model import Config
 from device_plugin.daemon import Daemon
 from device_plugin.devices import Device
 from device_plugin.errors import PluginError

@@ -14,7 +14,7 @@ import socket
 import sys
 
 from device_plugin.commands._machine import fail
-from device_plugin.config import config_file_path, load_config
+from device_plugin.config.model import config_file_path, load_config
 from device_plugin.errors import PluginError
 
 NAME = "dra"

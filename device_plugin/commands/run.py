@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from device_plugin.config import Config, config_file_path, load_config
-from device_plugin.config_schema import OUR_SECTION
-from device_plugin.config_watch import ConfigFileWatch
+from device_plugin.config.model import Config, config_file_path, load_config
+from device_plugin.config.schema import OUR_SECTION
+from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.daemon import Daemon
 from device_plugin.errors import ConfigError, NvmlUnavailableError, PluginError
 from device_plugin.fake_events import FakeEventsTail

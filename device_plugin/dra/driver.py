@@ -24,7 +24,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from device_plugin.config import Config
+from device_plugin.config.model import Config
 from device_plugin.devices import Health
 from device_plugin.dra.checkpoint import Checkpoint
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths

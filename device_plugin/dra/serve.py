@@ -18,8 +18,8 @@ from typing import Protocol
 from kubernetes.config.config_exception import ConfigException
 from prometheus_client import CollectorRegistry
 
-from device_plugin.config import Config, config_file_path
-from device_plugin.config_watch import ConfigFileWatch
+from device_plugin.config.model import Config, config_file_path
+from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.dra.driver import DraDriver
 from device_plugin.dra.kube import api_client
 from device_plugin.errors import NvmlUnavailableError, PluginError

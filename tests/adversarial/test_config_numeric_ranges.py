@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from device_plugin.config import load_config, parse_config
+from device_plugin.config.model import load_config, parse_config
 from device_plugin.errors import ConfigError
 
 H = "gpuDevicePlugin.health"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.config import Config, load_config
+from device_plugin.config.model import Config, load_config
 from device_plugin.daemon import Daemon
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.fake import FakeNvml

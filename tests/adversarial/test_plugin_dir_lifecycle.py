@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.composition import GPU_RESOURCE, build_resources
-from device_plugin.config import Config
+from device_plugin.config.model import Config
 from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.catalog import open_backend

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.config import Config, config_file_path, load_config
+from device_plugin.config.model import Config, config_file_path, load_config
 from device_plugin.errors import ConfigError
 
 NVIDIA_EXAMPLE = """\

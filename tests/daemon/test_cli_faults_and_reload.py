@@ -10,7 +10,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from device_plugin.config_watch import ConfigFileWatch
+from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.fake import FakeNvml
 from tests.integration.test_sigterm import start_daemon

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from device_plugin.composition import build_node
-from device_plugin.config import load_config
+from device_plugin.config.model import load_config
 from device_plugin.daemon import label_options
 from device_plugin.labels import compute_labels
 from device_plugin.nvml.fake import FakeNvml

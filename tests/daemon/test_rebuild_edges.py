@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.config_watch import ConfigFileWatch
+from device_plugin.config.watch import ConfigFileWatch
 
 from .harness import GPU, WAIT_S, Node
 

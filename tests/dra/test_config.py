@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.cli import main
-from device_plugin.config import load_config
+from device_plugin.config.model import load_config
 from device_plugin.errors import ConfigError
 
 

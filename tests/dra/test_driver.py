@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.config import Config
+from device_plugin.config.model import Config
 from device_plugin.dra.driver import DraDriver
 from device_plugin.dra.kube import api_client
 from device_plugin.health_config import HealthConfig

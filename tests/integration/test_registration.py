@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.composition import GPU_RESOURCE, build_resources
-from device_plugin.config import Config
+from device_plugin.config.model import Config
 from device_plugin.errors import RegistrationError
 from device_plugin.kubelet.lifecycle import PluginManager, socket_name
 from device_plugin.kubelet.registration import register

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
-from device_plugin.config_schema import DEFAULT_METRICS_ADDRESS
+from device_plugin.config.schema import DEFAULT_METRICS_ADDRESS
 from device_plugin.errors import ConfigError
 from device_plugin.http_endpoint import (
     EndpointProbeResult,

@@ -16,8 +16,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from device_plugin.config_file import load_config_file
-from device_plugin.config_schema import (
+from device_plugin.config.reading import load_config_file
+from device_plugin.config.schema import (
     CONFIG_FILE_ENV,
     DEFAULT_DRA_DRIVER_NAME,
     DEFAULT_METRICS_ADDRESS,
@@ -29,7 +29,7 @@ from device_plugin.config_schema import (
     TOP_LEVEL,
     sections,
 )
-from device_plugin.config_sections import check_imex, check_resources, check_sharing
+from device_plugin.config.sections import check_imex, check_resources, check_sharing
 from device_plugin.errors import ConfigError
 from device_plugin.health_config import HealthConfig, parse_health_config
 from device_plugin.safe_write import check_write_target

@@ -1,0 +1,1 @@
+"""config: see each module's docstring."""
