@@ -25,8 +25,8 @@ from _common import target_line
 
 from device_plugin.allocation_policy import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.devices import Device
-from device_plugin.health import HealthWatcher
-from device_plugin.health_config import HealthConfig
+from device_plugin.health.config import HealthConfig
+from device_plugin.health.watcher import HealthWatcher
 from device_plugin.ids import format_replica_id
 from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.standin import KubeletStandIn

@@ -26,7 +26,7 @@ from device_plugin.composition import Node, build_node, envvar_conflicts
 from device_plugin.config.model import Config, check_labels_file
 from device_plugin.config.reading import read_regular_file
 from device_plugin.errors import ConfigError, PluginError
-from device_plugin.health import HealthWatcher
+from device_plugin.health.watcher import HealthWatcher
 from device_plugin.http_endpoint import EndpointProbeResult, HttpEndpoint, parse_metrics_address, registration_readiness
 from device_plugin.kubelet.lifecycle import LifecycleTiming, PluginManager
 from device_plugin.labels import (

@@ -30,7 +30,7 @@ from device_plugin.config.model import Config
 from device_plugin.daemon import Daemon
 from device_plugin.devices import Device
 from device_plugin.errors import PluginError
-from device_plugin.health_config import HealthConfig
+from device_plugin.health.config import HealthConfig
 from device_plugin.kubelet.lifecycle import LifecycleTiming
 from device_plugin.kubelet.registration import Backoff
 from device_plugin.kubelet.standin import KubeletStandIn, PluginConnection

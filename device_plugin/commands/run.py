@@ -20,7 +20,7 @@ from device_plugin.config.schema import OUR_SECTION
 from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.daemon import Daemon
 from device_plugin.errors import ConfigError, NvmlUnavailableError, PluginError
-from device_plugin.fake_events import FakeEventsTail
+from device_plugin.health.fake_events import FakeEventsTail
 from device_plugin.http_endpoint import EndpointBindError
 from device_plugin.log_writer import flush as flush_log_writer
 from device_plugin.log_writer import in_background

@@ -173,7 +173,7 @@ FIELDS: dict[str, Field] = {
     f"{OUR_SECTION}.labelsFile": STR,
     f"{OUR_SECTION}.rescanIntervalSeconds": RESCAN_INTERVAL.field(),
     f"{OUR_SECTION}.nicHints": BOOL,
-    f"{OUR_SECTION}.health": RAW_MAPPING,  # parsed by device_plugin.health_config (with the DP_* env vars)
+    f"{OUR_SECTION}.health": RAW_MAPPING,  # parsed by device_plugin.health.config (with the DP_* env vars)
     f"{OUR_SECTION}.mode": _choice(*MODES),
     f"{OUR_SECTION}.driverName": Field(_dns_subdomain, _dns_subdomain),
 }

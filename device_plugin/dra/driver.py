@@ -32,8 +32,8 @@ from device_plugin.dra.inventory import DraDevice, build_devices
 from device_plugin.dra.kube import ApiClaimReader, newest_resource_version
 from device_plugin.dra.prepare import Preparer
 from device_plugin.dra.publisher import SlicePublisher
-from device_plugin.health import HealthWatcher
-from device_plugin.health_state import HealthTransition
+from device_plugin.health.state import HealthTransition
+from device_plugin.health.watcher import HealthWatcher
 from device_plugin.nvml.health_types import HealthSource
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.topology_build import build_topology

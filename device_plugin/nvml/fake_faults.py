@@ -1,7 +1,7 @@
 """FakeFaults: the injected fault state of a fake machine, and the event watches FakeNvml hands out.
 
 Boundary: this is FakeNvml's health side (device_plugin/nvml/health_types.HealthSource), plus an
-in-process injection API for tests and for device_plugin/fake_events.py (faults from outside the
+in-process injection API for tests and for device_plugin/health/fake_events.py (faults from outside the
 process). It models what NVML would report, not policy: every Xid is delivered, ignored or not.
 
 Faults that real hardware keeps until repaired stay until recover():

@@ -17,7 +17,7 @@ import pytest
 from device_plugin.config.model import Config
 from device_plugin.dra.driver import DraDriver
 from device_plugin.dra.kube import api_client
-from device_plugin.health_config import HealthConfig
+from device_plugin.health.config import HealthConfig
 from device_plugin.nvml.fake import FakeNvml
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin

@@ -9,7 +9,7 @@ import pytest
 
 from device_plugin.allocation_policy import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.devices import Device, DeviceListSnapshot
-from device_plugin.health_config import HealthConfig
+from device_plugin.health.config import HealthConfig
 from device_plugin.ids import format_replica_id
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.resources import ResourceManager

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.fake_events import FakeEventsTail
-from device_plugin.health import HealthWatcher
-from device_plugin.health_config import HealthConfig
+from device_plugin.health.config import HealthConfig
+from device_plugin.health.fake_events import FakeEventsTail
+from device_plugin.health.watcher import HealthWatcher
 from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.standin import KubeletStandIn, ListedDevice
 from device_plugin.nvml.fake import FakeNvml

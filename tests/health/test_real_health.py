@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.errors import NvmlError
-from device_plugin.health import HealthWatcher
+from device_plugin.health.watcher import HealthWatcher
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, HealthSource, ProbeResult
 from device_plugin.nvml.real import RealNvml

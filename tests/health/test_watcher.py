@@ -13,9 +13,9 @@ import pytest
 
 from device_plugin.devices import DeviceListSnapshot, Health
 from device_plugin.errors import NvmlError
-from device_plugin.health import HealthWatcher
-from device_plugin.health_config import HealthConfig
-from device_plugin.health_state import HealthTransition
+from device_plugin.health.config import HealthConfig
+from device_plugin.health.state import HealthTransition
+from device_plugin.health.watcher import HealthWatcher
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import EventWatch, HealthEvent, HealthEventKind, ProbeResult
 from device_plugin.resources import ResourceManager

@@ -1,7 +1,7 @@
 """HealthWatcher: watches every physical GPU and fans health transitions out to every ResourceManager.
 
 Boundary: the threads and the fan-out. Decisions are the pure HealthStateMachine's
-(device_plugin/health_state.py); faults come from a HealthSource (FakeNvml or RealNvml, see
+(device_plugin/health/state.py); faults come from a HealthSource (FakeNvml or RealNvml, see
 device_plugin/nvml/health_types.py). Two daemon threads:
 - the event thread keeps one NVML event watch open and feeds each event to the machine the moment it
   arrives, so a transition reaches ResourceManager.set_gpu_health (and ListAndWatch) without waiting
@@ -22,12 +22,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from device_plugin.devices import Health
 from device_plugin.errors import NvmlError
-from device_plugin.health_config import HealthConfig
-from device_plugin.health_state import GpuHealthState, HealthStateMachine, HealthTransition
+from device_plugin.health.config import HealthConfig
+from device_plugin.health.state import GpuHealthState, HealthStateMachine, HealthTransition
 from device_plugin.nvml.health_types import EventWatch, HealthEventKind, HealthSource, ProbeResult
 from device_plugin.resources import ResourceManager
 
-log = logging.getLogger("device_plugin.health")
+log = logging.getLogger("device_plugin.health.watcher")
 
 TransitionListener = Callable[[HealthTransition], None]
 

@@ -2,7 +2,7 @@
 
 Boundary: decisions only. Inputs are NVML health values (events, probe results, watch failures) and
 the time `now_s` the caller read from its injected clock; outputs are HealthTransition values that the
-HealthWatcher (device_plugin/health.py) fans out to every ResourceManager. No threads, no NVML.
+HealthWatcher (device_plugin/health/watcher.py) fans out to every ResourceManager. No threads, no NVML.
 
 Rules, per GPU:
 - Healthy -> Unhealthy on a critical event (an Xid the policy does not ignore, a double-bit ECC error,
@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from device_plugin.devices import Health
-from device_plugin.health_config import HealthConfig
+from device_plugin.health.config import HealthConfig
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult
 
-log = logging.getLogger("device_plugin.health")
+log = logging.getLogger("device_plugin.health.watcher")
 
 
 @dataclass(frozen=True)

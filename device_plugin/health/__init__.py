@@ -1,0 +1,1 @@
+"""health: see each module's docstring."""
