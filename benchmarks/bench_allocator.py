@@ -24,8 +24,8 @@ from device_plugin.allocator import Allocator
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.machine_description import parse_machine_description
-from device_plugin.topology import Topology
-from device_plugin.topology_build import build_topology
+from device_plugin.topology.build import build_topology
+from device_plugin.topology.model import Topology
 
 
 def islands(count: int, per_island: int) -> Topology:

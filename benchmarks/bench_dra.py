@@ -38,7 +38,7 @@ from device_plugin.dra.driver import DraDriver
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.kube import api_client
 from device_plugin.nvml.fake import FakeNvml
-from device_plugin.topology_build import build_topology
+from device_plugin.topology.build import build_topology
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 

@@ -30,7 +30,7 @@ from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.resources import ResourceManager
 from device_plugin.response_builders import StrategyResponseBuilder, response_settings, scan_device_nodes
-from device_plugin.topology_build import build_topology
+from device_plugin.topology.build import build_topology
 from mig.discovery import MigInventory, discover
 from mig.policy import MigAllocationPolicy, MigPlacement
 from mig.strategy import build_resources as mig_resources

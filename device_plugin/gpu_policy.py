@@ -22,7 +22,7 @@ from device_plugin.bounded import bounded_ids
 from device_plugin.devices import Device
 from device_plugin.errors import InvalidRequestError
 from device_plugin.nvml.protocol import NvmlBackend
-from device_plugin.topology_build import build_topology
+from device_plugin.topology.build import build_topology
 
 log = logging.getLogger(__name__)
 

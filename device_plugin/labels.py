@@ -22,10 +22,10 @@ from pathlib import Path
 from device_plugin.config.model import DEFAULT_DEVICE_PLUGIN_DIR
 from device_plugin.errors import PluginError
 from device_plugin.gpu_models import mig_capable, model_facts
-from device_plugin.nvlink_groups import nvlink_summary
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo, SystemInfo
 from device_plugin.safe_write import write_atomically
+from device_plugin.topology.nvlink_groups import nvlink_summary
 
 log = logging.getLogger(__name__)
 
@@ -183,8 +183,8 @@ def _topology_labels(backend: NvmlBackend, gpus: tuple[GpuInfo, ...]) -> dict[st
 
 def _nic_labels(backend: NvmlBackend, gpus: tuple[GpuInfo, ...]) -> dict[str, str]:
     """RDMA NICs, and the share of GPUs with a GPUDirect-close one (PIX/PXB), as "0.5"; no share without NICs."""
-    from device_plugin.topology import GPUDIRECT_CLOSE  # deferred: keeps label imports light
-    from device_plugin.topology_build import nic_levels
+    from device_plugin.topology.build import nic_levels
+    from device_plugin.topology.model import GPUDIRECT_CLOSE  # deferred: keeps label imports light
 
     names, levels = nic_levels(backend, gpus)
     labels = {"nvidia.com/gpu.nic-count": str(len(names))}

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from itertools import combinations
 
 from device_plugin.nvml.types import PcieLevel
-from device_plugin.topology import Topology
+from device_plugin.topology.model import Topology
 
 _PCIE_POINTS = {
     PcieLevel.INTERNAL: 60,

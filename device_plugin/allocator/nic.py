@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from device_plugin.topology import Topology
+from device_plugin.topology.model import Topology
 
 RAIL_BITS = 13  # rails(S) <= |S| < 2^13 for any node this plugin handles (4096 GPUs)
 

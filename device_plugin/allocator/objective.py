@@ -2,7 +2,7 @@
 
 Request: choose `size` = k GPUs from the available set A, containing the must-include set M
 (M ⊆ A, |M| ≤ k ≤ |A|). Candidates: every S with M ⊆ S ⊆ A and |S| = k. w(a, b) is the pair's
-one-direction bandwidth in integer MB/s (device_plugin.topology_facts, so sums and comparisons are
+one-direction bandwidth in integer MB/s (device_plugin.topology.facts, so sums and comparisons are
 exact). The chosen S maximises, lexicographically:
 
 1. ring(S), the bandwidth a ring collective (NCCL all-reduce) gets through S: the maximum, over all

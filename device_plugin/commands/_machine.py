@@ -8,8 +8,8 @@ import sys
 from device_plugin.allocator import Allocator
 from device_plugin.errors import ConfigError, InvalidRequestError, PluginError
 from device_plugin.nvml.catalog import open_backend, shipped_machine_names
-from device_plugin.topology import Topology
-from device_plugin.topology_build import build_topology
+from device_plugin.topology.build import build_topology
+from device_plugin.topology.model import Topology
 
 EXIT_INVALID = 2
 

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from device_plugin.dra.inventory import build_devices, sysfs_pcie_root
     from device_plugin.dra.slices import build_slices
     from device_plugin.nvml.catalog import open_backend
-    from device_plugin.topology_build import build_topology
+    from device_plugin.topology.build import build_topology
 
     try:
         config = load_config(config_file=config_file_path(args.config, os.environ), env=os.environ)

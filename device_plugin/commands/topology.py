@@ -12,8 +12,8 @@ import json
 from device_plugin.commands._compose import Composed, add_config_arguments, composed_node
 from device_plugin.commands._machine import add_machine_argument, fail
 from device_plugin.errors import PluginError
-from device_plugin.topology import Topology
-from device_plugin.topology_build import build_topology
+from device_plugin.topology.build import build_topology
+from device_plugin.topology.model import Topology
 from mig.render import render_mig_tree
 from timeslice import describe_sharing
 
@@ -27,7 +27,7 @@ LEGEND = """Legend:
   PHB   = a PCIe host bridge        NODE  = host bridges of one NUMA node
   SYS   = across the CPU interconnect
 NIC columns: the GPU's PCIe distance to each RDMA NIC; PIX or PXB is GPUDirect-close.
-Bandwidth: one direction, GB/s, from the facts table (README, device_plugin/topology_facts.py)."""
+Bandwidth: one direction, GB/s, from the facts table (README, device_plugin/topology/facts.py)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -36,7 +36,7 @@ from device_plugin.health.state import HealthTransition
 from device_plugin.health.watcher import HealthWatcher
 from device_plugin.nvml.health_types import HealthSource
 from device_plugin.nvml.protocol import NvmlBackend
-from device_plugin.topology_build import build_topology
+from device_plugin.topology.build import build_topology
 
 log = logging.getLogger(__name__)
 

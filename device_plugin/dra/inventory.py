@@ -24,7 +24,7 @@ from device_plugin.nvml.mig_profiles import profile_table
 from device_plugin.nvml.mig_types import MigDevice
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
-from device_plugin.topology import Topology
+from device_plugin.topology.model import Topology
 
 STANDARD = "resource.kubernetes.io/"
 ATTRIBUTES = {

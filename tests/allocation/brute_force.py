@@ -10,7 +10,7 @@ from fractions import Fraction
 from functools import cache
 from itertools import combinations, permutations
 
-from device_plugin.topology import Topology
+from device_plugin.topology.model import Topology
 
 FRAG_SIZES = (8, 4, 2)
 

@@ -7,8 +7,8 @@ from functools import cache
 from device_plugin.allocator import Allocator
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
-from device_plugin.topology import Topology
-from device_plugin.topology_build import build_topology
+from device_plugin.topology.build import build_topology
+from device_plugin.topology.model import Topology
 
 
 @cache

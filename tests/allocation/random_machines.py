@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.machine_description import parse_machine_description
-from device_plugin.topology import Topology
-from device_plugin.topology_build import build_topology
+from device_plugin.topology.build import build_topology
+from device_plugin.topology.model import Topology
 
 MODELS = ("Tesla V100-SXM2-32GB", "NVIDIA A100-SXM4-80GB", "NVIDIA L40S", "NVIDIA RTX A6000")
 

@@ -17,7 +17,7 @@ from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.composition import gpu_devices
 from device_plugin.gpu_policy import TopologyPolicy
 from device_plugin.nvml.catalog import open_backend
-from device_plugin.topology_build import build_topology
+from device_plugin.topology.build import build_topology
 
 
 @pytest.mark.parametrize("machine", ["dgx1-v100", "island-16gpu"], ids=["8-gpus", "16-gpus"])

@@ -15,8 +15,8 @@ from device_plugin.errors import MachineDescriptionError
 from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.types import PcieLevel
-from device_plugin.topology import Topology
-from device_plugin.topology_build import build_topology
+from device_plugin.topology.build import build_topology
+from device_plugin.topology.model import Topology
 
 EXPECTED = {
     # DGX-1V: one EDR NIC in each PLX switch; the socket's other switch is across its host bridge.

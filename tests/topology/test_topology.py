@@ -9,8 +9,8 @@ import pytest
 from device_plugin.cli import main
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.types import PcieLevel
-from device_plugin.topology_build import build_topology
-from device_plugin.topology_facts import nvlink_per_link_gbps
+from device_plugin.topology.build import build_topology
+from device_plugin.topology.facts import nvlink_per_link_gbps
 
 PAIRS = [
     ("dgx1-v100", 0, 3, "NV2", 50.0, True),

@@ -22,8 +22,8 @@ import networkx as nx
 from device_plugin.nvml.pcie_paths import pcie_level_of_paths, socket_name
 from device_plugin.nvml.protocol import NicSource, NvmlBackend
 from device_plugin.nvml.types import GpuInfo, PcieLevel, normalise_pci_bus_id
-from device_plugin.topology import PairLink, Topology
-from device_plugin.topology_facts import FALLBACK_NVLINK_PER_LINK_GBPS, nvlink_per_link_gbps, pcie_p2p_gbps
+from device_plugin.topology.facts import FALLBACK_NVLINK_PER_LINK_GBPS, nvlink_per_link_gbps, pcie_p2p_gbps
+from device_plugin.topology.model import PairLink, Topology
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 `Topology` is what the allocator consumes; it is a pure value (no backend, no graph object), so the
 allocator stays a pure function. `device_plugin.topology_build.build_topology` makes one from any
-NvmlBackend, real or fake. Bandwidth figures come from `device_plugin.topology_facts`.
+NvmlBackend, real or fake. Bandwidth figures come from `device_plugin.topology.facts`.
 """
 
 from __future__ import annotations

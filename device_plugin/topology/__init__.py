@@ -1,0 +1,1 @@
+"""topology: see each module's docstring."""
