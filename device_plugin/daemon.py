@@ -27,18 +27,23 @@ from device_plugin.config.model import Config, check_labels_file
 from device_plugin.config.reading import read_regular_file
 from device_plugin.errors import ConfigError, PluginError
 from device_plugin.health.watcher import HealthWatcher
-from device_plugin.http_endpoint import EndpointProbeResult, HttpEndpoint, parse_metrics_address, registration_readiness
 from device_plugin.kubelet.lifecycle import LifecycleTiming, PluginManager
-from device_plugin.labels import (
+from device_plugin.nvml.health_types import HealthSource
+from device_plugin.nvml.protocol import NvmlBackend
+from device_plugin.observability.http_endpoint import (
+    EndpointProbeResult,
+    HttpEndpoint,
+    parse_metrics_address,
+    registration_readiness,
+)
+from device_plugin.observability.labels import (
     FeaturesFileWriter,
     LabelOptions,
     MigResourceLabelInput,
     SharingLabelInput,
     refresh_features_file,
 )
-from device_plugin.metrics import PluginMetrics
-from device_plugin.nvml.health_types import HealthSource
-from device_plugin.nvml.protocol import NvmlBackend
+from device_plugin.observability.metrics import PluginMetrics
 from device_plugin.resources import ResourceManager
 from device_plugin.telemetry import TelemetrySource
 

@@ -1,7 +1,7 @@
 """GPU telemetry values read at scrape time: what the /metrics GPU gauges show.
 
 Boundary: this module only defines the value type and the protocol a backend implements. The NVML
-backends (device_plugin/nvml/) produce the values; device_plugin/metrics.py turns them into gauges.
+backends (device_plugin/nvml/) produce the values; device_plugin/observability/metrics.py turns them into gauges.
 A field is None when the GPU or driver cannot report it (NVML_ERROR_NOT_SUPPORTED, e.g. power on
 some PCIe boards), so "unknown" never masquerades as zero.
 """

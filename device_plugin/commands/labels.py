@@ -13,7 +13,7 @@ from pathlib import Path
 
 from device_plugin.commands._compose import add_config_arguments, composed_node
 from device_plugin.errors import ConfigError, PluginError
-from device_plugin.labels import FeaturesFileWriter, compute_labels, format_features_file
+from device_plugin.observability.labels import FeaturesFileWriter, compute_labels, format_features_file
 
 NAME = "labels"
 HELP = "Print the node labels (GFD keys plus topology), or write them to a node-feature-discovery features.d file."

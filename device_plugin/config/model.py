@@ -32,7 +32,7 @@ from device_plugin.config.schema import (
 from device_plugin.config.sections import check_imex, check_resources, check_sharing
 from device_plugin.errors import ConfigError
 from device_plugin.health.config import HealthConfig, parse_health_config
-from device_plugin.safe_write import check_write_target
+from device_plugin.observability.safe_write import check_write_target
 from device_plugin.short_text import short
 
 DEFAULT_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")

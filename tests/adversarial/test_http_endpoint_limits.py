@@ -21,7 +21,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 
-from device_plugin.http_endpoint import EndpointProbeResult, HttpEndpoint, HttpLimits
+from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, HttpLimits
 
 PROBE_TIMEOUT_S = 1.0  # kubelet's default timeoutSeconds
 

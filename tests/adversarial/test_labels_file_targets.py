@@ -18,7 +18,7 @@ import pytest
 
 from device_plugin.config.model import load_config
 from device_plugin.errors import ConfigError
-from device_plugin.labels import FeaturesFileWriter
+from device_plugin.observability.labels import FeaturesFileWriter
 
 CHECKPOINT = "kubelet_internal_checkpoint"
 LABELS = {"nvidia.com/gpu.count": "8"}

@@ -7,8 +7,8 @@ from pathlib import Path
 from device_plugin.composition import build_node
 from device_plugin.config.model import load_config
 from device_plugin.daemon import label_options
-from device_plugin.labels import compute_labels
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.observability.labels import compute_labels
 
 
 def test_mig_mixed_labels_each_served_profile() -> None:

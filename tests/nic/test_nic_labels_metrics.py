@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
-from device_plugin.labels import compute_labels
-from device_plugin.metrics import PREFIX, PluginMetrics
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.observability.labels import compute_labels
+from device_plugin.observability.metrics import PREFIX, PluginMetrics
 from tests.allocation.machines import allocator_of
 
 # (NIC count, share of GPUs with a PIX/PXB NIC), from each machine file's hardware comments.

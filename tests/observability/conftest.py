@@ -13,9 +13,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from device_plugin.allocation_policy import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.devices import Device
-from device_plugin.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness
-from device_plugin.metrics import PluginMetrics
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness
+from device_plugin.observability.metrics import PluginMetrics
 from device_plugin.resources import ResourceManager
 
 RESOURCE = "nvidia.com/gpu"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from device_plugin.labels import compute_labels, format_features_file
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.observability.labels import compute_labels, format_features_file
 
 GOLDEN_DIR = Path(__file__).parent / "golden" / "labels"
 

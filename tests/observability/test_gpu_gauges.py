@@ -8,8 +8,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from device_plugin.errors import NvmlError
-from device_plugin.metrics import PluginMetrics
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.observability.metrics import PluginMetrics
 from device_plugin.telemetry import GpuTelemetry
 
 from .conftest import Scrape

@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry
 
 from device_plugin.config.schema import DEFAULT_METRICS_ADDRESS
 from device_plugin.errors import ConfigError
-from device_plugin.http_endpoint import (
+from device_plugin.observability.http_endpoint import (
     EndpointProbeResult,
     HttpEndpoint,
     parse_metrics_address,

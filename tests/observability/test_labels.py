@@ -10,7 +10,9 @@ import pytest
 
 from device_plugin.cli import main
 from device_plugin.gpu_models import model_facts
-from device_plugin.labels import (
+from device_plugin.nvml.catalog import shipped_machine_names
+from device_plugin.nvml.fake import FakeNvml
+from device_plugin.observability.labels import (
     FeaturesFileWriter,
     LabelOptions,
     SharingLabelInput,
@@ -18,8 +20,6 @@ from device_plugin.labels import (
     format_features_file,
     refresh_features_file,
 )
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
 
 from .regenerate_golden import GOLDEN_DIR, expected_text
 

@@ -6,8 +6,8 @@ import pytest
 
 from device_plugin.devices import Device, Health
 from device_plugin.errors import InvalidRequestError, NvmlError, UnhealthyDeviceError
-from device_plugin.metrics import classify_health_reason, result_label
 from device_plugin.nvml.fake import IDLE_TEMPERATURE_C
+from device_plugin.observability.metrics import classify_health_reason, result_label
 
 from .conftest import RESOURCE, Served
 

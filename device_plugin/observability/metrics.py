@@ -2,8 +2,8 @@
 
 Boundary: callers (servicer, lifecycle, health, allocator) report events through the methods below;
 values that already live elsewhere (device lists, GPU telemetry) are read at scrape time by the
-collectors in device_plugin/metric_collectors.py, so they can never go stale. Nothing here touches
-the global prometheus_client registry, NVML or gRPC; serving /metrics is device_plugin/http_endpoint.py.
+collectors in device_plugin/observability/collectors.py, so they can never go stale. Nothing here touches
+the global prometheus_client registry, NVML or gRPC; serving /metrics is device_plugin/observability/http_endpoint.py.
 
 Label cardinality is bounded on purpose: `reason` is a short code ("xid", "recovered", ...), never
 free text, and `size` is an allocation size (<= GPUs per node).
@@ -23,8 +23,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 from device_plugin.devices import Device, DeviceListSnapshot, Health
 from device_plugin.errors import InvalidRequestError, PluginError, UnhealthyDeviceError, UnknownDeviceError
 from device_plugin.ids import parse_device_id
-from device_plugin.metric_collectors import DeviceInventoryCollector, GpuTelemetryCollector
 from device_plugin.nvml.types import GpuInfo
+from device_plugin.observability.collectors import DeviceInventoryCollector, GpuTelemetryCollector
 from device_plugin.telemetry import TelemetrySource
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ about gRPC, NVML or the kubelet. Default address DEFAULT_METRICS_ADDRESS (":2112
 - 2112 is the port Prometheus client examples use, so operators recognise it as a metrics port.
 An empty address (env METRICS_ADDRESS="") turns the endpoint off.
 
-Fit for a node agent (limits in device_plugin/http_serving.py): idle, slow or vanishing clients cost
+Fit for a node agent (limits in device_plugin/observability/http_serving.py): idle, slow or vanishing clients cost
 no thread and no log noise; probes run on their own worker, never behind a /metrics render; concurrent
 scrapes share one render (one worker thread), so a scrape storm costs at most one core-share. Threads:
 three, whatever the load. A port that cannot be bound raises EndpointBindError (the daemon exits 1).
@@ -32,7 +32,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from device_plugin.errors import ConfigError, PluginError
-from device_plugin.http_serving import ConnectionServer, HttpLimits, Reply
+from device_plugin.observability.http_serving import ConnectionServer, HttpLimits, Reply
 
 __all__ = [
     "EndpointBindError",

@@ -1,7 +1,7 @@
 """Connection handling for the HTTP endpoint: one event-loop thread, bounded in every dimension.
 
 Boundary: bytes in, bytes out. It parses one GET per connection and hands the path to an async
-`respond` callable; it knows nothing about metrics or probes (device_plugin/http_endpoint.py does).
+`respond` callable; it knows nothing about metrics or probes (device_plugin/observability/http_endpoint.py does).
 
 Why an event loop rather than a thread per connection: an idle or slow client then costs a file
 descriptor and a few KiB, not a thread, so a thousand of them cannot starve the kubelet's probes.
@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 
-log = logging.getLogger("device_plugin.http_endpoint")
+log = logging.getLogger("device_plugin.observability.http_endpoint")
 
 
 @dataclass(frozen=True)

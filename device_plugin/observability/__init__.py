@@ -1,0 +1,1 @@
+"""observability: see each module's docstring."""
