@@ -39,10 +39,10 @@ from prometheus_client import CollectorRegistry
 from device_plugin.allocation_policy import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.devices import Device, Health
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.telemetry import GpuTelemetry, TelemetrySource
 from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness
 from device_plugin.observability.metrics import PluginMetrics
 from device_plugin.resources import ResourceManager
-from device_plugin.telemetry import GpuTelemetry, TelemetrySource
 
 RESOURCE = "nvidia.com/gpu"
 REPO = Path(__file__).resolve().parent.parent

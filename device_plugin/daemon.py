@@ -30,6 +30,7 @@ from device_plugin.health.watcher import HealthWatcher
 from device_plugin.kubelet.lifecycle import LifecycleTiming, PluginManager
 from device_plugin.nvml.health_types import HealthSource
 from device_plugin.nvml.protocol import NvmlBackend
+from device_plugin.nvml.telemetry import TelemetrySource
 from device_plugin.observability.http_endpoint import (
     EndpointProbeResult,
     HttpEndpoint,
@@ -45,7 +46,6 @@ from device_plugin.observability.labels import (
 )
 from device_plugin.observability.metrics import PluginMetrics
 from device_plugin.resources import ResourceManager
-from device_plugin.telemetry import TelemetrySource
 
 log = logging.getLogger(__name__)
 

@@ -22,6 +22,7 @@ from device_plugin.nvml.machine_description import (
     nvswitch_bus_id,
 )
 from device_plugin.nvml.pcie_paths import pcie_level_of_paths
+from device_plugin.nvml.telemetry import GpuTelemetry
 from device_plugin.nvml.types import (
     GpuInfo,
     NicInfo,
@@ -31,7 +32,6 @@ from device_plugin.nvml.types import (
     nic_order_key,
     normalise_pci_bus_id,
 )
-from device_plugin.telemetry import GpuTelemetry
 
 # NVML return codes the fake reports, so callers see the same `code` as with the real library.
 NVML_ERROR_UNINITIALIZED = 1

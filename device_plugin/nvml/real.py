@@ -21,8 +21,8 @@ from device_plugin.nvml.mig_types import MigDevice, MigMode
 from device_plugin.nvml.real_health import RealEventWatch, RealHealth
 from device_plugin.nvml.real_mig import read_mig_devices, read_mig_mode
 from device_plugin.nvml.sysfs_nics import SysfsNics
+from device_plugin.nvml.telemetry import GpuTelemetry
 from device_plugin.nvml.types import GpuInfo, NicInfo, NvLinkInfo, PcieLevel, SystemInfo, normalise_pci_bus_id
-from device_plugin.telemetry import GpuTelemetry
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from prometheus_client.registry import Collector
 
 from device_plugin.devices import DeviceListSnapshot, Health
 from device_plugin.errors import NvmlError
+from device_plugin.nvml.telemetry import GpuTelemetry, TelemetrySource
 from device_plugin.nvml.types import GpuInfo
-from device_plugin.telemetry import GpuTelemetry, TelemetrySource
 
 log = logging.getLogger(__name__)
 

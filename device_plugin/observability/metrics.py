@@ -23,9 +23,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 from device_plugin.devices import Device, DeviceListSnapshot, Health
 from device_plugin.errors import InvalidRequestError, PluginError, UnhealthyDeviceError, UnknownDeviceError
 from device_plugin.ids import parse_device_id
+from device_plugin.nvml.telemetry import TelemetrySource
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.observability.collectors import DeviceInventoryCollector, GpuTelemetryCollector
-from device_plugin.telemetry import TelemetrySource
 
 log = logging.getLogger(__name__)
 

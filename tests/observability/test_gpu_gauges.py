@@ -9,8 +9,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from device_plugin.errors import NvmlError
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.telemetry import GpuTelemetry
 from device_plugin.observability.metrics import PluginMetrics
-from device_plugin.telemetry import GpuTelemetry
 
 from .conftest import Scrape
 
