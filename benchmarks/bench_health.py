@@ -23,7 +23,7 @@ from pathlib import Path
 
 from _common import target_line
 
-from device_plugin.allocation_policy import EnvVarResponseBuilder, LowestIndexPolicy
+from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.devices import Device
 from device_plugin.health.config import HealthConfig
 from device_plugin.health.watcher import HealthWatcher

@@ -23,7 +23,7 @@ from functools import partial
 
 from _common import target_line
 
-from device_plugin.allocation_policy import EnvVarResponseBuilder
+from device_plugin.allocation_protocols import EnvVarResponseBuilder
 from device_plugin.devices import Device
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.resources import ResourceManager

@@ -19,18 +19,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from device_plugin.allocation_policy import AllocationPolicy, ResponseBuilder
+from device_plugin.allocation_protocols import AllocationPolicy, ResponseBuilder
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config.model import Config
 from device_plugin.devices import Device
-from device_plugin.gpu_policy import TopologyPolicy
 from device_plugin.ids import parse_device_id
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.resources import ResourceManager
 from device_plugin.response_builders import StrategyResponseBuilder, response_settings, scan_device_nodes
 from device_plugin.topology.build import build_topology
+from device_plugin.whole_gpu_selection import TopologyPolicy
 from mig.discovery import MigInventory, discover
 from mig.policy import MigAllocationPolicy, MigPlacement
 from mig.strategy import build_resources as mig_resources

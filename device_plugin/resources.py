@@ -16,7 +16,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
-from device_plugin.allocation_policy import AllocationPolicy, ResponseBuilder, device_sort_key
+from device_plugin.allocation_protocols import AllocationPolicy, ResponseBuilder, device_sort_key
 from device_plugin.bounded import bounded_ids
 from device_plugin.devices import ContainerAllocation, Device, DeviceListSnapshot, Health
 from device_plugin.errors import InvalidRequestError, UnhealthyDeviceError, UnknownDeviceError

@@ -1,6 +1,6 @@
 """GetPreferredAllocation for MIG resources: which MIG devices, on which parent GPUs.
 
-Boundary: an AllocationPolicy (device_plugin.allocation_policy) over value types; pure and deterministic.
+Boundary: an AllocationPolicy (device_plugin.allocation_protocols) over value types; pure and deterministic.
 
 NVIDIA balances MIG picks per MIG UUID, so "distributed" does not balance parent GPUs and ties are
 arbitrary. Here the unit of balance is the parent GPU. A GPU's *load* is its devices of this resource that
@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 
-from device_plugin.allocation_policy import device_sort_key
+from device_plugin.allocation_protocols import device_sort_key
 from device_plugin.devices import Device
 from device_plugin.errors import ConfigError
 

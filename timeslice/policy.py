@@ -1,6 +1,6 @@
 """GetPreferredAllocation for time-sliced replicas: which physical devices a k-replica request lands on.
 
-Boundary: an AllocationPolicy (device_plugin.allocation_policy) over value types; pure and deterministic.
+Boundary: an AllocationPolicy (device_plugin.allocation_protocols) over value types; pure and deterministic.
 
 A *unit* is the device behind replicas (a GPU, or a MIG device), named by the base of the replica ID.
 Its *load* is its replicas that are not in `available`: the kubelet has given them to other containers.

@@ -17,7 +17,7 @@ import grpc
 import pytest
 
 from api import deviceplugin_pb2 as pb
-from device_plugin.allocation_policy import EnvVarResponseBuilder, LowestIndexPolicy
+from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.composition import GPU_RESOURCE, gpu_devices
 from device_plugin.devices import Device
 from device_plugin.kubelet import event_loop

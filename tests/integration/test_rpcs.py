@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from api import deviceplugin_pb2 as pb
-from device_plugin.allocation_policy import EnvVarResponseBuilder
+from device_plugin.allocation_protocols import EnvVarResponseBuilder
 from device_plugin.composition import GPU_RESOURCE, gpu_devices
 from device_plugin.devices import Device, Health
 from device_plugin.nvml.catalog import open_backend

@@ -15,9 +15,9 @@ import pytest
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.composition import gpu_devices
-from device_plugin.gpu_policy import TopologyPolicy
 from device_plugin.nvml.catalog import open_backend
 from device_plugin.topology.build import build_topology
+from device_plugin.whole_gpu_selection import TopologyPolicy
 
 
 @pytest.mark.parametrize("machine", ["dgx1-v100", "island-16gpu"], ids=["8-gpus", "16-gpus"])
@@ -38,12 +38,12 @@ def test_a_cached_decision_equals_a_fresh_one_and_each_request_is_reported(
         must = sorted(rng.sample(available, rng.randint(0, min(2, size))), key=ids.index)
         requests.append((available, must, size))
     requests += requests  # every request twice: the second answer comes from the cache
-    with caplog.at_level(logging.INFO, logger="device_plugin.gpu_policy"):
+    with caplog.at_level(logging.INFO, logger="device_plugin.whole_gpu_selection"):
         for available, must, size in requests:
             fresh = TopologyPolicy(allocator).choose(devices, available, must, size)
             assert cached.choose(devices, available, must, size) == fresh
     assert len(heard) == len(requests)
-    assert len([r for r in caplog.records if r.name == "device_plugin.gpu_policy"]) == 2 * len(requests)
+    assert len([r for r in caplog.records if r.name == "device_plugin.whole_gpu_selection"]) == 2 * len(requests)
 
 
 @pytest.mark.parametrize("log_format", ["text", "json"])

@@ -13,7 +13,7 @@ ALLOWED_DEVICE_PLUGIN = {
     "device_plugin.devices",
     "device_plugin.ids",
     "device_plugin.errors",
-    "device_plugin.allocation_policy",
+    "device_plugin.allocation_protocols",
     "device_plugin.nvml.mig_types",
     "device_plugin.nvml.types",
 }

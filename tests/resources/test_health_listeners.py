@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from device_plugin.allocation_policy import EnvVarResponseBuilder, LowestIndexPolicy
+from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.composition import gpu_devices
 from device_plugin.devices import Device, Health
 from device_plugin.nvml.fake import FakeNvml

@@ -12,7 +12,7 @@ ALLOWED_PROJECT_MODULES = {
     "device_plugin.ids",
     "device_plugin.errors",
     "device_plugin.short_text",  # bounded quoting of config values in error messages
-    "device_plugin.allocation_policy",
+    "device_plugin.allocation_protocols",
 }
 STDLIB_OK = {"__future__", "collections", "dataclasses", "enum", "logging", "re", "types", "typing"}
 

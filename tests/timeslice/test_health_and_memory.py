@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from device_plugin.allocation_policy import EnvVarResponseBuilder, LowestIndexPolicy
+from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.devices import Health
 from device_plugin.errors import PluginError, UnhealthyDeviceError
 from device_plugin.resources import ResourceManager

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from device_plugin.allocation_policy import EnvVarResponseBuilder
+from device_plugin.allocation_protocols import EnvVarResponseBuilder
 from device_plugin.devices import Device
 from device_plugin.errors import InvalidRequestError
 from device_plugin.resources import ResourceManager
