@@ -69,7 +69,15 @@ def run(args: argparse.Namespace) -> int:
         )
         for device in spec["devices"]:
             attrs = device.get("attributes") or device["basic"]["attributes"]
-            shown = ("partition2", "partition4", "partition8", "partition16", "nvlinkDomain")
+            shown = (
+                "partition2",
+                "partition4",
+                "partition8",
+                "partition16",
+                "nvlinkDomain",
+                "nearestNIC",
+                "nearestNICDistance",
+            )
             parts = [f"{k}={v}" for k in shown if k in attrs for v in attrs[k].values()]
             print(f"{device['name']:<22} {attrs['uuid']['string']:<42} {' '.join(parts)}")
     return 0

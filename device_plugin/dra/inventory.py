@@ -24,7 +24,7 @@ from device_plugin.nvml.mig_profiles import profile_table
 from device_plugin.nvml.mig_types import MigDevice
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
-from device_plugin.topology.model import Topology
+from device_plugin.topology.model import GPUDIRECT_CLOSE, Topology
 
 STANDARD = "resource.kubernetes.io/"
 ATTRIBUTES = {
@@ -48,6 +48,9 @@ ATTRIBUTES = {
     "partition8": "greedy best 8-sets (ours)",
     "partition16": "greedy best 16-sets (ours)",
     "nvlinkDomain": "GPU indices reachable over NVLink/NVSwitch, joined by '-' (ours)",
+    "nearestNIC": "RDMA device name (e.g. mlx5_0) of the NIC nearest this GPU; only where NICs are seen (ours)",
+    "nearestNICDistance": "PCIe distance to that NIC as nvidia-smi topo -m prints it: PIX|PXB|PHB|NODE|SYS (ours)",
+    "gpuDirectNIC": "true when that NIC is GPUDirect-close (PIX or PXB): RDMA skips host memory (ours)",
 }
 CAPACITIES = {"memory": "GPU or MIG device memory"}
 MAX_ATTRIBUTES_AND_CAPACITIES = 32  # the API's per-device limit
@@ -109,6 +112,19 @@ def nvlink_domains(topology: Topology) -> dict[int, str]:
     return seen
 
 
+def nic_attributes(topology: Topology, gpu: int) -> list[Attribute]:
+    """The GPU's nearest RDMA NIC and its PCIe distance; nothing on a node where no NIC is seen."""
+    nearest = topology.nearest_nic(gpu)
+    if nearest is None:
+        return []
+    level = topology.nic_level(gpu, nearest)
+    return [
+        ("nearestNIC", "string", topology.nic_names[nearest]),
+        ("nearestNICDistance", "string", level.short_name),
+        ("gpuDirectNIC", "bool", level <= GPUDIRECT_CLOSE),
+    ]
+
+
 def build_devices(
     backend: NvmlBackend,
     topology: Topology,
@@ -136,6 +152,7 @@ def build_devices(
         ]
         attrs += _pci_attributes(gpu, pcie_root)
         attrs.append(("nvlinkDomain", "string", domains[index]))
+        attrs += nic_attributes(topology, index)
         name = f"gpu-{backend.device_minor(index)}"
         devices.append(DraDevice(name, gpu.uuid, index, tuple(attrs), (("memory", quantity_mib(gpu.memory_mib)),)))
     for index in sorted(mig_gpus):

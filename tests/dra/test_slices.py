@@ -183,3 +183,30 @@ def test_dra_slices_command_prints_json_on_every_shipped_machine(
 def test_dra_slices_command_refuses_an_unknown_machine(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dra", "slices", "--machine", "no-such-machine", "--json"]) == 2
     assert "unknown machine" in capsys.readouterr().err
+
+
+NIC_CASES = {
+    # machine: (GPUs with a GPUDirect-close nearest NIC, distinct nearest NICs)
+    "hgx-h100": (8, 8),  # one NIC per GPU on the GPU's own switch
+    "pcie-8gpu-2nic": (4, 2),  # NICs on two of four switches: half the GPUs are close
+    "dgx1-v100": (8, 4),  # one NIC per switch pair: every GPU shares a switch tree with one
+}
+
+
+@pytest.mark.parametrize("machine", sorted(NIC_CASES), ids=sorted(NIC_CASES))
+def test_each_gpu_names_its_nearest_nic_and_whether_gpudirect_reaches_it(machine: str) -> None:
+    topology = topology_of(machine)
+    devices, _ = devices_of(machine)
+    close_count, distinct = NIC_CASES[machine]
+    gpus = [attrs(d) for d in devices if attrs(d)["type"] == "gpu"]
+    assert sum(bool(a["gpuDirectNIC"]) for a in gpus) == close_count
+    assert len({a["nearestNIC"] for a in gpus}) == distinct
+    for a in gpus:  # the published distance is the topology's, in nvidia-smi's words
+        nic = topology.nic_names.index(str(a["nearestNIC"]))
+        assert a["nearestNICDistance"] == topology.nic_level(int(str(a["index"])), nic).short_name
+
+
+@pytest.mark.parametrize("machine", ["workstation-4gpu", "single-gpu"], ids=["workstation", "single-gpu"])
+def test_a_node_without_rdma_nics_publishes_no_nic_attributes(machine: str) -> None:
+    devices, _ = devices_of(machine)
+    assert all(not {"nearestNIC", "nearestNICDistance", "gpuDirectNIC"} & set(attrs(d)) for d in devices)
