@@ -26,7 +26,12 @@ from device_plugin.errors import NvmlUnavailableError, PluginError
 from device_plugin.health.fake_events import FakeEventsTail
 from device_plugin.nvml.catalog import open_backend
 from device_plugin.nvml.fake import FakeNvml
-from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, parse_metrics_address
+from device_plugin.observability.http_endpoint import (
+    EndpointBindError,
+    EndpointProbeResult,
+    HttpEndpoint,
+    parse_metrics_address,
+)
 
 log = logging.getLogger("device_plugin")
 
@@ -59,11 +64,7 @@ def probes(driver: DraDriver, config: Config) -> HttpEndpoint | None:
         return EndpointProbeResult(True, f"registered; pool generation {driver.publisher.generation}")
 
     endpoint = HttpEndpoint(*address, CollectorRegistry(), liveness=liveness, readiness=readiness)
-    try:
-        endpoint.start()
-    except OSError as error:
-        log.error("cannot serve the probes on %s: %s", config.daemon.metrics_address, error)
-        return None
+    endpoint.start()  # EndpointBindError: the caller exits 1, as in device-plugin mode
     return endpoint
 
 
@@ -92,7 +93,13 @@ def serve(args: argparse.Namespace, config: Config, signals: Signals) -> int:
         log.error("cannot start the DRA driver: %s", error)
         backend.close()
         return 1
-    endpoint = probes(driver, config)
+    try:
+        endpoint = probes(driver, config)
+    except EndpointBindError as error:  # no probes would mean a pod the kubelet cannot judge: refuse
+        log.error("%s; set gpuDevicePlugin.metricsAddress (METRICS_ADDRESS) to a free address; exiting", error)
+        driver.stop()
+        backend.close()
+        return 1
     tail = None
     if getattr(args, "fake_events", None) and isinstance(backend, FakeNvml):
         tail = FakeEventsTail(Path(args.fake_events), backend.faults.inject)

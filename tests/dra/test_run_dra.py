@@ -72,3 +72,24 @@ def test_run_mode_dra_publishes_registers_and_deletes_its_slices_on_sigterm() ->
         api.down()
         shutil.rmtree(root, ignore_errors=True)
     assert api.invalid == []
+
+
+def test_run_mode_dra_exits_1_naming_a_metrics_address_it_cannot_bind() -> None:
+    root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))
+    api = ApiStandin().up()
+    api.add_node(NODE)
+    env = {**os.environ, "NODE_NAME": NODE, "KUBECONFIG": str(kubeconfig(root / "kubeconfig", api.host))}
+    with socket.socket() as taken:  # held open for the whole run: the driver's bind must fail
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        command = [sys.executable, "-m", "device_plugin.cli", "run", "--machine", "single-gpu", "--mode", "dra"]
+        command += ["--device-plugin-dir", str(root / "device-plugins"), "--metrics-address", address]
+        try:
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+        finally:
+            api.down()
+            shutil.rmtree(root, ignore_errors=True)
+    assert done.returncode == 1
+    assert address in done.stderr and "Traceback" not in done.stderr
+    assert api.pool(DRIVER, NODE) == []  # what it published before the refusal is deleted again
