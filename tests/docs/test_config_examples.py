@@ -11,7 +11,7 @@ import yaml
 from device_plugin.config.model import parse_config
 from device_plugin.config.schema import TOP_LEVEL
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 BLOCKS = re.findall(r"```yaml\n(.*?)```", README.read_text(), flags=re.DOTALL)
 CONFIGS = [
     (i, block)
