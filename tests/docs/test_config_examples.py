@@ -11,8 +11,9 @@ import yaml
 from device_plugin.config.model import parse_config
 from device_plugin.config.schema import TOP_LEVEL
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-BLOCKS = re.findall(r"```yaml\n(.*?)```", README.read_text(), flags=re.DOTALL)
+REPO = Path(__file__).resolve().parents[2]
+TEXT = "\n".join(p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
+BLOCKS = re.findall(r"```yaml\n(.*?)```", TEXT, flags=re.DOTALL)
 CONFIGS = [
     (i, block)
     for i, block in enumerate(BLOCKS)
