@@ -43,7 +43,7 @@ class TopologyPolicy:
 
     @classmethod
     def from_backend(cls, backend: NvmlBackend, *, on_decision: DecisionHook | None = None) -> TopologyPolicy:
-        """Build the topology and the allocator's tables once (start-up cost, see the README)."""
+        """Build the topology and the allocator's tables once (start-up cost, see docs/benchmarks.md)."""
         return cls(Allocator(build_topology(backend)), on_decision=on_decision)
 
     @property

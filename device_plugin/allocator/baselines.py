@@ -1,7 +1,7 @@
 """Baseline policies the simulator compares ours with. Written by us from their descriptions, not copied.
 
 - first_fit: no preference; the kubelet takes the first `size` devices of its (random) order.
-- PairwisePartitionPolicy: NVIDIA's best-effort policy as documented (NVIDIA-PLUGIN-FACTS.md §2):
+- PairwisePartitionPolicy: NVIDIA's best-effort policy as its documentation describes it:
   pair score = 100 per *direct* NVLink (links through NVSwitch are invisible to it) plus PCIe points
   (BRD 60, PIX 50, PXB 40, PHB 30, NODE 20, SYS 10); a 1-GPU request takes the first device in input
   order; otherwise pad the input with empty slots up to a multiple of `size`, find the partition of

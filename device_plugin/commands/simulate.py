@@ -1,7 +1,7 @@
 """`gpu-device-plugin simulate`: replay a workload on a machine under our policy and two baselines.
 
 Without --trace a seeded workload is generated (sizes 1, 2, 4, 8 mixed). The trace format is
-documented in device_plugin.allocator.simulation and the README.
+documented in device_plugin.allocator.simulation and docs/allocation.md.
 """
 
 from __future__ import annotations

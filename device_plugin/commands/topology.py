@@ -27,7 +27,7 @@ LEGEND = """Legend:
   PHB   = a PCIe host bridge        NODE  = host bridges of one NUMA node
   SYS   = across the CPU interconnect
 NIC columns: the GPU's PCIe distance to each RDMA NIC; PIX or PXB is GPUDirect-close.
-Bandwidth: one direction, GB/s, from the facts table (README, device_plugin/topology/facts.py)."""
+Bandwidth: one direction, GB/s, from the facts table (docs/allocation.md, device_plugin/topology/facts.py)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ claims written for it keep working: a whole GPU is `gpu-<minor>`, a MIG device
 published only through its MIG devices (as NVIDIA's driver does), and stays out of the partitions.
 
 Attribute names (without a domain: the driver's own) are listed in ATTRIBUTES with their meaning;
-`docs` in the README repeats them. The Kubernetes standard attributes live under resource.kubernetes.io.
+`docs` in docs/dra.md repeats them. The Kubernetes standard attributes live under resource.kubernetes.io.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Files we write at a path an operator names (the node-labels file): where we may, and how.
 
-Boundary: path checks and one atomic write; what goes into the file is the caller's. The README
-promises we never touch files we do not own, and a ConfigMap can name any path, so:
+Boundary: path checks and one atomic write; what goes into the file is the caller's. The docs
+promise we never touch files we do not own, and a ConfigMap can name any path, so:
 - a target inside a refused directory (the kubelet's device-plugin directory, whose
   kubelet_internal_checkpoint a labels file once overwrote) is refused, comparing both the path as
   written and the path with every existing symlink followed;

@@ -2,7 +2,7 @@
 
 Reproduces issue 11: `eventWaitSeconds: 1e10` marked every GPU Unhealthy for good (NVML takes the
 wait in int32 milliseconds), `probeIntervalSeconds: 1e300` killed the probe thread, and `1e-9` burned
-a core. The ranges are the README's ("Configuration", numeric settings); the edges load, one step
+a core. The ranges are those of docs/configuration.md ("Numeric ranges"); the edges load, one step
 outside does not, and the error names the field.
 """
 

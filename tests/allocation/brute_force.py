@@ -1,4 +1,4 @@
-"""An independent, deliberately simple reference for the documented objective (the README's six criteria).
+"""An independent, deliberately simple reference for the documented objective (the six criteria of docs/allocation.md).
 
 It enumerates every candidate set and every ring (permutations), with exact fractions, and shares no
 code with device_plugin.allocator. Only fit for machines of at most 8 GPUs.

@@ -70,12 +70,12 @@ def test_the_first_available_claim_falls_back_from_best_set_to_numa_node_to_any(
     }
 
 
-def test_the_readme_shows_the_shipped_claim_templates_verbatim() -> None:
+def test_the_dra_doc_shows_the_shipped_claim_templates_verbatim() -> None:
     import re
 
     import yaml
 
-    readme = (DRA_DIR.parents[1] / "README.md").read_text()
+    readme = (DRA_DIR.parents[1] / "docs" / "dra.md").read_text()
     blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", readme, flags=re.DOTALL)]
     shown = [b for b in blocks if isinstance(b, dict) and b.get("kind") == "ResourceClaimTemplate"]
     assert shown == [o for o in OBJECTS if o["kind"] == "ResourceClaimTemplate"]
