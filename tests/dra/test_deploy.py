@@ -70,12 +70,13 @@ def test_the_first_available_claim_falls_back_from_best_set_to_numa_node_to_any(
     }
 
 
-def test_the_dra_doc_shows_the_shipped_claim_templates_verbatim() -> None:
+@pytest.mark.parametrize("doc", ["docs/dra.md", "README.md"])
+def test_the_docs_show_the_shipped_claim_templates_verbatim(doc: str) -> None:
     import re
 
     import yaml
 
-    readme = (DRA_DIR.parents[1] / "docs" / "dra.md").read_text()
+    readme = (DRA_DIR.parents[1] / doc).read_text()
     blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", readme, flags=re.DOTALL)]
     shown = [b for b in blocks if isinstance(b, dict) and b.get("kind") == "ResourceClaimTemplate"]
     assert shown == [o for o in OBJECTS if o["kind"] == "ResourceClaimTemplate"]
