@@ -22,6 +22,7 @@ from typing import Any
 
 from device_plugin.config.declare import SECTION, SETTING, CliFlag, Reload, declared, section, setting
 from device_plugin.config.flags import Flags
+from device_plugin.config.merge import from_text, put, walk
 from device_plugin.config.reading import load_config_file
 from device_plugin.config.schema import (
     BOOL,
@@ -36,10 +37,8 @@ from device_plugin.config.schema import (
     RESCAN_INTERVAL,
     STR,
     SUPPORTED_VERSION,
-    TOP_LEVEL,
     Field,
     choice,
-    sections,
 )
 from device_plugin.config.sections import check_imex, check_resources, check_sharing
 from device_plugin.errors import ConfigError
@@ -213,12 +212,12 @@ def load_config(
     ]
     for name, text in env_set:
         path = ENV_FIELDS[name]
-        _put(raw, path, _from_text(path, text, origin=f"env {name}"))
+        put(raw, path, from_text(FIELDS, path, text, origin=f"env {name}"))
     if env_set:
         sources.append("env " + ",".join(name for name, _ in env_set))
     cli_set = [(path, text) for path, text in sorted((cli or {}).items()) if text is not None]
     for path, text in cli_set:
-        _put(raw, path, _from_text(path, text, origin="command line"))
+        put(raw, path, from_text(FIELDS, path, text, origin="command line"))
     if cli_set:
         sources.append("cli " + ",".join(path for path, _ in cli_set))
     config = parse_config(raw, sources=tuple(sources), env=env)
@@ -234,35 +233,13 @@ def check_labels_file(labels_file: str, device_plugin_dir: Path) -> None:
         check_write_target(Path(labels_file), refuse_under=(device_plugin_dir,), field=f"{OUR_SECTION}.labelsFile")
 
 
-def _from_text(path: str, text: str, *, origin: str) -> Any:
-    if path not in FIELDS:
-        raise ConfigError(path, f"unknown field (from {origin})")
-    try:
-        return FIELDS[path].from_text(path, text)
-    except ConfigError as error:
-        raise ConfigError(path, f"{error.message} (from {origin})") from error
-
-
-def _put(raw: dict[str, Any], path: str, value: Any) -> None:
-    *parents, leaf = path.split(".")
-    node = raw
-    for i, part in enumerate(parents):
-        child = node.get(part)
-        if child is None:
-            child = node[part] = {}
-        if not isinstance(child, dict):
-            raise ConfigError(".".join(parents[: i + 1]), f"must be a mapping, got {short(child)}")
-        node = child
-    node[leaf] = value
-
-
 def parse_config(
     raw: Mapping[str, Any], *, sources: tuple[str, ...] = (), env: Mapping[str, str] | None = None
 ) -> Config:
     version = raw.get("version") or SUPPORTED_VERSION
     if version != SUPPORTED_VERSION:
         raise ConfigError("version", f"unsupported version {short(version)}; only {SUPPORTED_VERSION!r} is accepted")
-    values = _walk(raw)
+    values = walk(FIELDS, raw)
     return Config(
         version=version,
         flags=_build(Flags, "flags", values, env or {}),
@@ -287,29 +264,3 @@ def _build(cls: type, prefix: str, values: Mapping[str, Any], env: Mapping[str, 
         elif path in values:
             kw[f.name] = values[path]
     return cls(**kw)
-
-
-def _walk(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Check every key of the known sections; return the set leaf values by dotted path."""
-    known_sections = sections(FIELDS)
-    values: dict[str, Any] = {}
-
-    def visit(prefix: str, node: Mapping[str, Any]) -> None:
-        for key, value in node.items():
-            path = f"{prefix}.{key}" if prefix else str(key)
-            if prefix == "" and key in TOP_LEVEL and path not in known_sections:
-                continue  # version / resources / sharing / imex: checked on their own
-            if path in FIELDS:
-                if value is not None:  # null means "not set", as with NVIDIA's pointer fields
-                    values[path] = FIELDS[path].check(path, value)
-            elif path in known_sections:
-                if value is None:
-                    continue
-                if not isinstance(value, dict):
-                    raise ConfigError(path, f"must be a mapping, got {short(value)}")
-                visit(path, value)
-            else:
-                raise ConfigError(path, "unknown field")
-
-    visit("", raw)
-    return values
