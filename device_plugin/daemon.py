@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry
 from device_plugin.composition import Node, build_node, envvar_conflicts
 from device_plugin.config.model import Config, check_labels_file
 from device_plugin.config.reading import read_regular_file
+from device_plugin.config.reload import keep_restart_only, serving_settings
 from device_plugin.errors import ConfigError, PluginError
 from device_plugin.health.watcher import HealthWatcher
 from device_plugin.kubelet.lifecycle import LifecycleTiming, PluginManager
@@ -219,7 +220,7 @@ class Daemon:
             except PluginError as error:
                 log.error("rebuilding the resources failed, keeping the current ones: %s", error)
                 return False
-            serving_changed = _serving_settings(config) != _serving_settings(self._config)
+            serving_changed = serving_settings(config) != serving_settings(self._config)
             self._apply_daemon_settings(config)
             if not serving_changed and node.layout() == self._node.layout():
                 return False
@@ -248,35 +249,13 @@ class Daemon:
         if labels_changed:
             self._labels = _labels_writer(after.labels_file, before.device_plugin_dir)
             log.info("labels file now %s", after.labels_file or "off")
-        needs_restart = [
-            name
-            for name, old, new in (
-                ("metricsAddress", before.metrics_address, after.metrics_address),
-                ("gpuGauges", before.gpu_gauges, after.gpu_gauges),
-                ("logFormat", before.log_format, after.log_format),
-                ("health", before.health, after.health),
-            )
-            if old != new
-        ]
-        if needs_restart:
+        kept = keep_restart_only(self._config, config)  # the fields declared restart-only keep their values
+        if kept.changed:
             log.warning(
-                "config: gpuDevicePlugin.%s changed; it takes effect when the plugin restarts (the running "
-                "value stays until then)",
-                ", gpuDevicePlugin.".join(needs_restart),
+                "config: %s changed; it takes effect when the plugin restarts (the running value stays until then)",
+                ", ".join(kept.changed),
             )
-            config = replace(
-                config,
-                daemon=replace(
-                    after,
-                    metrics_address=before.metrics_address,
-                    gpu_gauges=before.gpu_gauges,
-                    log_format=before.log_format,
-                    health=before.health,
-                ),
-            )
-        self._config = replace(config, daemon=replace(config.daemon, device_plugin_dir=before.device_plugin_dir))
-        if after.device_plugin_dir != before.device_plugin_dir:
-            log.warning("config: gpuDevicePlugin.devicePluginDir changed; it takes effect when the plugin restarts")
+        self._config = kept.config
         if labels_changed:
             self._refresh_labels()
 
@@ -315,11 +294,6 @@ class Daemon:
         if self._labels is None:
             return
         refresh_features_file(self._backend, label_options(self._node, self._config), self._labels)
-
-
-def _serving_settings(config: Config) -> tuple[object, ...]:
-    """The parts of the config that decide what is served and how: a change re-serves every resource."""
-    return (config.flags, config.resources, config.sharing, config.imex)
 
 
 def _stop_all(managers: Iterable[PluginManager], timeout_s: float) -> None:

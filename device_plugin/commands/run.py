@@ -14,9 +14,9 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from device_plugin.config.model import Config, config_file_path, load_config
-from device_plugin.config.schema import OUR_SECTION
+from device_plugin.config.model import CLI_SETTINGS, Config, config_file_path, load_config
 from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.daemon import Daemon
 from device_plugin.errors import ConfigError, NvmlUnavailableError, PluginError
@@ -33,51 +33,30 @@ HELP = "Run the device plugin daemon (real NVML, or a simulated machine with --m
 
 log = logging.getLogger("device_plugin")
 
-# CLI flag dest -> config field (dotted path in the config file).
-CLI_FIELDS = {
-    "mig_strategy": "flags.migStrategy",
-    "fail_on_init_error": "flags.failOnInitError",
-    "nvidia_driver_root": "flags.nvidiaDriverRoot",
-    "pass_device_specs": "flags.plugin.passDeviceSpecs",
-    "device_list_strategy": "flags.plugin.deviceListStrategy",
-    "device_id_strategy": "flags.plugin.deviceIDStrategy",
-    "device_plugin_dir": f"{OUR_SECTION}.devicePluginDir",
-    "metrics_address": f"{OUR_SECTION}.metricsAddress",
-    "log_format": f"{OUR_SECTION}.logFormat",
-    "labels_file": f"{OUR_SECTION}.labelsFile",
-    "rescan_interval_s": f"{OUR_SECTION}.rescanIntervalSeconds",
-    "mode": f"{OUR_SECTION}.mode",
-    "dra_driver_name": f"{OUR_SECTION}.driverName",
-}
+# CLI flag dest -> config field (dotted path in the config file), from the fields' declarations.
+CLI_FIELDS = {d.setting.cli.dest: d.path for d in CLI_SETTINGS if d.setting.cli is not None}
 STOP_TIMEOUT_S = 3.5  # the daemon's share; the watchers' joins after it keep SIGTERM to exit under 5 s
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--machine", metavar="NAME|FILE", help="simulate a machine (shipped name or YAML file)")
     parser.add_argument("--config", metavar="FILE", help="config file, NVIDIA's version: v1 format (env CONFIG_FILE)")
-    parser.add_argument("--device-plugin-dir", metavar="DIR", help="kubelet device-plugin dir (env DEVICE_PLUGIN_DIR)")
-    parser.add_argument("--mig-strategy", help="none|single|mixed (env MIG_STRATEGY)")
-    parser.add_argument(
-        "--fail-on-init-error", nargs="?", const="true", metavar="BOOL", help="(env FAIL_ON_INIT_ERROR)"
-    )
-    parser.add_argument("--nvidia-driver-root", metavar="DIR", help="(env NVIDIA_DRIVER_ROOT)")
-    parser.add_argument("--pass-device-specs", nargs="?", const="true", metavar="BOOL", help="(env PASS_DEVICE_SPECS)")
-    parser.add_argument("--device-list-strategy", metavar="LIST", help="comma-separated (env DEVICE_LIST_STRATEGY)")
-    parser.add_argument("--device-id-strategy", help="uuid|index (env DEVICE_ID_STRATEGY)")
-    parser.add_argument("--metrics-address", metavar="HOST:PORT", help="(env METRICS_ADDRESS)")
-    parser.add_argument("--log-format", help="text|json (env LOG_FORMAT)")
-    parser.add_argument("--labels-file", metavar="FILE", help="NFD features.d file to keep current (env LABELS_FILE)")
-    parser.add_argument(
-        "--rescan-interval-s", metavar="SECONDS", help="re-read GPUs and MIG layouts every N s (default 60)"
-    )
+    add_config_arguments(parser)
     parser.add_argument(
         "--fake-events",
         metavar="FILE",
         help='with --machine: inject faults from JSON lines appended to FILE, e.g. {"gpu": 3, "xid": 79}',
     )
-    parser.add_argument("--mode", help="device-plugin|dra (env PLUGIN_MODE); dra: see `gpu-device-plugin dra`")
-    parser.add_argument("--dra-driver-name", metavar="NAME", help="DRA driver name (env DRA_DRIVER_NAME)")
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per config field that declares one (no default: an absent flag leaves env and file in charge)."""
+    for declared in CLI_SETTINGS:
+        cli = declared.setting.cli
+        assert cli is not None
+        extra: dict[str, Any] = {"nargs": "?", "const": "true"} if cli.optional_value else {}
+        parser.add_argument(cli.flag, metavar=cli.metavar, help=cli.help, **extra)
 
 
 class JsonFormatter(logging.Formatter):

@@ -1,10 +1,14 @@
 """The daemon's configuration: NVIDIA's `version: v1` file, env variables and CLI flags, merged once.
 
+Each field is declared once, on its dataclass attribute (config/declare.py): file key, check, default,
+env var, CLI flag and reload class. NVIDIA's `flags` are declared in config/flags.py, our
+`gpuDevicePlugin` section here, its `health` keys in health/config.py. The schema table (FIELDS), the
+env map (ENV_FIELDS) and the flags `run` adds (CLI_SETTINGS) are derived from the declarations.
 Precedence: CLI > env > file > default. Env and CLI values are turned into file-shaped values first
 (errors name the variable or flag and the field), merged into the file's mapping, and the result is
-checked in one pass (config_schema), so every source obeys the same rules. The outcome is a frozen
-dataclass tree. `sharing`, `resources` and `imex` keep their validated raw shape for now: the
-time-slicing parser in timeslice/ turns `sharing` into replicas.
+checked in one pass, so every source obeys the same rules. The outcome is a frozen dataclass tree.
+`sharing`, `resources` and `imex` keep their validated raw shape for now: the time-slicing parser in
+timeslice/ turns `sharing` into replicas.
 """
 
 from __future__ import annotations
@@ -16,84 +20,130 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from device_plugin.config.declare import SECTION, SETTING, CliFlag, Reload, declared, section, setting
+from device_plugin.config.flags import Flags
+from device_plugin.config.merge import from_text, put, walk
 from device_plugin.config.reading import load_config_file
 from device_plugin.config.schema import (
+    BOOL,
     CONFIG_FILE_ENV,
     DEFAULT_DRA_DRIVER_NAME,
     DEFAULT_METRICS_ADDRESS,
-    EMPTY_MEANS_OFF_ENV,
-    ENV_FIELDS,
-    FIELDS,
+    DNS_SUBDOMAIN,
+    MODES,
     OUR_SECTION,
+    PATH,
+    RAW_MAPPING,
+    RESCAN_INTERVAL,
+    STR,
     SUPPORTED_VERSION,
-    TOP_LEVEL,
-    sections,
+    Field,
+    choice,
 )
 from device_plugin.config.sections import check_imex, check_resources, check_sharing
 from device_plugin.errors import ConfigError
+from device_plugin.health.config import ENV_VARS as HEALTH_ENV_VARS
 from device_plugin.health.config import HealthConfig, parse_health_config
 from device_plugin.observability.safe_write import check_write_target
 from device_plugin.short_text import short
 
 DEFAULT_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
 DESCRIBE_LIMIT = 8192  # characters of the effective-config log line
+RESERVE = Reload.RESERVE  # every key of NVIDIA's part re-serves
 
 
 def _frozen(value: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
     return MappingProxyType(dict(value or {}))
 
 
-@dataclass(frozen=True)
-class PluginFlags:
-    pass_device_specs: bool = False
-    device_list_strategy: tuple[str, ...] = ("envvar",)
-    device_id_strategy: str = "uuid"
-    cdi_annotation_prefix: str = "cdi.k8s.io/"
-    nvidia_ctk_path: str = "/usr/bin/nvidia-ctk"
-    container_driver_root: str = "/driver-root"
-    shared_devices_allocation_policy: str = "distributed"
-
-
-@dataclass(frozen=True)
-class Flags:
-    mig_strategy: str = "none"
-    fail_on_init_error: bool = True
-    nvidia_driver_root: str = "/"
-    nvidia_dev_root: str | None = None  # None: same as nvidia_driver_root
-    mps_root: str = ""
-    gdrcopy_enabled: bool = False
-    gds_enabled: bool = False
-    mofed_enabled: bool = False
-    use_node_feature_api: bool | None = None
-    device_discovery_strategy: str = "auto"
-    plugin: PluginFlags = field(default_factory=PluginFlags)
-    gfd: Mapping[str, Any] = field(default_factory=_frozen)
-
-
+# Environment variables take NVIDIA's names where NVIDIA has one (Flags: config/flags.py). Flags' help texts
+# are printed as is.
 @dataclass(frozen=True)
 class DaemonSettings:
-    """Our own settings (section `gpuDevicePlugin`), not part of NVIDIA's format."""
+    """Our own settings (section `gpuDevicePlugin`), not part of NVIDIA's format.
 
-    device_plugin_dir: Path = DEFAULT_DEVICE_PLUGIN_DIR
-    metrics_address: str = DEFAULT_METRICS_ADDRESS  # host:port for /metrics, /healthz, /readyz; empty: off
-    log_format: str = "text"  # text | json
-    gpu_gauges: bool = True  # GPU memory/utilisation/temperature/power gauges; off where DCGM exporter runs
-    labels_file: str = ""  # node-feature-discovery features.d file to keep up to date; empty: off
-    rescan_interval_s: float = 60.0  # how often MIG layouts and the GPU list are re-read
-    nic_hints: bool = False  # Allocate sets GPU_DEVICE_PLUGIN_NICS (the allocated GPUs' close RDMA NICs)
-    health: HealthConfig = field(default_factory=HealthConfig)
-    mode: str = "device-plugin"  # device-plugin | dra
-    driver_name: str = DEFAULT_DRA_DRIVER_NAME  # the DRA driver name (mode dra only)
+    The RESTART settings are declared in the order the reload warning names them."""
+
+    device_plugin_dir: Path = setting(
+        "devicePluginDir",
+        PATH,
+        default=DEFAULT_DEVICE_PLUGIN_DIR,
+        reload=Reload.RESTART,
+        env="DEVICE_PLUGIN_DIR",
+        cli=CliFlag("--device-plugin-dir", "kubelet device-plugin dir (env DEVICE_PLUGIN_DIR)", "DIR"),
+    )
+    # host:port for /metrics, /healthz, /readyz; empty: off
+    metrics_address: str = setting(
+        "metricsAddress",
+        STR,
+        default=DEFAULT_METRICS_ADDRESS,
+        reload=Reload.RESTART,
+        env="METRICS_ADDRESS",
+        empty_means_off=True,
+        cli=CliFlag("--metrics-address", "(env METRICS_ADDRESS)", "HOST:PORT"),
+    )
+    # GPU memory/utilisation/temperature/power gauges; off where DCGM exporter runs
+    gpu_gauges: bool = setting("gpuGauges", BOOL, default=True, reload=Reload.RESTART, env="GPU_GAUGES")
+    log_format: str = setting(
+        "logFormat",
+        choice("text", "json"),
+        default="text",
+        reload=Reload.RESTART,
+        env="LOG_FORMAT",
+        cli=CliFlag("--log-format", "text|json (env LOG_FORMAT)"),
+    )
+    # node-feature-discovery features.d file to keep up to date; empty: off
+    labels_file: str = setting(
+        "labelsFile",
+        STR,
+        default="",
+        reload=Reload.AT_ONCE,
+        env="LABELS_FILE",
+        empty_means_off=True,
+        cli=CliFlag("--labels-file", "NFD features.d file to keep current (env LABELS_FILE)", "FILE"),
+    )
+    # how often MIG layouts and the GPU list are re-read
+    rescan_interval_s: float = setting(
+        "rescanIntervalSeconds",
+        RESCAN_INTERVAL.field(),
+        default=60.0,
+        reload=Reload.AT_ONCE,
+        env="RESCAN_INTERVAL_SECONDS",
+        cli=CliFlag("--rescan-interval-s", "re-read GPUs and MIG layouts every N s (default 60)", "SECONDS"),
+    )
+    # Allocate sets GPU_DEVICE_PLUGIN_NICS (the allocated GPUs' close RDMA NICs)
+    nic_hints: bool = setting("nicHints", BOOL, default=False, reload=Reload.NEXT_RESERVE, env="NIC_HINTS")
+    # parsed by device_plugin.health.config, with the DP_* env vars
+    health: HealthConfig = setting(
+        "health", RAW_MAPPING, default_factory=HealthConfig, reload=Reload.RESTART, section_env=HEALTH_ENV_VARS
+    )
+    mode: str = setting(
+        "mode",
+        choice(*MODES),
+        default="device-plugin",
+        reload=Reload.START_ONLY,
+        env="PLUGIN_MODE",
+        cli=CliFlag("--mode", "device-plugin|dra (env PLUGIN_MODE); dra: see `gpu-device-plugin dra`"),
+    )
+    # the DRA driver name (mode dra only)
+    driver_name: str = setting(
+        "driverName",
+        DNS_SUBDOMAIN,
+        default=DEFAULT_DRA_DRIVER_NAME,
+        reload=Reload.START_ONLY,
+        env="DRA_DRIVER_NAME",
+        cli=CliFlag("--dra-driver-name", "DRA driver name (env DRA_DRIVER_NAME)", "NAME"),
+    )
 
 
 @dataclass(frozen=True)
 class Config:
     version: str = SUPPORTED_VERSION
-    flags: Flags = field(default_factory=Flags)
+    flags: Flags = section("flags", Flags)
     resources: Mapping[str, Any] = field(default_factory=_frozen)
     sharing: Mapping[str, Any] = field(default_factory=_frozen)
     imex: Mapping[str, Any] = field(default_factory=_frozen)
-    daemon: DaemonSettings = field(default_factory=DaemonSettings)
+    daemon: DaemonSettings = section(OUR_SECTION, DaemonSettings)
     sources: tuple[str, ...] = ()  # where values came from, for the start-up log line
 
     def describe(self, limit: int = DESCRIBE_LIMIT) -> str:
@@ -117,6 +167,18 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return value
+
+
+# ---- derived from the declarations -----------------------------------------------------------
+
+SETTINGS = declared(Config)  # every declared field, in declaration order
+HEALTH_PATH = f"{OUR_SECTION}.health"  # a leaf here: health/config.py parses inside it
+# Every leaf key by dotted path. Sections (mappings of keys) are the prefixes that appear here.
+FIELDS: dict[str, Field] = {d.path: d.setting.kind for d in SETTINGS}
+ENV_FIELDS: dict[str, str] = {d.setting.env: d.path for d in SETTINGS if d.setting.env}
+# Set but empty still means something for these: "turn it off".
+EMPTY_MEANS_OFF_ENV = frozenset(d.setting.env for d in SETTINGS if d.setting.env and d.setting.empty_means_off)
+CLI_SETTINGS = tuple(d for d in SETTINGS if d.setting.cli is not None)  # commands/run.py adds these flags
 
 
 # ---- loading -----------------------------------------------------------------------------------
@@ -150,12 +212,12 @@ def load_config(
     ]
     for name, text in env_set:
         path = ENV_FIELDS[name]
-        _put(raw, path, _from_text(path, text, origin=f"env {name}"))
+        put(raw, path, from_text(FIELDS, path, text, origin=f"env {name}"))
     if env_set:
         sources.append("env " + ",".join(name for name, _ in env_set))
     cli_set = [(path, text) for path, text in sorted((cli or {}).items()) if text is not None]
     for path, text in cli_set:
-        _put(raw, path, _from_text(path, text, origin="command line"))
+        put(raw, path, from_text(FIELDS, path, text, origin="command line"))
     if cli_set:
         sources.append("cli " + ",".join(path for path, _ in cli_set))
     config = parse_config(raw, sources=tuple(sources), env=env)
@@ -171,99 +233,34 @@ def check_labels_file(labels_file: str, device_plugin_dir: Path) -> None:
         check_write_target(Path(labels_file), refuse_under=(device_plugin_dir,), field=f"{OUR_SECTION}.labelsFile")
 
 
-def _from_text(path: str, text: str, *, origin: str) -> Any:
-    if path not in FIELDS:
-        raise ConfigError(path, f"unknown field (from {origin})")
-    try:
-        return FIELDS[path].from_text(path, text)
-    except ConfigError as error:
-        raise ConfigError(path, f"{error.message} (from {origin})") from error
-
-
-def _put(raw: dict[str, Any], path: str, value: Any) -> None:
-    *parents, leaf = path.split(".")
-    node = raw
-    for i, part in enumerate(parents):
-        child = node.get(part)
-        if child is None:
-            child = node[part] = {}
-        if not isinstance(child, dict):
-            raise ConfigError(".".join(parents[: i + 1]), f"must be a mapping, got {short(child)}")
-        node = child
-    node[leaf] = value
-
-
 def parse_config(
     raw: Mapping[str, Any], *, sources: tuple[str, ...] = (), env: Mapping[str, str] | None = None
 ) -> Config:
     version = raw.get("version") or SUPPORTED_VERSION
     if version != SUPPORTED_VERSION:
         raise ConfigError("version", f"unsupported version {short(version)}; only {SUPPORTED_VERSION!r} is accepted")
-    values = _walk(raw)
-    plugin = PluginFlags(
-        **_pick(
-            values,
-            "flags.plugin.",
-            PluginFlags,
-            rename={"deviceIDStrategy": "device_id_strategy", "nvidiaCTKPath": "nvidia_ctk_path"},
-        )
-    )
-    flags_kw = _pick(values, "flags.", Flags, rename={"useNodeFeatureAPI": "use_node_feature_api"})
-    flags_kw["gfd"] = _frozen(flags_kw.get("gfd"))
-    daemon_kw = _pick(values, f"{OUR_SECTION}.", DaemonSettings, rename={"rescanIntervalSeconds": "rescan_interval_s"})
-    if "device_plugin_dir" in daemon_kw:
-        daemon_kw["device_plugin_dir"] = Path(daemon_kw["device_plugin_dir"])
-    daemon_kw["health"] = parse_health_config(daemon_kw.get("health"), env or {}, field=f"{OUR_SECTION}.health")
+    values = walk(FIELDS, raw)
     return Config(
         version=version,
-        flags=Flags(plugin=plugin, **flags_kw),
+        flags=_build(Flags, "flags", values, env or {}),
         resources=_frozen(check_resources(raw.get("resources"))),
         sharing=_frozen(check_sharing(raw.get("sharing"))),
         imex=_frozen(check_imex(raw.get("imex"))),
-        daemon=DaemonSettings(**daemon_kw),
+        daemon=_build(DaemonSettings, OUR_SECTION, values, env or {}),
         sources=sources,
     )
 
 
-def _walk(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Check every key of the known sections; return the set leaf values by dotted path."""
-    known_sections = sections()
-    values: dict[str, Any] = {}
-
-    def visit(prefix: str, node: Mapping[str, Any]) -> None:
-        for key, value in node.items():
-            path = f"{prefix}.{key}" if prefix else str(key)
-            if prefix == "" and key in TOP_LEVEL and path not in known_sections:
-                continue  # version / resources / sharing / imex: checked on their own
-            if path in FIELDS:
-                if value is not None:  # null means "not set", as with NVIDIA's pointer fields
-                    values[path] = FIELDS[path].check(path, value)
-            elif path in known_sections:
-                if value is None:
-                    continue
-                if not isinstance(value, dict):
-                    raise ConfigError(path, f"must be a mapping, got {short(value)}")
-                visit(path, value)
-            else:
-                raise ConfigError(path, "unknown field")
-
-    visit("", raw)
-    return values
-
-
-def _snake(name: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
-
-
-def _pick(values: Mapping[str, Any], prefix: str, target: type, *, rename: Mapping[str, str] | None = None) -> dict:
-    names = set(target.__dataclass_fields__)  # type: ignore[attr-defined]
-    picked: dict[str, Any] = {}
-    for path, value in values.items():
-        if not path.startswith(prefix) or "." in path[len(prefix) :]:
+def _build(cls: type, prefix: str, values: Mapping[str, Any], env: Mapping[str, str]) -> Any:
+    """The section's dataclass from the checked leaf values; unset keys keep their declared defaults."""
+    kw: dict[str, Any] = {}
+    for f in fields(cls):
+        if SECTION in f.metadata:
+            kw[f.name] = _build(f.default_factory, f"{prefix}.{f.metadata[SECTION]}", values, env)  # type: ignore[arg-type]
             continue
-        key = path[len(prefix) :]
-        attr = (rename or {}).get(key) or _snake(key)
-        if attr not in names:
-            raise AssertionError(f"config field {path} has no attribute {attr} in {target.__name__}")
-        picked[attr] = value
-    return picked
+        path = f"{prefix}.{f.metadata[SETTING].key}"
+        if path == HEALTH_PATH:
+            kw[f.name] = parse_health_config(values.get(path), env, field=path)
+        elif path in values:
+            kw[f.name] = values[path]
+    return cls(**kw)

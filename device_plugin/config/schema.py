@@ -1,16 +1,20 @@
-"""The shape of the config file: which keys exist, what each one accepts, and where env and CLI map.
+"""What a config value may be: the checks (file value) and text parsers (env/CLI) a declaration names.
 
 NVIDIA's `version: v1` keys are accepted as they are, so an existing ConfigMap works unchanged. Our
 own settings live in a separate top-level section, `gpuDevicePlugin`, so they never collide with a
-key NVIDIA might add to `flags`. Values are checked here; errors are ConfigError naming the field.
+key NVIDIA might add to `flags`. Which keys exist, and where env and CLI map, is declared once per
+field on the config dataclasses (config/declare.py, config/model.py). Errors are ConfigError naming
+the field.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from device_plugin.errors import ConfigError
@@ -144,74 +148,22 @@ RESCAN_INTERVAL = Seconds(1.0, 86400.0)
 
 BOOL = Field(_bool, _bool_text)
 STR = Field(_str, _text)
-RAW_MAPPING = Field(_mapping, _no_text)
+PATH = Field(lambda field, value: Path(_str(field, value)), _text)
+STRATEGY_LIST = Field(_strategy_list, _strategy_text)
+DNS_SUBDOMAIN = Field(_dns_subdomain, _dns_subdomain)
+RAW_MAPPING = Field(_mapping, _no_text)  # a section another parser reads (health/config.py)
+FROZEN_MAPPING = Field(lambda field, value: MappingProxyType(dict(_mapping(field, value))), _no_text)
+choice = _choice
 
-# Every leaf key by dotted path. Sections (mappings of keys) are the prefixes that appear here.
-FIELDS: dict[str, Field] = {
-    "flags.migStrategy": _choice("none", "single", "mixed"),
-    "flags.failOnInitError": BOOL,
-    "flags.nvidiaDriverRoot": STR,
-    "flags.nvidiaDevRoot": STR,
-    "flags.mpsRoot": STR,
-    "flags.gdrcopyEnabled": BOOL,
-    "flags.gdsEnabled": BOOL,
-    "flags.mofedEnabled": BOOL,
-    "flags.useNodeFeatureAPI": BOOL,
-    "flags.deviceDiscoveryStrategy": _choice("auto", "nvml", "tegra"),
-    "flags.plugin.passDeviceSpecs": BOOL,
-    "flags.plugin.deviceListStrategy": Field(_strategy_list, _strategy_text),
-    "flags.plugin.deviceIDStrategy": _choice("uuid", "index"),
-    "flags.plugin.cdiAnnotationPrefix": STR,
-    "flags.plugin.nvidiaCTKPath": STR,
-    "flags.plugin.containerDriverRoot": STR,
-    "flags.plugin.sharedDevicesAllocationPolicy": _choice("distributed", "packed"),
-    "flags.gfd": RAW_MAPPING,  # GFD's settings: accepted so shared ConfigMaps load; this plugin ignores them
-    f"{OUR_SECTION}.devicePluginDir": STR,
-    f"{OUR_SECTION}.metricsAddress": STR,
-    f"{OUR_SECTION}.logFormat": _choice("text", "json"),
-    f"{OUR_SECTION}.gpuGauges": BOOL,
-    f"{OUR_SECTION}.labelsFile": STR,
-    f"{OUR_SECTION}.rescanIntervalSeconds": RESCAN_INTERVAL.field(),
-    f"{OUR_SECTION}.nicHints": BOOL,
-    f"{OUR_SECTION}.health": RAW_MAPPING,  # parsed by device_plugin.health.config (with the DP_* env vars)
-    f"{OUR_SECTION}.mode": _choice(*MODES),
-    f"{OUR_SECTION}.driverName": Field(_dns_subdomain, _dns_subdomain),
-}
-# Top-level keys with a shape of their own (validated in config_sections).
+# Top-level keys with a shape of their own (validated in config/sections.py and config/sharing.py).
 TOP_LEVEL = ("version", "flags", "resources", "sharing", "imex", OUR_SECTION)
-
-# Environment variables, NVIDIA's names where NVIDIA has one.
-ENV_FIELDS: dict[str, str] = {
-    "MIG_STRATEGY": "flags.migStrategy",
-    "FAIL_ON_INIT_ERROR": "flags.failOnInitError",
-    "NVIDIA_DRIVER_ROOT": "flags.nvidiaDriverRoot",
-    "NVIDIA_DEV_ROOT": "flags.nvidiaDevRoot",
-    "MPS_ROOT": "flags.mpsRoot",
-    "PASS_DEVICE_SPECS": "flags.plugin.passDeviceSpecs",
-    "DEVICE_LIST_STRATEGY": "flags.plugin.deviceListStrategy",
-    "DEVICE_ID_STRATEGY": "flags.plugin.deviceIDStrategy",
-    "CDI_ANNOTATION_PREFIX": "flags.plugin.cdiAnnotationPrefix",
-    "NVIDIA_CTK_PATH": "flags.plugin.nvidiaCTKPath",
-    "CONTAINER_DRIVER_ROOT": "flags.plugin.containerDriverRoot",
-    "DEVICE_PLUGIN_DIR": f"{OUR_SECTION}.devicePluginDir",
-    "METRICS_ADDRESS": f"{OUR_SECTION}.metricsAddress",
-    "LOG_FORMAT": f"{OUR_SECTION}.logFormat",
-    "GPU_GAUGES": f"{OUR_SECTION}.gpuGauges",
-    "LABELS_FILE": f"{OUR_SECTION}.labelsFile",
-    "RESCAN_INTERVAL_SECONDS": f"{OUR_SECTION}.rescanIntervalSeconds",
-    "NIC_HINTS": f"{OUR_SECTION}.nicHints",
-    "PLUGIN_MODE": f"{OUR_SECTION}.mode",
-    "DRA_DRIVER_NAME": f"{OUR_SECTION}.driverName",
-}
-# Set but empty still means something for these: "turn it off".
-EMPTY_MEANS_OFF_ENV = frozenset({"METRICS_ADDRESS", "LABELS_FILE"})
 CONFIG_FILE_ENV = "CONFIG_FILE"
 
 
-def sections() -> set[str]:
-    """Dotted paths that are mappings of known keys ("" is the top level)."""
+def sections(paths: Iterable[str]) -> set[str]:
+    """Dotted paths that are mappings of known keys ("" is the top level), given the leaf paths."""
     found = {""}
-    for path in FIELDS:
+    for path in paths:
         parts = path.split(".")
         found.update(".".join(parts[:i]) for i in range(1, len(parts)))
     return found

@@ -15,31 +15,52 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
-from device_plugin.config.schema import Seconds
+from device_plugin.config.declare import SETTING, Reload, setting
+from device_plugin.config.schema import BOOL, Field, Seconds
 from device_plugin.errors import ConfigError
 from device_plugin.short_text import short
 
 DISABLE_ENV = "DP_DISABLE_HEALTHCHECKS"
 ENABLE_ENV = "DP_ENABLE_HEALTHCHECKS"
+ENV_VARS = (DISABLE_ENV, ENABLE_ENV)
 # Application-level Xids (a bad kernel, a page fault, a killed context, ...): the GPU itself is fine.
 DEFAULT_IGNORED_XIDS = frozenset({13, 31, 43, 45, 68, 109})
 
 
+MAX_XID = 65535  # Xids in use today are below 200; a larger number is a typo
+RESTART = Reload.RESTART
+# ignoredXids / criticalXids: a list of Xids or "all" (checked by _xid_list below, which sets two attributes).
+XID_LIST = Field(lambda field, value: _xid_list(field, value), lambda field, text: _xid_list_text(field, text))
+
+
+def _xid_list_text(field: str, text: str) -> Any:
+    raise ConfigError(field, "cannot be set from the environment or the command line")
+
+
 @dataclass(frozen=True)
 class HealthConfig:
-    enabled: bool = True  # False: no watcher, every device stays Healthy
-    ignored_xids: frozenset[int] = DEFAULT_IGNORED_XIDS
+    """The `gpuDevicePlugin.health` section. Its keys are declared once here; the whole section needs a restart
+    to change (the watcher is built at start). Ranges: the README's configuration table lists them."""
+
+    enabled: bool = setting("enabled", BOOL, default=True, reload=RESTART)  # False: every device stays Healthy
+    ignored_xids: frozenset[int] = setting("ignoredXids", XID_LIST, default=DEFAULT_IGNORED_XIDS, reload=RESTART)
     ignore_all_xids: bool = False  # DP_DISABLE_HEALTHCHECKS=xids or ignoredXids: all
-    critical_xids: frozenset[int] = frozenset()  # critical even if ignored (DP_ENABLE_HEALTHCHECKS)
+    # critical even if ignored (DP_ENABLE_HEALTHCHECKS)
+    critical_xids: frozenset[int] = setting("criticalXids", XID_LIST, default=frozenset(), reload=RESTART)
     all_xids_critical: bool = False  # DP_ENABLE_HEALTHCHECKS=all or criticalXids: all
-    quiet_period_s: float = 60.0  # probes must pass this long, with no critical event, before recovery
-    probe_interval_s: float = 5.0  # between two probe rounds over every GPU
-    event_wait_s: float = 0.5  # one NVML event wait; bounds how long stop() waits for the event thread
-    retry_initial_s: float = 0.5  # first delay before reopening a failed event watch
-    retry_max_s: float = 30.0  # the backoff doubles up to this
+    # probes must pass this long, with no critical event, before recovery
+    quiet_period_s: float = setting("quietPeriodSeconds", Seconds(0.0, 86400.0).field(), default=60.0, reload=RESTART)
+    # between two probe rounds over every GPU
+    probe_interval_s: float = setting("probeIntervalSeconds", Seconds(0.1, 3600.0).field(), default=5.0, reload=RESTART)
+    # One NVML event wait: stop() and SIGTERM wait for it, and NVML takes it in int32 milliseconds.
+    event_wait_s: float = setting("eventWaitSeconds", Seconds(0.01, 1.0).field(), default=0.5, reload=RESTART)
+    # first delay before reopening a failed event watch
+    retry_initial_s: float = setting("retryInitialSeconds", Seconds(0.01, 60.0).field(), default=0.5, reload=RESTART)
+    # the backoff doubles up to this
+    retry_max_s: float = setting("retryMaxSeconds", Seconds(0.01, 3600.0).field(), default=30.0, reload=RESTART)
 
     def __post_init__(self) -> None:
         for name in ("quiet_period_s", "probe_interval_s", "event_wait_s", "retry_initial_s", "retry_max_s"):
@@ -63,17 +84,14 @@ class HealthConfig:
         )
 
 
-# config-file key -> (HealthConfig field, allowed range); the README's configuration table lists these.
-_NUMBERS = {
-    "quietPeriodSeconds": ("quiet_period_s", Seconds(0.0, 86400.0)),
-    "probeIntervalSeconds": ("probe_interval_s", Seconds(0.1, 3600.0)),
-    # One NVML wait; stop() and SIGTERM wait for it, and NVML takes it in int32 milliseconds.
-    "eventWaitSeconds": ("event_wait_s", Seconds(0.01, 1.0)),
-    "retryInitialSeconds": ("retry_initial_s", Seconds(0.01, 60.0)),
-    "retryMaxSeconds": ("retry_max_s", Seconds(0.01, 3600.0)),
+# Derived from the declarations: config-file key -> HealthConfig attribute, and the durations among them.
+_KEYS = {f.metadata[SETTING].key: f.name for f in fields(HealthConfig) if SETTING in f.metadata}
+KNOWN_KEYS = tuple(_KEYS)
+_NUMBERS: dict[str, tuple[str, Field]] = {
+    f.metadata[SETTING].key: (f.name, f.metadata[SETTING].kind)
+    for f in fields(HealthConfig)
+    if SETTING in f.metadata and f.type == "float"
 }
-MAX_XID = 65535  # Xids in use today are below 200; a larger number is a typo
-KNOWN_KEYS = ("enabled", "ignoredXids", "criticalXids", *_NUMBERS)
 
 
 def parse_health_config(

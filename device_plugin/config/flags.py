@@ -1,0 +1,104 @@
+"""NVIDIA's `flags` section (format `version: v1`), each key declared once (config/declare.py).
+
+Boundary: the declarations of `flags` and `flags.plugin` only; config/model.py loads them. Every key
+here re-serves all resources when a reload changes it (an Allocate answer or a policy may differ).
+Keys NVIDIA has and this plugin does not apply yet are accepted so an existing ConfigMap loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from device_plugin.config.declare import CliFlag, Reload, section, setting
+from device_plugin.config.schema import BOOL, FROZEN_MAPPING, STR, STRATEGY_LIST, choice
+
+RESERVE = Reload.RESERVE
+
+
+def _frozen(value: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+# Environment variables take NVIDIA's names where NVIDIA has one. Flags' help texts are printed as is.
+@dataclass(frozen=True)
+class PluginFlags:
+    pass_device_specs: bool = setting(
+        "passDeviceSpecs",
+        BOOL,
+        default=False,
+        reload=RESERVE,
+        env="PASS_DEVICE_SPECS",
+        cli=CliFlag("--pass-device-specs", "(env PASS_DEVICE_SPECS)", "BOOL", optional_value=True),
+    )
+    device_list_strategy: tuple[str, ...] = setting(
+        "deviceListStrategy",
+        STRATEGY_LIST,
+        default=("envvar",),
+        reload=RESERVE,
+        env="DEVICE_LIST_STRATEGY",
+        cli=CliFlag("--device-list-strategy", "comma-separated (env DEVICE_LIST_STRATEGY)", "LIST"),
+    )
+    device_id_strategy: str = setting(
+        "deviceIDStrategy",
+        choice("uuid", "index"),
+        default="uuid",
+        reload=RESERVE,
+        env="DEVICE_ID_STRATEGY",
+        cli=CliFlag("--device-id-strategy", "uuid|index (env DEVICE_ID_STRATEGY)"),
+    )
+    cdi_annotation_prefix: str = setting(
+        "cdiAnnotationPrefix", STR, default="cdi.k8s.io/", reload=RESERVE, env="CDI_ANNOTATION_PREFIX"
+    )
+    nvidia_ctk_path: str = setting(
+        "nvidiaCTKPath", STR, default="/usr/bin/nvidia-ctk", reload=RESERVE, env="NVIDIA_CTK_PATH"
+    )
+    container_driver_root: str = setting(
+        "containerDriverRoot", STR, default="/driver-root", reload=RESERVE, env="CONTAINER_DRIVER_ROOT"
+    )
+    shared_devices_allocation_policy: str = setting(
+        "sharedDevicesAllocationPolicy", choice("distributed", "packed"), default="distributed", reload=RESERVE
+    )
+
+
+@dataclass(frozen=True)
+class Flags:
+    mig_strategy: str = setting(
+        "migStrategy",
+        choice("none", "single", "mixed"),
+        default="none",
+        reload=RESERVE,
+        env="MIG_STRATEGY",
+        cli=CliFlag("--mig-strategy", "none|single|mixed (env MIG_STRATEGY)"),
+    )
+    fail_on_init_error: bool = setting(
+        "failOnInitError",
+        BOOL,
+        default=True,
+        reload=RESERVE,
+        env="FAIL_ON_INIT_ERROR",
+        cli=CliFlag("--fail-on-init-error", "(env FAIL_ON_INIT_ERROR)", "BOOL", optional_value=True),
+    )
+    nvidia_driver_root: str = setting(
+        "nvidiaDriverRoot",
+        STR,
+        default="/",
+        reload=RESERVE,
+        env="NVIDIA_DRIVER_ROOT",
+        cli=CliFlag("--nvidia-driver-root", "(env NVIDIA_DRIVER_ROOT)", "DIR"),
+    )
+    # None: same as nvidia_driver_root
+    nvidia_dev_root: str | None = setting("nvidiaDevRoot", STR, default=None, reload=RESERVE, env="NVIDIA_DEV_ROOT")
+    mps_root: str = setting("mpsRoot", STR, default="", reload=RESERVE, env="MPS_ROOT")
+    gdrcopy_enabled: bool = setting("gdrcopyEnabled", BOOL, default=False, reload=RESERVE)
+    gds_enabled: bool = setting("gdsEnabled", BOOL, default=False, reload=RESERVE)
+    mofed_enabled: bool = setting("mofedEnabled", BOOL, default=False, reload=RESERVE)
+    use_node_feature_api: bool | None = setting("useNodeFeatureAPI", BOOL, default=None, reload=RESERVE)
+    device_discovery_strategy: str = setting(
+        "deviceDiscoveryStrategy", choice("auto", "nvml", "tegra"), default="auto", reload=RESERVE
+    )
+    plugin: PluginFlags = section("plugin", PluginFlags)
+    # GFD's settings: accepted so shared ConfigMaps load; this plugin ignores them.
+    gfd: Mapping[str, Any] = setting("gfd", FROZEN_MAPPING, default_factory=_frozen, reload=RESERVE)
