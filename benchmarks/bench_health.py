@@ -68,7 +68,7 @@ def main() -> None:
     manager.start()
     for m in managers:
         kubelet.wait_for_connection(m.resource_name, timeout_s=20.0)
-    watcher = HealthWatcher(fake, range(8), managers, CONFIG)
+    watcher = HealthWatcher(fake, range(8), CONFIG, listeners=[m.on_health_transition for m in managers])
     watcher.start()
     ids = {
         m.resource_name: {i: {d.id for d in m.snapshot().devices if d.gpu_indices == (i,)} for i in range(8)}

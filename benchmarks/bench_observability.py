@@ -38,6 +38,7 @@ from prometheus_client import CollectorRegistry
 
 from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.devices import Device, Health
+from device_plugin.health.state import HealthTransition
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.telemetry import GpuTelemetry, TelemetrySource
 from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness
@@ -66,7 +67,6 @@ def populated_metrics(machine: str) -> tuple[CollectorRegistry, PluginMetrics, s
     metrics = PluginMetrics(
         registry, device_snapshots=lambda: {RESOURCE: rm.snapshot()}, gpus=lambda: gpus, telemetry=source
     )
-    rm.add_health_listener(metrics.on_device_health_change)
     metrics.registration_state(RESOURCE, "registered")
     for i in range(1000):
         size = 1 + i % len(gpus)
@@ -76,8 +76,12 @@ def populated_metrics(machine: str) -> tuple[CollectorRegistry, PluginMetrics, s
         metrics.observe_rpc("Allocate", RESOURCE, "OK", 0.0002 + (i % 10) * 0.0001)
         metrics.observe_rpc("GetPreferredAllocation", RESOURCE, "OK", 0.0003)
     for xid in (13, 31, 43, 48, 63, 64, 74, 79):
-        rm.set_gpu_health(xid % len(gpus), Health.UNHEALTHY, f"Xid {xid}")
-        rm.set_gpu_health(xid % len(gpus), Health.HEALTHY, "recovered")
+        for transition in (
+            HealthTransition(xid % len(gpus), Health.HEALTHY, Health.UNHEALTHY, f"Xid {xid}", 0.0, xid),
+            HealthTransition(xid % len(gpus), Health.UNHEALTHY, Health.HEALTHY, "recovered", 1.0),
+        ):
+            changed = rm.on_health_transition(transition)
+            metrics.health_transition(transition, [RESOURCE] if changed else [])
     for gpu in gpus:
         for replica in range(8):
             metrics.replica_info(RESOURCE + ".shared", f"{gpu.uuid}::{replica}", gpu.uuid)

@@ -127,14 +127,16 @@ def build_node(
             log.warning("%s: no devices; not served", name)
             continue
         builder.check_devices(devices)
-        if name not in advertised.shared and devices[0].id in mig_ids:
+        # Decided here, once, and kept on the resource: the daemon (labels) reads ResourceManager.is_mig.
+        is_mig = name not in advertised.shared and devices[0].id in mig_ids
+        if is_mig:
             policy: AllocationPolicy = MigAllocationPolicy(
                 MigPlacement.parse(placement), choose_gpus=allocator.allocate, resource_name=name
             )
             response: ResponseBuilder = builder
         else:
             policy, response = _policy_for(name, advertised, allocator, builder, on_decision)
-        resources.append(ResourceManager(name, devices, policy, response))
+        resources.append(ResourceManager(name, devices, policy, response, is_mig=is_mig))
         log.log(
             routine,
             "%s: %d devices on GPUs %s",

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from device_plugin.allocation_protocols import AllocationPolicy, ResponseBuilder, device_sort_key
 from device_plugin.bounded import bounded_ids
 from device_plugin.devices import ContainerAllocation, Device, DeviceListSnapshot, Health
 from device_plugin.errors import InvalidRequestError, UnhealthyDeviceError, UnknownDeviceError
+from device_plugin.health.state import HealthTransition
 
 log = logging.getLogger(__name__)
-
-HealthListener = Callable[[str, Device, Device], None]  # (resource, before, after)
 
 
 class ResourceManager:
@@ -33,8 +32,11 @@ class ResourceManager:
         devices: Iterable[Device],
         policy: AllocationPolicy,
         response_builder: ResponseBuilder,
+        *,
+        is_mig: bool = False,
     ) -> None:
         self.resource_name = resource_name
+        self.is_mig = is_mig  # its devices are MIG devices (composition decides, once, from the inventory)
         self._policy = policy
         self._response_builder = response_builder
         self._changed = threading.Condition()
@@ -42,7 +44,6 @@ class ResourceManager:
         self._rank: dict[str, int] = {}  # canonical position of each ID (health never changes it)
         self._version = 0
         self._closed = False
-        self._health_listeners: list[HealthListener] = []
         self._install(devices)
 
     # ---- device list -------------------------------------------------------------------------
@@ -73,11 +74,6 @@ class ResourceManager:
         self._version += 1
         self._changed.notify_all()
 
-    def replace_devices(self, devices: Iterable[Device]) -> None:
-        with self._changed:
-            self._install(devices)
-            self._bump_locked()
-
     def close(self) -> None:
         """Advertise an empty list (so no stale capacity stays) and end every ListAndWatch stream."""
         with self._changed:
@@ -91,30 +87,24 @@ class ResourceManager:
 
     # ---- health ------------------------------------------------------------------------------
 
-    def add_health_listener(self, listener: HealthListener) -> None:
-        self._health_listeners.append(listener)
+    def on_health_transition(self, transition: HealthTransition) -> list[str]:
+        """A HealthWatcher listener: apply a physical GPU's transition to its devices; returns changed IDs."""
+        return self.set_gpu_health(transition.gpu_index, transition.after, transition.reason)
 
     def set_gpu_health(self, gpu_index: int, health: Health, reason: str) -> list[str]:
         """Set the health of every device backed by physical GPU `gpu_index`; returns changed IDs."""
-        return self._set_health(lambda d: gpu_index in d.gpu_indices, health, reason)
-
-    def set_device_health(self, device_ids: Iterable[str], health: Health, reason: str) -> list[str]:
-        wanted = set(device_ids)
-        return self._set_health(lambda d: d.id in wanted, health, reason)
-
-    def _set_health(self, matches: Callable[[Device], bool], health: Health, reason: str) -> list[str]:
-        transitions: list[tuple[Device, Device]] = []
+        changed: list[tuple[Device, Device]] = []
         with self._changed:
             devices = dict(self._devices)  # copy-on-write: readers hold the old dict without a lock
             for device_id, device in devices.items():
-                if matches(device) and device.health is not health:
+                if gpu_index in device.gpu_indices and device.health is not health:
                     updated = Device(device.id, device.gpu_indices, device.numa_node, health, reason)
                     devices[device_id] = updated
-                    transitions.append((device, updated))
-            if transitions:
+                    changed.append((device, updated))
+            if changed:
                 self._devices = devices
                 self._bump_locked()
-        for before, after in transitions:
+        for before, after in changed:
             log.info(
                 "%s: device %s %s -> %s (%s)",
                 self.resource_name,
@@ -123,12 +113,7 @@ class ResourceManager:
                 after.health.value,
                 reason,
             )
-            for listener in self._health_listeners:
-                try:
-                    listener(self.resource_name, before, after)
-                except Exception:  # a listener (metrics) must never stop the fan-out or the health threads
-                    log.exception("%s: health listener failed for %s", self.resource_name, after.id)
-        return [after.id for _, after in transitions]
+        return [after.id for _, after in changed]
 
     # ---- requests ----------------------------------------------------------------------------
 

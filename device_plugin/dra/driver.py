@@ -90,7 +90,7 @@ class DraDriver:
         self.health: HealthWatcher | None = None
         if isinstance(backend, HealthSource):
             indices = [g.index for g in backend.gpus()]
-            self.health = HealthWatcher(backend, indices, [], config.daemon.health, listeners=[self._on_health])
+            self.health = HealthWatcher(backend, indices, config.daemon.health, listeners=[self._on_health])
         else:
             log.warning("the NVML backend has no health source: devices are not health-checked")
         self._stop = threading.Event()

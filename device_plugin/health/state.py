@@ -2,7 +2,7 @@
 
 Boundary: decisions only. Inputs are NVML health values (events, probe results, watch failures) and
 the time `now_s` the caller read from its injected clock; outputs are HealthTransition values that the
-HealthWatcher (device_plugin/health/watcher.py) fans out to every ResourceManager. No threads, no NVML.
+HealthWatcher (device_plugin/health/watcher.py) hands to its listeners. No threads, no NVML.
 
 Rules, per GPU:
 - Healthy -> Unhealthy on a critical event (an Xid the policy does not ignore, a double-bit ECC error,
@@ -35,7 +35,12 @@ class HealthTransition:
     after: Health
     reason: str
     at_s: float
-    xid: int | None = None
+    xid: int | None = None  # the Xid code when an Xid event caused it, typed from the event (never parsed)
+
+    @property
+    def healthy(self) -> bool:
+        """Whether the GPU is Healthy after this transition."""
+        return self.after is Health.HEALTHY
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,11 @@ class HealthStateMachine:
 
     def state(self, index: int) -> GpuHealthState:
         return self._states[index]
+
+    def set_indices(self, indices: Iterable[int]) -> None:
+        """Hold these GPUs from now on (a rescan): kept ones keep their state, new ones start Healthy."""
+        wanted = sorted(set(indices))
+        self._states = {index: self._states.get(index, GpuHealthState()) for index in wanted}
 
     # ---- inputs --------------------------------------------------------------------------------
 

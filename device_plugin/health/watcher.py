@@ -1,12 +1,15 @@
-"""HealthWatcher: watches every physical GPU and fans health transitions out to every ResourceManager.
+"""HealthWatcher: watches every physical GPU and hands each typed HealthTransition to its listeners.
 
 Boundary: the threads and the fan-out. Decisions are the pure HealthStateMachine's
 (device_plugin/health/state.py); faults come from a HealthSource (FakeNvml or RealNvml, see
-device_plugin/nvml/health_types.py). Two daemon threads:
+device_plugin/nvml/health_types.py). Listeners are the one way out: the daemon routes each transition
+to its ResourceManagers and then to the metrics, the DRA driver republishes its slices. The watcher
+knows nothing of resources. Two daemon threads:
 - the event thread keeps one NVML event watch open and feeds each event to the machine the moment it
-  arrives, so a transition reaches ResourceManager.set_gpu_health (and ListAndWatch) without waiting
-  for a probe round;
+  arrives, so a transition reaches the listeners (and ListAndWatch) without waiting for a probe round;
 - the probe thread probes every GPU each `probe_interval_s`, and at once after a recovery hint.
+A rescan may hand a new GPU list (set_gpus): new GPUs start Healthy and are watched from then on (the
+event watch is reopened over the new list), GPUs that are gone are forgotten.
 Fail closed: if the event set cannot be created, a GPU cannot be registered or a wait fails, the GPUs it
 should cover go Unhealthy with that reason and the watch is reopened with exponential backoff. Any
 exception from a backend is logged and treated as a failure; it never ends a thread.
@@ -25,7 +28,6 @@ from device_plugin.errors import NvmlError
 from device_plugin.health.config import HealthConfig
 from device_plugin.health.state import GpuHealthState, HealthStateMachine, HealthTransition
 from device_plugin.nvml.health_types import EventWatch, HealthEventKind, HealthSource, ProbeResult
-from device_plugin.resources import ResourceManager
 
 log = logging.getLogger("device_plugin.health.watcher")
 
@@ -37,7 +39,6 @@ class HealthWatcher:
         self,
         source: HealthSource,
         gpu_indices: Iterable[int],
-        resources: Sequence[ResourceManager],
         config: HealthConfig,
         *,
         clock: Callable[[], float] = time.monotonic,
@@ -47,12 +48,12 @@ class HealthWatcher:
         self._indices = tuple(sorted(set(gpu_indices)))
         self._config = config
         self._clock = clock
-        self._lock = threading.RLock()  # guards the machine, the resources and the listeners
+        self._lock = threading.RLock()  # guards the machine, the GPU list and the listeners
         self._machine = HealthStateMachine(self._indices, config)
-        self._resources = tuple(resources)
         self._listeners = list(listeners)
         self._stop = threading.Event()
         self._probe_wake = threading.Event()
+        self._gpus_changed = threading.Event()  # the event thread reopens its watch over the new list
         self._threads: list[threading.Thread] = []
 
     # ---- public --------------------------------------------------------------------------------
@@ -65,22 +66,43 @@ class HealthWatcher:
         with self._lock:
             return self._machine.states()
 
+    @property
+    def gpu_indices(self) -> tuple[int, ...]:
+        with self._lock:
+            return self._indices
+
     def add_listener(self, listener: TransitionListener) -> None:
-        """Called with every transition, after the ResourceManagers have it (metrics, Kubernetes events)."""
+        """Called with every transition, in order, under the watcher's lock; a failing one is logged."""
         with self._lock:
             self._listeners.append(listener)
 
-    def set_resources(self, resources: Sequence[ResourceManager]) -> None:
-        """Fan out to these ResourceManagers from now on (after a config reload rebuilt them).
+    def replay(self, listener: TransitionListener) -> None:
+        """Call `listener` with a transition to the current state of every GPU that is not Healthy.
 
-        New managers start all Healthy, so every GPU the machine holds Unhealthy is applied to them now.
+        For listeners that start all Healthy after the watcher did (ResourceManagers a rebuild made). Under
+        the lock, so no transition slips between the replay and the next one the listener is told of.
         """
         with self._lock:
-            self._resources = tuple(resources)
+            now_s = self._clock()
             for index, state in self._machine.states().items():
                 if state.health is not Health.HEALTHY:
-                    for resource in self._resources:
-                        resource.set_gpu_health(index, state.health, state.reason)
+                    _tell(listener, HealthTransition(index, Health.HEALTHY, state.health, state.reason, now_s))
+
+    def set_gpus(self, gpu_indices: Iterable[int]) -> None:
+        """Watch these GPUs from now on (a rescan found a different list). Kept GPUs keep their state."""
+        indices = tuple(sorted(set(gpu_indices)))
+        with self._lock:
+            if indices == self._indices:
+                return
+            log.info(
+                "health: GPUs now %s (were %s)",
+                ",".join(map(str, indices)) or "none",
+                ",".join(map(str, self._indices)) or "none",
+            )
+            self._indices = indices
+            self._machine.set_indices(indices)
+            self._gpus_changed.set()
+        self.probe_now()
 
     def probe_now(self) -> None:
         self._probe_wake.set()
@@ -89,9 +111,11 @@ class HealthWatcher:
         if not self._config.enabled:
             log.warning("health checks are disabled (DP_DISABLE_HEALTHCHECKS=all or health.enabled: false)")
             return
-        if not self._indices:
-            return
-        log.info("watching the health of GPUs %s: %s", ",".join(map(str, self._indices)), self._config.describe())
+        log.info(
+            "watching the health of GPUs %s: %s",
+            ",".join(map(str, self.gpu_indices)) or "none",
+            self._config.describe(),
+        )
         for target, name in ((self._event_loop, "health-events"), (self._probe_loop, "health-probes")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -116,13 +140,8 @@ class HealthWatcher:
             for transition in transitions:
                 if transition is None:
                     continue
-                for resource in self._resources:
-                    resource.set_gpu_health(transition.gpu_index, transition.after, transition.reason)
                 for listener in self._listeners:
-                    try:
-                        listener(transition)
-                    except Exception:  # a broken listener must not stop health fan-out
-                        log.exception("health transition listener failed")
+                    _tell(listener, transition)
 
     # ---- event thread --------------------------------------------------------------------------
 
@@ -131,6 +150,13 @@ class HealthWatcher:
         retry = _Backoff(self._config.retry_initial_s, self._config.retry_max_s)
         reopen_at: float | None = None  # reopen to retry GPUs whose registration failed
         while not self._stop.is_set():
+            if self._gpus_changed.is_set():
+                self._gpus_changed.clear()
+                _close_quietly(watch)
+                watch, reopen_at = None, None
+            if not self.gpu_indices:  # nothing to watch until a rescan finds GPUs
+                self._stop.wait(self._config.event_wait_s)
+                continue
             if watch is None or (reopen_at is not None and time.monotonic() >= reopen_at):
                 opened = self._open_watch()
                 if opened is None:
@@ -143,7 +169,7 @@ class HealthWatcher:
                 event = watch.wait(self._config.event_wait_s)
             except Exception as exc:  # NVML stopped answering: fail closed and start over
                 self._log_failure("event wait", exc)
-                self._watch_failed(self._indices, f"event wait failed: {exc}")
+                self._watch_failed(self.gpu_indices, f"event wait failed: {exc}")
                 _close_quietly(watch)
                 watch = None
                 self._stop.wait(retry.next_s())
@@ -158,15 +184,16 @@ class HealthWatcher:
         _close_quietly(watch)
 
     def _open_watch(self) -> EventWatch | None:
+        indices = self.gpu_indices
         try:
-            watch = self._source.open_event_watch(self._indices)
+            watch = self._source.open_event_watch(indices)
         except Exception as exc:
             self._log_failure("event set creation", exc)
-            self._watch_failed(self._indices, f"event set cannot be created: {exc}")
+            self._watch_failed(indices, f"event set cannot be created: {exc}")
             return None
         failures = watch.registration_failures
         with self._lock:
-            self._machine.on_watch_restored(i for i in self._indices if i not in failures)
+            self._machine.on_watch_restored(i for i in indices if i not in failures)
             for index in sorted(failures):
                 self._apply(self._machine.on_watch_failed([index], failures[index], self._clock()))
         return watch
@@ -186,7 +213,7 @@ class HealthWatcher:
 
     def _probe_loop(self) -> None:
         while not self._stop.is_set():
-            for index in self._indices:
+            for index in self.gpu_indices:
                 if self._stop.is_set():
                     return
                 result = self._probe(index)
@@ -217,6 +244,13 @@ class _Backoff:
 
     def reset(self) -> None:
         self._next_s = self._initial_s
+
+
+def _tell(listener: TransitionListener, transition: HealthTransition) -> None:
+    try:
+        listener(transition)
+    except Exception:  # a broken listener must not stop the fan-out or the health threads
+        log.exception("health transition listener failed for GPU %d", transition.gpu_index)
 
 
 def _close_quietly(watch: EventWatch | None) -> None:

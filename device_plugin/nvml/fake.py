@@ -100,6 +100,7 @@ class FakeNvml(FakeMigMixin):
             )
             for gpu in description.gpus
         ]
+        self._visible = len(self._gpus)  # the first N described GPUs are on the bus (set_gpu_count)
         self._init_mig()  # MIG layouts from the description (fake_mig.py)
         self._system = SystemInfo(
             driver_version=description.driver_version,
@@ -127,7 +128,15 @@ class FakeNvml(FakeMigMixin):
     def gpus(self) -> tuple[GpuInfo, ...]:
         with self._lock:
             self._check_open("nvmlDeviceGetCount")
-            return tuple(state.info for state in self._gpus)
+            return tuple(state.info for state in self._gpus[: self._visible])
+
+    def set_gpu_count(self, count: int) -> None:
+        """From now on the driver enumerates only the first `count` described GPUs: a GPU that a later
+        rescan finds (count raised) or that has gone (count lowered). The others answer like absent GPUs."""
+        if not 0 <= count <= len(self._gpus):
+            raise ValueError(f"GPU count {count} is outside 0..{len(self._gpus)} (the described GPUs)")
+        with self._lock:
+            self._visible = count
 
     def nvlinks(self, index: int) -> tuple[NvLinkInfo, ...]:
         with self._lock:
@@ -203,10 +212,10 @@ class FakeNvml(FakeMigMixin):
 
     def _state(self, call: str, index: int) -> _GpuState:
         self._check_open(call)
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self._gpus):
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < self._visible:
             raise NvmlError(
                 call,
-                f"no GPU with index {index!r}; this machine has {len(self._gpus)}",
+                f"no GPU with index {index!r}; this machine has {self._visible}",
                 device=f"GPU {index!r}",
                 code=NVML_ERROR_INVALID_ARGUMENT,
             )

@@ -5,8 +5,10 @@ values that already live elsewhere (device lists, GPU telemetry) are read at scr
 collectors in device_plugin/observability/collectors.py, so they can never go stale. Nothing here touches
 the global prometheus_client registry, NVML or gRPC; serving /metrics is device_plugin/observability/http_endpoint.py.
 
-Label cardinality is bounded on purpose: `reason` is a short code ("xid", "recovered", ...), never
-free text, and `size` is an allocation size (<= GPUs per node).
+Label cardinality is bounded on purpose: `reason` is a short code ("xid", "recovered", "unhealthy"),
+never free text, and `size` is an allocation size (<= GPUs per node). Health transitions arrive typed
+(device_plugin.health.state.HealthTransition): the Xid label is the transition's Xid field, and each
+transition of a physical GPU counts once, however many devices (replicas, MIG devices) it backs.
 """
 
 from __future__ import annotations
@@ -14,14 +16,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
-from device_plugin.devices import Device, DeviceListSnapshot, Health
+from device_plugin.devices import Device, DeviceListSnapshot
 from device_plugin.errors import InvalidRequestError, PluginError, UnhealthyDeviceError, UnknownDeviceError
+from device_plugin.health.state import HealthTransition
 from device_plugin.ids import parse_device_id
 from device_plugin.nvml.telemetry import TelemetrySource
 from device_plugin.nvml.types import GpuInfo
@@ -38,20 +40,13 @@ BANDWIDTH_BUCKETS_GBPS = (8, 12, 16, 25, 32, 50, 75, 100, 150, 200, 300, 450, 60
 RATIO_BUCKETS = (0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0)
 
 DeviceSnapshots = Callable[[], Mapping[str, DeviceListSnapshot]]
-_XID = re.compile(r"\bxid\s*[:=#]?\s*(\d+)", re.IGNORECASE)
-_REASON_CODE = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
-def classify_health_reason(after: Device) -> tuple[str, int | None]:
-    """(reason code, Xid) for a device's new state. Free-text reasons collapse to a bounded code:
-    an "Xid 79" anywhere -> ("xid", 79); a bare code such as "nvml_error" is kept; otherwise
-    "recovered" (now healthy) or "unhealthy"."""
-    match = _XID.search(after.health_reason)
-    if match:
-        return "xid", int(match.group(1))
-    if _REASON_CODE.fullmatch(after.health_reason):
-        return after.health_reason, None
-    return ("recovered" if after.healthy else "unhealthy"), None
+def health_reason_code(transition: HealthTransition) -> str:
+    """The bounded `reason` label of a transition: "xid" when an Xid caused it, else "recovered" or "unhealthy"."""
+    if transition.xid is not None:
+        return "xid"
+    return "recovered" if transition.healthy else "unhealthy"
 
 
 def result_label(error: BaseException | None) -> str:
@@ -154,7 +149,8 @@ class PluginMetrics:
         )
         self.health_transitions = Counter(
             PREFIX + "health_transitions",
-            "Device health transitions by reason code and Xid ('' when not an Xid).",
+            "Physical GPU health transitions by reason code and Xid ('' when not an Xid); one count per GPU "
+            "transition, `resource` naming the resources the GPU backs (comma-separated).",
             ("resource", "from_health", "to_health", "reason", "xid"),
             registry=r,
         )
@@ -249,17 +245,17 @@ class PluginMetrics:
 
     # ---- health, NVML, sharing ---------------------------------------------------------------
 
-    def health_transition(
-        self, resource: str, from_state: Health | str, to_state: Health | str, reason: str, xid: int | None = None
-    ) -> None:
+    def health_transition(self, transition: HealthTransition, resources: Iterable[str] = ()) -> None:
+        """Count one physical GPU's transition once. `resources`: the resources whose devices it changed,
+        joined sorted into the `resource` label ("" when it backs none, e.g. a MIG GPU with no devices)."""
+        xid = "" if transition.xid is None else str(transition.xid)
         self.health_transitions.labels(
-            resource, str(from_state), str(to_state), reason, "" if xid is None else str(xid)
+            ",".join(sorted(set(resources))),
+            transition.before.value,
+            transition.after.value,
+            health_reason_code(transition),
+            xid,
         ).inc()
-
-    def on_device_health_change(self, resource: str, before: Device, after: Device) -> None:
-        """A ResourceManager HealthListener: `rm.add_health_listener(metrics.on_device_health_change)`."""
-        reason, xid = classify_health_reason(after)
-        self.health_transition(resource, before.health, after.health, reason, xid)
 
     def nvml_error(self, call: str) -> None:
         self.nvml_errors.labels(call).inc()

@@ -6,7 +6,7 @@ import shutil
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -68,8 +68,9 @@ class Node:
         return {d.id: d.health for d in self.kubelet.latest_devices(resource)}
 
 
-def daemon_node(request: pytest.FixtureRequest) -> Iterator[Node]:
-    """A Daemon on a simulated machine with a kubelet stand-in. Param: a machine name, or (machine, env)."""
+def daemon_node(request: pytest.FixtureRequest, prepare: Callable[[FakeNvml], None] | None = None) -> Iterator[Node]:
+    """A Daemon on a simulated machine with a kubelet stand-in. Param: a machine name, or (machine, env).
+    `prepare` changes the fake before the daemon first scans it."""
     param = getattr(request, "param", "dgx1-v100")
     machine, extra_env = param if isinstance(param, tuple) else (param, {})
     plugin_dir = Path(tempfile.mkdtemp(prefix="gdp-d-", dir="/tmp"))
@@ -82,6 +83,8 @@ def daemon_node(request: pytest.FixtureRequest) -> Iterator[Node]:
         return replace(config, daemon=replace(config.daemon, health=FAST_HEALTH, rescan_interval_s=3600.0))
 
     fake = FakeNvml.from_machine(machine)
+    if prepare is not None:
+        prepare(fake)
     kubelet = KubeletStandIn(plugin_dir)
     kubelet.start()
     daemon = Daemon(fake, load(), load_config=load, config_file=config_file, timing=TIMING)

@@ -66,7 +66,9 @@ def start_node(plugin_dir: Path, fake: FakeNvml, config: HealthConfig = FAST) ->
     manager.start()
     for name in resources:
         kubelet.wait_for_connection(name, timeout_s=WAIT_S)
-    watcher = HealthWatcher(fake, [g.index for g in fake.gpus()], list(resources.values()), config)
+    watcher = HealthWatcher(
+        fake, [g.index for g in fake.gpus()], config, listeners=[r.on_health_transition for r in resources.values()]
+    )
     watcher.start()
     return Node(fake, resources, watcher, manager, kubelet)
 

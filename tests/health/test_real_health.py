@@ -131,7 +131,7 @@ def test_probe_after_shutdown_fails(real: RealNvml) -> None:
 
 def test_watcher_over_the_real_backend(real: RealNvml, standin: HealthStandin, fake: FakeNvml) -> None:
     resource = whole_gpus(fake)
-    watcher = HealthWatcher(real, range(8), [resource], FAST)
+    watcher = HealthWatcher(real, range(8), FAST, listeners=[resource.on_health_transition])
     watcher.start()
     try:
         # The driver delivers events only to sets that registered them: emit once the watch is open.

@@ -15,7 +15,7 @@ from device_plugin.devices import DeviceListSnapshot, Health
 from device_plugin.errors import NvmlError
 from device_plugin.health.config import HealthConfig
 from device_plugin.health.state import HealthTransition
-from device_plugin.health.watcher import HealthWatcher
+from device_plugin.health.watcher import HealthWatcher, TransitionListener
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import EventWatch, HealthEvent, HealthEventKind, ProbeResult
 from device_plugin.resources import ResourceManager
@@ -35,11 +35,18 @@ from .conftest import (
 
 
 def start(
-    source: object, resources: Sequence[ResourceManager], config: HealthConfig = FAST, indices: range = range(8)
+    source: object,
+    resources: Sequence[ResourceManager],
+    config: HealthConfig = FAST,
+    indices: range = range(8),
 ) -> HealthWatcher:
-    watcher = HealthWatcher(source, indices, resources, config)  # type: ignore[arg-type]
+    watcher = HealthWatcher(source, indices, config, listeners=listeners(resources))  # type: ignore[arg-type]
     watcher.start()
     return watcher
+
+
+def listeners(resources: Sequence[ResourceManager]) -> list[TransitionListener]:
+    return [resource.on_health_transition for resource in resources]
 
 
 class Flaky:
@@ -134,7 +141,7 @@ def test_recovery_after_the_quiet_period(
 def test_a_lost_gpu_stays_unhealthy_while_probes_fail(fake: FakeNvml, managers: list[ResourceManager]) -> None:
     clock = ManualClock()
     source = Counting(fake)
-    watcher = HealthWatcher(source, range(8), managers, FAST, clock=clock)
+    watcher = HealthWatcher(source, range(8), FAST, clock=clock, listeners=listeners(managers))
     watcher.start()
     try:
         fake.faults.set_lost(3)
@@ -204,17 +211,45 @@ def test_backend_exceptions_mid_run_never_end_the_watcher(fake: FakeNvml, manage
         watcher.stop()
 
 
-def test_new_resource_managers_inherit_current_health(
+def test_a_replay_brings_new_resource_managers_to_the_current_health(
     fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher
 ) -> None:
     fake.faults.set_lost(3)
     wait_until(managers[0], gpus_are({3}))
     rebuilt = [whole_gpus(fake), replicas(fake, 2)]
-    watcher.set_resources(rebuilt)
+    for resource in rebuilt:
+        watcher.replay(resource.on_health_transition)
     assert [unhealthy_gpus(m.snapshot()) for m in rebuilt] == [{3}, {3}]
-    fake.faults.inject(HealthEvent(4, HealthEventKind.DOUBLE_BIT_ECC))
-    wait_until(rebuilt[1], gpus_are({3, 4}))
-    assert unhealthy_gpus(managers[0].snapshot()) == {3}  # the old managers are no longer told
+    assert {d.health_reason for d in rebuilt[1].snapshot().devices if not d.healthy} == {watcher.states()[3].reason}
+
+
+def test_a_gpu_handed_over_later_is_watched_and_a_dropped_one_forgotten(
+    fake: FakeNvml, managers: list[ResourceManager]
+) -> None:
+    watcher = start(fake, managers, indices=range(7))
+    try:
+        fake.faults.inject(HealthEvent(7, HealthEventKind.XID, xid=79))  # not watched yet: waits in the backlog
+        fake.faults.inject(HealthEvent(6, HealthEventKind.XID, xid=79))  # handled after it would be: a barrier
+        wait_until(managers[0], gpus_are({6}))
+        watcher.set_gpus(range(1, 8))  # a rescan: GPU 7 found, GPU 0 gone
+        assert watcher.gpu_indices == tuple(range(1, 8))
+        assert set(watcher.states()) == set(range(1, 8)) and watcher.states()[6].health is Health.UNHEALTHY
+        fake.faults.inject(HealthEvent(7, HealthEventKind.DOUBLE_BIT_ECC))
+        wait_until(managers[0], gpus_are({6, 7}))
+    finally:
+        watcher.stop()
+
+
+def test_a_watcher_started_without_gpus_watches_those_a_rescan_finds(
+    fake: FakeNvml, managers: list[ResourceManager]
+) -> None:
+    watcher = start(fake, managers, indices=range(0))
+    try:
+        watcher.set_gpus([2])
+        fake.faults.inject(HealthEvent(2, HealthEventKind.XID, xid=94))
+        wait_until(managers[0], gpus_are({2}))
+    finally:
+        watcher.stop()
 
 
 def test_listeners_get_each_transition_and_a_broken_one_is_contained(
@@ -273,7 +308,7 @@ def test_recovery_follows_the_injected_clock(fake: FakeNvml, managers: list[Reso
     clock = ManualClock()
     source = Counting(fake)
     config = HealthConfig(quiet_period_s=30.0, probe_interval_s=0.01, event_wait_s=0.05, retry_initial_s=0.02)
-    watcher = HealthWatcher(source, range(8), managers, config, clock=clock)
+    watcher = HealthWatcher(source, range(8), config, clock=clock, listeners=listeners(managers))
     watcher.start()
     try:
         fake.faults.set_lost(3)

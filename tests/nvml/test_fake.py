@@ -166,3 +166,20 @@ def test_closed_fake_refuses_calls_and_close_is_idempotent() -> None:
     for call in (fake.gpus, fake.system_info, lambda: fake.nvlinks(0)):
         with pytest.raises(NvmlError, match="closed"):
             call()
+
+
+@pytest.mark.parametrize("count", [0, 7], ids=["none-on-the-bus", "last-gpu-gone"])
+def test_set_gpu_count_hides_the_last_gpus_until_they_come_back(count: int) -> None:
+    fake = FakeNvml.from_machine("dgx1-v100")
+    everything = fake.gpus()
+    fake.set_gpu_count(count)
+    assert fake.gpus() == everything[:count]
+    with pytest.raises(NvmlError, match=f"no GPU with index 7; this machine has {count}"):
+        fake.telemetry(7)
+    fake.set_gpu_count(8)
+    assert fake.gpus() == everything and fake.telemetry(7).index == 7
+
+
+def test_set_gpu_count_refuses_more_gpus_than_described() -> None:
+    with pytest.raises(ValueError, match=r"outside 0\.\.8"):
+        FakeNvml.from_machine("dgx1-v100").set_gpu_count(9)

@@ -13,6 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.devices import Device
+from device_plugin.health.config import HealthConfig
+from device_plugin.node_health import NodeHealth
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness
 from device_plugin.observability.metrics import PluginMetrics
@@ -61,6 +63,7 @@ class Served:
     metrics: PluginMetrics
     endpoint: HttpEndpoint
     liveness: list[EndpointProbeResult]  # the test sets liveness[0]
+    health: NodeHealth
 
     def get(self, path: str) -> Scrape:
         return get(self.endpoint.port, path)
@@ -77,7 +80,8 @@ def served() -> Iterator[Served]:
         gpus=backend.gpus,
         telemetry=backend,
     )
-    resource.add_health_listener(metrics.on_device_health_change)
+    # The daemon's health route, fed transitions by the test instead of a running watcher.
+    health = NodeHealth(backend, backend.gpus(), HealthConfig(), resources=lambda: [resource], metrics=metrics)
     liveness = [EndpointProbeResult(True, "1 gRPC server serving")]
     endpoint = HttpEndpoint(
         "127.0.0.1",
@@ -89,6 +93,6 @@ def served() -> Iterator[Served]:
     )
     endpoint.start()
     try:
-        yield Served(backend, resource, metrics, endpoint, liveness)
+        yield Served(backend, resource, metrics, endpoint, liveness, health)
     finally:
         endpoint.stop()

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import pytest
 
+from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.devices import Device, Health
 from device_plugin.errors import InvalidRequestError, NvmlError, UnhealthyDeviceError
+from device_plugin.health.config import HealthConfig
+from device_plugin.health.state import HealthTransition
+from device_plugin.node_health import NodeHealth
 from device_plugin.nvml.fake import IDLE_TEMPERATURE_C
-from device_plugin.observability.metrics import classify_health_reason, result_label
+from device_plugin.observability.metrics import health_reason_code, result_label
+from device_plugin.resources import ResourceManager
 
 from .conftest import RESOURCE, Served
 
 P = "gpu_device_plugin_"
+FAIL_79 = HealthTransition(3, Health.HEALTHY, Health.UNHEALTHY, "Xid 79 (GPU has fallen off the bus)", 1.0, xid=79)
+RECOVER = HealthTransition(3, Health.UNHEALTHY, Health.HEALTHY, "recovered: probes passed", 2.0)
 
 
 def _script(served: Served) -> list[str]:
@@ -26,14 +33,14 @@ def _script(served: Served) -> list[str]:
     metrics.allocation(RESOURCE, result_label(None))
     metrics.observe_rpc("Allocate", RESOURCE, "OK", 0.0004)
     metrics.allocation_decision(RESOURCE, 4, 25.0, optimal=False, best_ring_bandwidth_gbps=50.0)
-    rm.set_gpu_health(3, Health.UNHEALTHY, "Xid 79 (GPU has fallen off the bus)")
+    served.health.deliver(FAIL_79)
     try:
         rm.allocate([ids[3]])
     except UnhealthyDeviceError as error:
         metrics.allocation(RESOURCE, result_label(error))
         metrics.observe_rpc("Allocate", RESOURCE, "INVALID_ARGUMENT", 0.0002)
     metrics.nvml_error("nvmlDeviceGetHandleByIndex")
-    rm.set_gpu_health(3, Health.HEALTHY, "recovered")
+    served.health.deliver(RECOVER)
     metrics.kubelet_restart_seen()
     metrics.registration_state(RESOURCE, "unregistered")
     metrics.registration_state(RESOURCE, "registered")
@@ -169,16 +176,36 @@ def test_record_replicas_maps_each_replica_to_its_gpu_and_replaces_old_series(se
 
 
 @pytest.mark.parametrize(
-    ("health", "reason", "expected"),
+    ("transition", "expected"),
     [
-        (Health.UNHEALTHY, "Xid 79 (GPU has fallen off the bus)", ("xid", 79)),
-        (Health.UNHEALTHY, "NVML event: xid=48 on GPU-abc", ("xid", 48)),
-        (Health.UNHEALTHY, "nvml_error", ("nvml_error", None)),
-        (Health.UNHEALTHY, "device handle lost: GPU-1234 at 0000:06:00.0", ("unhealthy", None)),
-        (Health.HEALTHY, "no Xid for 5 minutes", ("recovered", None)),
-        (Health.HEALTHY, "", ("recovered", None)),
+        (FAIL_79, "xid"),
+        (HealthTransition(0, Health.HEALTHY, Health.UNHEALTHY, "double-bit ECC error", 1.0), "unhealthy"),
+        (HealthTransition(0, Health.HEALTHY, Health.UNHEALTHY, "probe failed: saw Xid 79 in dmesg", 1.0), "unhealthy"),
+        (RECOVER, "recovered"),
     ],
-    ids=["xid-text", "xid-equals", "bare-code-kept", "free-text-collapses", "recovery-text", "recovery-empty"],
+    ids=["typed-xid", "no-xid-unhealthy", "xid-in-text-is-not-parsed", "recovery"],
 )
-def test_health_reasons_become_bounded_codes(health: Health, reason: str, expected: tuple[str, int | None]) -> None:
-    assert classify_health_reason(Device("GPU-x", (0,), None, health, reason)) == expected
+def test_health_reasons_are_bounded_codes_from_the_typed_transition(
+    transition: HealthTransition, expected: str
+) -> None:
+    assert health_reason_code(transition) == expected
+
+
+def test_a_gpu_transition_counts_once_whatever_its_replicas_and_resources(served: Served) -> None:
+    gpus = served.backend.gpus()
+    shared = ResourceManager(
+        RESOURCE + ".shared",
+        [Device(f"{g.uuid}::{n}", (g.index,), g.numa_node) for g in gpus for n in range(4)],
+        LowestIndexPolicy(),
+        EnvVarResponseBuilder(),
+    )
+    route = NodeHealth(
+        served.backend, gpus, HealthConfig(), resources=lambda: [served.resource, shared], metrics=served.metrics
+    )
+    route.deliver(FAIL_79)
+    v = served.get("/metrics").value
+    both = f"{RESOURCE},{RESOURCE}.shared"
+    labels = {"from_health": "Healthy", "to_health": "Unhealthy", "reason": "xid", "xid": "79"}
+    assert v(P + "health_transitions_total", resource=both, **labels) == 1  # one GPU, 5 devices changed
+    assert v(P + "health_transitions_total", resource=RESOURCE, **labels) is None
+    assert len([d for d in shared.snapshot().devices if not d.healthy]) == 4

@@ -1,0 +1,52 @@
+"""ConfigFileReload: has the config file changed since the last look, and is its new content valid?
+
+Boundary: change detection (a digest of the content, read bounded and non-blocking) and loading. A broken
+content is reported once and the running config is kept. What a change means for the running daemon
+(re-serve, apply now, or wait for a restart) is device_plugin/daemon.py's decision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from device_plugin.config.model import Config, check_labels_file
+from device_plugin.config.reading import read_regular_file
+from device_plugin.errors import ConfigError, PluginError
+
+log = logging.getLogger("device_plugin.daemon")  # the daemon's log lines, as before the split
+
+ConfigLoader = Callable[[], Config]
+
+
+class ConfigFileReload:
+    def __init__(self, load_config: ConfigLoader | None, config_file: Path | None) -> None:
+        self._load_config = load_config
+        self._config_file = config_file
+        self._digest = _digest(config_file)
+
+    def reloaded(self, running: Config) -> Config:
+        """The config file's new content if it changed and is valid; else `running`."""
+        digest = _digest(self._config_file)
+        if self._load_config is None or digest == self._digest:
+            return running
+        self._digest = digest  # a broken content is reported once, not at every rescan
+        try:
+            config = self._load_config()
+            check_labels_file(config.daemon.labels_file, running.daemon.device_plugin_dir)  # the running dir
+        except PluginError as error:
+            log.error("config file changed but is invalid, keeping the running config: %s", error)
+            return running
+        log.info("config file changed; effective config now: %s", config.describe())
+        return config
+
+
+def _digest(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:  # bounded and non-blocking: a FIFO or /dev/zero swapped in must not hang the rescan
+        return hashlib.sha256(read_regular_file(path)).hexdigest()
+    except ConfigError:
+        return None

@@ -1,0 +1,143 @@
+"""What the daemon reports about the node it serves: metrics, the HTTP endpoint, the node-labels file.
+
+Boundary: building and refreshing these outputs from a Node (device_plugin/composition.py) and the config.
+The inventory and the GPU gauges read through callables the daemon points at what it serves now, so a
+rescan that finds other GPUs or devices shows at the next scrape. MIG resources are told apart by the
+resource's own `is_mig` (set at composition), never by their names. No gRPC, no threads of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from device_plugin.allocator.decision import AllocationDecision
+from device_plugin.composition import Node
+from device_plugin.config.model import Config
+from device_plugin.kubelet.lifecycle import PluginManager
+from device_plugin.nvml.protocol import NvmlBackend
+from device_plugin.nvml.telemetry import TelemetrySource
+from device_plugin.nvml.types import GpuInfo
+from device_plugin.observability.http_endpoint import (
+    EndpointProbeResult,
+    HttpEndpoint,
+    parse_metrics_address,
+    registration_readiness,
+)
+from device_plugin.observability.labels import (
+    FeaturesFileWriter,
+    LabelOptions,
+    MigResourceLabelInput,
+    SharingLabelInput,
+    refresh_features_file,
+)
+from device_plugin.observability.metrics import PluginMetrics
+from device_plugin.resources import ResourceManager
+from mig.strategy import MigStrategy
+
+
+def node_metrics(
+    registry: CollectorRegistry,
+    backend: NvmlBackend,
+    node: Callable[[], Node],
+    gpus: Callable[[], Iterable[GpuInfo]],
+    *,
+    gpu_gauges: bool,
+) -> PluginMetrics:
+    """The daemon's metrics: inventory of `node()`'s resources, gauges of `gpus()`, both read at scrape."""
+    return PluginMetrics(
+        registry,
+        device_snapshots=lambda: {r.resource_name: r.snapshot() for r in node().resources},
+        gpus=gpus,
+        telemetry=backend if isinstance(backend, TelemetrySource) else None,
+        gpu_gauges=gpu_gauges,
+        process_metrics=True,
+    )
+
+
+def decision_hook(metrics: Callable[[], PluginMetrics]) -> Callable[[str, AllocationDecision], None]:
+    """The allocation-quality hook composition gives each whole-GPU resource's policy."""
+
+    def on_decision(resource: str, decision: AllocationDecision) -> None:
+        metrics().allocation_decision(
+            resource,
+            decision.size,
+            decision.ring_bandwidth_gbps,
+            decision.optimal,
+            decision.best_possible_gbps,
+            nic_distance=decision.nic_distance,
+        )
+
+    return on_decision
+
+
+def record_replicas(metrics: PluginMetrics, node: Node, resources: Iterable[ResourceManager]) -> None:
+    """replica_info for the shared (time-sliced) resources among `resources`."""
+    for resource in resources:
+        if resource.resource_name in node.advertised.shared:
+            metrics.record_replicas(resource.resource_name, resource.snapshot().devices, node.gpus)
+
+
+def node_endpoint(
+    config: Config,
+    registry: CollectorRegistry,
+    metrics: PluginMetrics,
+    managers: Callable[[], Mapping[str, PluginManager]],
+) -> HttpEndpoint | None:
+    """/metrics, /healthz (every resource still serving) and /readyz (registered) on
+    gpuDevicePlugin.metricsAddress; None when that is off."""
+    address = parse_metrics_address(config.daemon.metrics_address, field="gpuDevicePlugin.metricsAddress")
+    if address is None:
+        return None
+
+    def liveness() -> EndpointProbeResult:
+        served = sorted(list(managers().items()))  # a snapshot: a rebuild may be swapping them
+        for name, manager in served:
+            ok, detail = manager.serving()
+            if not ok:
+                return EndpointProbeResult(False, f"{name}: {detail}")
+        return EndpointProbeResult(True, f"serving {len(served)} resources")
+
+    return HttpEndpoint(
+        *address, registry, liveness=liveness, readiness=registration_readiness(metrics.registration_snapshot)
+    )
+
+
+def labels_writer(labels_file: str, device_plugin_dir: Path) -> FeaturesFileWriter | None:
+    return FeaturesFileWriter(Path(labels_file), refuse_under=(device_plugin_dir,)) if labels_file else None
+
+
+def refresh_labels(backend: NvmlBackend, node: Node, config: Config, writer: FeaturesFileWriter | None) -> None:
+    if writer is not None:
+        refresh_features_file(backend, label_options(node, config), writer)
+
+
+def label_options(node: Node, config: Config) -> LabelOptions:
+    """What the node labels need to know beyond the backend: sharing and the MIG resources served."""
+    sharing = {
+        name: SharingLabelInput(
+            "time-slicing",
+            shared.replicas,
+            renamed=name != shared.source_name,
+            replica_memory_mib=node.replica_memory_mib.get(name),
+        )
+        for name, shared in node.advertised.shared.items()
+    }
+    mig_by_uuid = {d.uuid: d for devices in node.mig.devices_by_gpu.values() for d in devices}
+    mig_resources = {}
+    # GFD's per-profile labels are for resources named by their MIG profile: migStrategy mixed. Under
+    # single, the MIG devices are nvidia.com/gpu and the gpu.* labels describe them.
+    per_profile = config.flags.mig_strategy == MigStrategy.MIXED
+    for resource in node.resources:
+        if not (resource.is_mig and per_profile):
+            continue
+        devices = [mig_by_uuid[d.id] for d in resource.snapshot().devices if d.id in mig_by_uuid]
+        if devices:
+            mig_resources[resource.resource_name] = MigResourceLabelInput(
+                count=len(devices),
+                memory_mib=min(d.memory_mib for d in devices),
+                multiprocessors=min(d.multiprocessor_count for d in devices),
+            )
+    return LabelOptions(mig_strategy=config.flags.mig_strategy, sharing=sharing, mig_resources=mig_resources)
