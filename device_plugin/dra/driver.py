@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from device_plugin.health.state import HealthTransition
 from device_plugin.health.watcher import HealthWatcher
 from device_plugin.nvml.health_types import HealthSource
 from device_plugin.nvml.protocol import NvmlBackend
+from device_plugin.nvml.types import GpuInfo
 from device_plugin.topology.build import build_topology
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,9 @@ class DraDriver:
         self._lock = threading.RLock()  # guards the device lists and the unhealthy set
         self._unhealthy: set[int] = set()
         self._topology = build_topology(backend)
+        self._gpus: tuple[GpuInfo, ...] = tuple(backend.gpus())
         self._all: tuple[DraDevice, ...] = build_devices(backend, self._topology)[0]
+        self.on_devices_changed: Callable[[], None] | None = None  # after a rescan republished (labels)
         self.publisher = SlicePublisher(
             client, driver_name=self.driver_name, node_name=node_name, backoff_max_s=backoff_max_s
         )
@@ -102,6 +105,16 @@ class DraDriver:
     def device_uuids(self) -> Mapping[str, str]:
         with self._lock:
             return {d.name: d.uuid for d in self._all}
+
+    def gpus(self) -> tuple[GpuInfo, ...]:
+        """The GPUs of the last scan (the GPU gauges read them at scrape time)."""
+        with self._lock:
+            return self._gpus
+
+    def add_health_listener(self, listener: Callable[[HealthTransition], None]) -> None:
+        """Also tell `listener` every GPU health transition (the metrics count them)."""
+        if self.health is not None:
+            self.health.add_listener(listener)
 
     def unhealthy(self) -> frozenset[str]:
         with self._lock:
@@ -160,6 +173,7 @@ class DraDriver:
         """Re-read GPUs and MIG layouts; republish if the devices changed. True if they did."""
         try:
             topology = build_topology(self._backend)
+            gpus = tuple(self._backend.gpus())
             devices = build_devices(self._backend, topology)[0]
         except Exception:  # a failing NVML read keeps what is published
             log.exception("rescan failed; the published devices stay")
@@ -167,9 +181,13 @@ class DraDriver:
         with self._lock:
             if devices == self._all:
                 return False
-            self._all, self._topology = devices, topology
+            self._all, self._topology, self._gpus = devices, topology, gpus
         log.info("devices changed (MIG layout or GPUs): republishing %d devices", len(devices))
+        if self.health is not None:  # a GPU found later is health-watched too
+            self.health.set_gpus(g.index for g in gpus)
         self._publish()
+        if self.on_devices_changed is not None:
+            self.on_devices_changed()
         return True
 
     def _rescan_loop(self) -> None:

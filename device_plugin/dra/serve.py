@@ -22,16 +22,12 @@ from device_plugin.config.model import Config, config_file_path
 from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.dra.driver import DraDriver
 from device_plugin.dra.kube import api_client
+from device_plugin.dra.reporting import dra_endpoint, dra_labels, dra_metrics, refresh_dra_labels
 from device_plugin.errors import NvmlUnavailableError, PluginError
 from device_plugin.health.fake_events import FakeEventsTail
 from device_plugin.nvml.catalog import open_backend
 from device_plugin.nvml.fake import FakeNvml
-from device_plugin.observability.http_endpoint import (
-    EndpointBindError,
-    EndpointProbeResult,
-    HttpEndpoint,
-    parse_metrics_address,
-)
+from device_plugin.observability.http_endpoint import EndpointBindError
 
 log = logging.getLogger("device_plugin")
 
@@ -40,32 +36,6 @@ class Signals(Protocol):
     on_hangup: Callable[[], None] | None
 
     def wait(self) -> str: ...
-
-
-def probes(driver: DraDriver, config: Config) -> HttpEndpoint | None:
-    """/healthz: the driver's threads run; /readyz: the kubelet registered us and our slices are published.
-
-    /metrics answers but is empty in DRA mode: the device-plugin metrics are not wired to the DRA driver yet.
-    """
-    address = parse_metrics_address(config.daemon.metrics_address, field="gpuDevicePlugin.metricsAddress")
-    if address is None:
-        return None
-
-    def liveness() -> EndpointProbeResult:
-        ok = driver.publisher.running()
-        return EndpointProbeResult(ok, "serving" if ok else f"the slice publisher stopped: {driver.publisher.error}")
-
-    def readiness() -> EndpointProbeResult:
-        status = driver.server.registration.status
-        if status is None or not status[0]:
-            return EndpointProbeResult(False, f"not registered with the kubelet: {status}")
-        if driver.publisher.error or not driver.publisher.wait_synced(0.0):
-            return EndpointProbeResult(False, f"ResourceSlices not published yet {driver.publisher.error}".strip())
-        return EndpointProbeResult(True, f"registered; pool generation {driver.publisher.generation}")
-
-    endpoint = HttpEndpoint(*address, CollectorRegistry(), liveness=liveness, readiness=readiness)
-    endpoint.start()  # EndpointBindError: the caller exits 1, as in device-plugin mode
-    return endpoint
 
 
 def serve(args: argparse.Namespace, config: Config, signals: Signals) -> int:
@@ -93,13 +63,20 @@ def serve(args: argparse.Namespace, config: Config, signals: Signals) -> int:
         log.error("cannot start the DRA driver: %s", error)
         backend.close()
         return 1
+    registry = CollectorRegistry()
+    dra_metrics(registry, backend, driver, config)
+    endpoint = dra_endpoint(driver, config, registry)
     try:
-        endpoint = probes(driver, config)
+        if endpoint is not None:
+            endpoint.start()
     except EndpointBindError as error:  # no probes would mean a pod the kubelet cannot judge: refuse
         log.error("%s; set gpuDevicePlugin.metricsAddress (METRICS_ADDRESS) to a free address; exiting", error)
         driver.stop()
         backend.close()
         return 1
+    labels = dra_labels(backend, config)
+    if labels is not None:
+        driver.on_devices_changed = lambda: refresh_dra_labels(backend, config, labels)
     tail = None
     if getattr(args, "fake_events", None) and isinstance(backend, FakeNvml):
         tail = FakeEventsTail(Path(args.fake_events), backend.faults.inject)

@@ -19,6 +19,7 @@ from device_plugin.dra.driver import DraDriver
 from device_plugin.dra.kube import api_client
 from device_plugin.health.config import HealthConfig
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
@@ -177,3 +178,34 @@ def test_a_mig_relayout_is_republished_at_the_next_rescan(node: Node) -> None:
     after = node.published()
     assert after != before and [n for n in after if n.startswith(f"gpu-{node.fake.device_minor(parent)}-mig-")]
     assert not driver.rescan()  # nothing changed: nothing republished
+
+
+def test_metrics_in_dra_mode_show_gpu_gauges_and_count_each_health_transition_once(node: Node) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from device_plugin.dra.reporting import dra_metrics
+
+    driver = node.start()
+    registry = CollectorRegistry()
+    dra_metrics(registry, node.fake, driver, Config())
+    gpu3 = next(g for g in node.fake.gpus() if g.index == 3)
+    gauge = registry.get_sample_value(
+        "gpu_device_plugin_gpu_memory_total_bytes", {"gpu": "3", "uuid": gpu3.uuid, "model": gpu3.name}
+    )
+    assert gauge == gpu3.memory_mib * 1024 * 1024
+    node.fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+    labels = {"resource": DRIVER, "from_health": "Healthy", "to_health": "Unhealthy", "reason": "xid", "xid": "79"}
+    assert eventually(lambda: registry.get_sample_value("gpu_device_plugin_health_transitions_total", labels) == 1)
+
+
+def test_a_gpu_a_rescan_finds_is_published_health_watched_and_measured(node: Node) -> None:
+    node.fake.set_gpu_count(7)
+    driver = node.start()
+    assert driver.publisher.wait_synced(10.0) and len(node.published()) == 7
+    changed: list[bool] = []
+    driver.on_devices_changed = lambda: changed.append(True)
+    node.fake.set_gpu_count(8)
+    assert driver.rescan() and changed == [True]
+    assert eventually(lambda: len(node.published()) == 8) and len(driver.gpus()) == 8
+    node.fake.faults.set_lost(7, "test")  # the new GPU is watched: its fault takes it out of the pool
+    assert eventually(lambda: len(node.published()) == 7)
