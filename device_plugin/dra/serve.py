@@ -24,7 +24,7 @@ from device_plugin.dra.driver import DraDriver
 from device_plugin.dra.kube import api_client
 from device_plugin.errors import NvmlUnavailableError, PluginError
 from device_plugin.health.fake_events import FakeEventsTail
-from device_plugin.nvml.catalog import open_backend
+from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, parse_metrics_address
 
