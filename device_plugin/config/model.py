@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from device_plugin.config.reading import load_config_file
+from device_plugin.config.safe_write import check_write_target
 from device_plugin.config.schema import (
     CONFIG_FILE_ENV,
     DEFAULT_DRA_DRIVER_NAME,
@@ -32,7 +33,6 @@ from device_plugin.config.schema import (
 from device_plugin.config.sections import check_imex, check_resources, check_sharing
 from device_plugin.errors import ConfigError
 from device_plugin.health.config import HealthConfig, parse_health_config
-from device_plugin.observability.safe_write import check_write_target
 from device_plugin.short_text import short
 
 DEFAULT_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
