@@ -19,17 +19,23 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
 
 from device_plugin.devices import Health
 from device_plugin.errors import NvmlError
 from device_plugin.health.config import HealthConfig
 from device_plugin.health.state import GpuHealthState, HealthStateMachine, HealthTransition
 from device_plugin.nvml.health_types import EventWatch, HealthEventKind, HealthSource, ProbeResult
-from device_plugin.resources import ResourceManager
 
 log = logging.getLogger("device_plugin.health.watcher")
 
 TransitionListener = Callable[[HealthTransition], None]
+
+
+class GpuHealthSink(Protocol):
+    """What the watcher fans out to (a ResourceManager); a protocol so that health/ sits below resources."""
+
+    def set_gpu_health(self, gpu_index: int, health: Health, reason: str) -> object: ...
 
 
 class HealthWatcher:
@@ -37,7 +43,7 @@ class HealthWatcher:
         self,
         source: HealthSource,
         gpu_indices: Iterable[int],
-        resources: Sequence[ResourceManager],
+        resources: Sequence[GpuHealthSink],
         config: HealthConfig,
         *,
         clock: Callable[[], float] = time.monotonic,
@@ -70,7 +76,7 @@ class HealthWatcher:
         with self._lock:
             self._listeners.append(listener)
 
-    def set_resources(self, resources: Sequence[ResourceManager]) -> None:
+    def set_resources(self, resources: Sequence[GpuHealthSink]) -> None:
         """Fan out to these ResourceManagers from now on (after a config reload rebuilt them).
 
         New managers start all Healthy, so every GPU the machine holds Unhealthy is applied to them now.
