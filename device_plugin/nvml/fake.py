@@ -17,11 +17,8 @@ from device_plugin.nvml.catalog import load_machine_description
 from device_plugin.nvml.fake_faults import FakeEventWatch, FakeFaults
 from device_plugin.nvml.fake_mig import FakeMigMixin
 from device_plugin.nvml.health_types import ProbeResult
-from device_plugin.nvml.machine_description import (
-    GpuDescription,
-    MachineDescription,
-    nvswitch_bus_id,
-)
+from device_plugin.nvml.link_description import nvswitch_bus_id
+from device_plugin.nvml.machine_description import GpuDescription, MachineDescription
 from device_plugin.nvml.pcie_paths import pcie_level_of_paths
 from device_plugin.nvml.telemetry import GpuTelemetry
 from device_plugin.nvml.types import (
