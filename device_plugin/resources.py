@@ -73,11 +73,6 @@ class ResourceManager:
         self._version += 1
         self._changed.notify_all()
 
-    def replace_devices(self, devices: Iterable[Device]) -> None:
-        with self._changed:
-            self._install(devices)
-            self._bump_locked()
-
     def close(self) -> None:
         """Advertise an empty list (so no stale capacity stays) and end every ListAndWatch stream."""
         with self._changed:
@@ -97,10 +92,6 @@ class ResourceManager:
     def set_gpu_health(self, gpu_index: int, health: Health, reason: str) -> list[str]:
         """Set the health of every device backed by physical GPU `gpu_index`; returns changed IDs."""
         return self._set_health(lambda d: gpu_index in d.gpu_indices, health, reason)
-
-    def set_device_health(self, device_ids: Iterable[str], health: Health, reason: str) -> list[str]:
-        wanted = set(device_ids)
-        return self._set_health(lambda d: d.id in wanted, health, reason)
 
     def _set_health(self, matches: Callable[[Device], bool], health: Health, reason: str) -> list[str]:
         transitions: list[tuple[Device, Device]] = []
