@@ -1,6 +1,5 @@
 """gpu-device-plugin: a Kubernetes device plugin for NVIDIA GPUs.
 
-Layers, top imports bottom (see README "Architecture"):
-cli/demo -> lifecycle -> server, registration, kubelet_watch -> resources
--> allocator, health, topology -> devices, config, errors -> nvml -> api.
+The layers, what each holds and how requests travel through them: docs/architecture.md.
+tests/test_layering.py enforces the same order.
 """

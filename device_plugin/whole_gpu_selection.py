@@ -21,8 +21,6 @@ from device_plugin.allocator.decision import AllocationDecision, DecisionHook
 from device_plugin.bounded import bounded_ids
 from device_plugin.devices import Device
 from device_plugin.errors import InvalidRequestError
-from device_plugin.nvml.protocol import NvmlBackend
-from device_plugin.topology.build import build_topology
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +38,6 @@ class TopologyPolicy:
         self._resource = resource_name
         self._decisions: OrderedDict[tuple[int, int, int], AllocationDecision] = OrderedDict()
         self._lock = threading.Lock()
-
-    @classmethod
-    def from_backend(cls, backend: NvmlBackend, *, on_decision: DecisionHook | None = None) -> TopologyPolicy:
-        """Build the topology and the allocator's tables once (start-up cost, see docs/benchmarks.md)."""
-        return cls(Allocator(build_topology(backend)), on_decision=on_decision)
 
     @property
     def allocator(self) -> Allocator:

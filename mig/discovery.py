@@ -35,10 +35,6 @@ class MigInventory:
     modes: Mapping[int, MigMode | None]
     devices_by_gpu: Mapping[int, tuple[MigDevice, ...]]
 
-    @property
-    def mig_enabled(self) -> tuple[int, ...]:
-        return tuple(sorted(self.devices_by_gpu))
-
 
 def discover(backend: MigBackend) -> MigInventory:
     gpus = backend.gpus()

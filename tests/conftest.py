@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from device_plugin.errors import NvmlUnavailableError
-from device_plugin.nvml.catalog import open_backend, shipped_machine_names
+from device_plugin.nvml.backends import open_backend
+from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.protocol import NvmlBackend
 
 BACKENDS = [pytest.param(name, id=f"fake-{name}") for name in shipped_machine_names()]

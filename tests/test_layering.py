@@ -1,80 +1,386 @@
-"""The layer rules, checked on the source: who may import pynvml, grpc and the generated api."""
+"""The one boundary test: the layer order, stated once, and the third-party boundaries, checked on the source.
+
+LAYERS lists the layers top to bottom; each layer is a tuple of units (a package or a module, dotted from
+the repository root). A module belongs to the unit with the longest matching name. An import may point
+down to any lower layer; it may not point up, nor sideways to another unit of its own layer. Inside a
+unit, imports are free, but no module may take part in an import cycle (anywhere). Every import counts,
+including deferred ones inside functions and `if TYPE_CHECKING:` ones: each is a dependency.
+
+Where this order differs from a plain reading of the layout, and why:
+- cli, commands/, and daemon are three layers, not one: cli dispatches to commands/, and commands/run
+  builds the Daemon, so they import each other in that order. process_signals and log_writer (used by
+  cli and commands/run, importing nothing of ours) sit beside the daemon.
+- composition sits beside kubelet/ and dra/, not above them: it builds ResourceManagers and never needs
+  the kubelet side; the daemon wires the two together. Side by side, neither may import the other.
+- observability/ > health/ > whole_gpu_selection, mig/, timeslice/, response_builders > allocator/ >
+  topology/: labels need the topology; the whole-GPU policy needs the allocator; the allocator needs the
+  topology; health transitions are what metrics and labels report, so health sits below observability.
+  mig/, timeslice/ and response_builders use none of the others.
+- health/config.py counts in the config unit (PLACED_IN): it is the `health` section of the config
+  (config/model.py builds it at load, and it uses config/schema.py's field checks), kept beside the
+  health code it configures, as the layout asks. The rest of health/ (state machine, watcher) sits
+  far above config.
+- allocation_protocols sits beside config/ and above devices/ids: it is the shape of a policy, built
+  from device and ID value types.
+- errors sits below nvml/: every layer, the hardware boundary included, raises the project's errors,
+  and errors.py imports nothing but short_text. short_text and bounded (two dependency-free helpers)
+  sit at the very bottom of our code, above only the generated api/.
+
+THIRD_PARTY names, for each third-party package, the units that may import it; a third-party import
+that the table does not list fails, so a new dependency gets a home on purpose. mig/ and timeslice/ see
+value types only (VALUE_TYPES). docs/architecture.md draws the same layers; the last tests compare.
+"""
 
 from __future__ import annotations
 
 import ast
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("device_plugin", "mig", "timeslice")
-GRPC_ALLOWED = {
-    "device_plugin/kubelet/servicer.py",
-    "device_plugin/kubelet/registration.py",
-    "device_plugin/kubelet/lifecycle.py",
-    "device_plugin/kubelet/standin.py",
-    "device_plugin/dra/grpc_service.py",  # the DRA driver's kubelet side
+SCANNED = ("device_plugin", "mig", "timeslice", "api")
+DIAGRAM = ROOT / "docs" / "architecture.md"
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("device_plugin.cli",),
+    ("device_plugin.commands",),
+    ("device_plugin.daemon", "device_plugin.process_signals", "device_plugin.log_writer"),
+    ("device_plugin.composition", "device_plugin.kubelet", "device_plugin.dra"),
+    ("device_plugin.resources",),
+    ("device_plugin.observability",),
+    ("device_plugin.health",),
+    ("device_plugin.whole_gpu_selection", "mig", "timeslice", "device_plugin.response_builders"),
+    ("device_plugin.allocator",),
+    ("device_plugin.topology",),
+    ("device_plugin.config", "device_plugin.allocation_protocols"),
+    ("device_plugin.devices", "device_plugin.ids", "device_plugin.gpu_models"),
+    ("device_plugin.nvml",),
+    ("device_plugin.errors",),
+    ("device_plugin.short_text", "device_plugin.bounded"),
+    ("api",),
+)
+# Modules that live outside their unit's folder (see the docstring): module -> unit.
+PLACED_IN = {"device_plugin.health.config": "device_plugin.config"}
+# device_plugin/__init__.py holds only a docstring; it belongs to no layer and must import nothing.
+LAYERLESS = "device_plugin"
+
+# Third-party package -> who may import it (unit names, or fnmatch patterns on module names).
+THIRD_PARTY: dict[str, tuple[str, ...]] = {
+    "pynvml": ("device_plugin.nvml.real*",),
+    "grpc": ("device_plugin.kubelet", "device_plugin.dra", "api"),
+    "google": ("api",),  # protobuf, for the generated messages
+    "kubernetes": ("device_plugin.dra",),
+    "prometheus_client": ("device_plugin.observability", "device_plugin.daemon", "device_plugin.dra"),
+    "watchdog": ("device_plugin.kubelet", "device_plugin.config"),
+    "yaml": ("device_plugin.config", "device_plugin.nvml"),
+    "networkx": ("device_plugin.topology",),
 }
-PYNVML_ALLOWED = {"device_plugin/nvml/real.py"}
-KUBERNETES_ALLOWED_UNDER = "device_plugin/dra/"  # the DRA driver's API side; nothing else talks to the API server
-
-
-def imported_roots(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    roots: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            roots.update(alias.name.split(".")[0] for alias in node.names)
-            roots.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            roots.add(node.module.split(".")[0])
-            if node.module == "device_plugin" or node.module.startswith("device_plugin."):
-                roots.update(f"{node.module}.{alias.name}" for alias in node.names)
-                roots.add(node.module)
-    return roots
-
-
-SOURCES = sorted(
-    str(p.relative_to(ROOT))
-    for package in PACKAGES
-    if (ROOT / package).is_dir()
-    for p in (ROOT / package).rglob("*.py")
+# Our own packages that only some units may import, though they lie below everyone.
+RESTRICTED = {"api": ("device_plugin.kubelet", "device_plugin.dra")}
+# What mig/ and timeslice/ may import besides themselves and the standard library.
+VALUE_TYPES = (
+    "device_plugin.devices",
+    "device_plugin.ids",
+    "device_plugin.errors",
+    "device_plugin.short_text",
+    "device_plugin.allocation_protocols",
+    "device_plugin.nvml.types",
+    "device_plugin.nvml.mig_types",
 )
 
 
-@pytest.mark.parametrize("source", SOURCES)
-def test_only_the_grpc_layer_imports_grpc_or_api(source: str) -> None:
-    roots = imported_roots(ROOT / source)
-    if source not in GRPC_ALLOWED:
-        assert not roots & {"grpc", "api"}, f"{source} imports grpc/api"
+# ---- reading the source ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("source", SOURCES)
-def test_only_the_real_backend_imports_pynvml(source: str) -> None:
-    if source not in PYNVML_ALLOWED:
-        assert "pynvml" not in imported_roots(ROOT / source), f"{source} imports pynvml"
+@dataclass(frozen=True)
+class Source:
+    modules: Mapping[str, Path]  # dotted name -> file
+    edges: Mapping[str, frozenset[str]]  # module -> our modules it imports
+    third_party: Mapping[str, frozenset[str]]  # module -> third-party top-level packages it imports
 
 
-@pytest.mark.parametrize("source", SOURCES)
-def test_only_the_dra_package_imports_kubernetes(source: str) -> None:
-    if not source.startswith(KUBERNETES_ALLOWED_UNDER):
-        assert "kubernetes" not in imported_roots(ROOT / source), f"{source} imports kubernetes"
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-@pytest.mark.parametrize("source", [s for s in SOURCES if s.startswith(("mig/", "timeslice/"))] or ["-"])
-def test_mig_and_timeslice_see_value_types_only(source: str) -> None:
-    if source == "-":
-        pytest.skip("mig/ and timeslice/ have no modules yet")
-    roots = imported_roots(ROOT / source)
-    # NVML value types (device_plugin.nvml.types, .mig_types) are fine; backends and the protocol are not.
-    backends = {f"device_plugin.nvml.{name}" for name in ("real", "fake", "catalog", "protocol")}
-    forbidden = {"grpc", "api", "pynvml"} | backends
-    assert not roots & forbidden, f"{source} imports {sorted(roots & forbidden)}"
+def imported_names(path: Path, module: str) -> Iterable[str]:
+    """Every dotted name an import statement in `path` may refer to, relative imports resolved."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")[: None if is_package else -1]
+                base = base[: len(base) - (node.level - 1)]
+                parent = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                parent = node.module or ""
+            yield parent
+            yield from (f"{parent}.{alias.name}" for alias in node.names)
 
 
-def test_the_rules_see_every_guarded_module() -> None:
-    # Guards against a rule that passes because it scanned nothing.
-    assert set(GRPC_ALLOWED) <= set(SOURCES)
-    assert any(s.startswith("device_plugin/nvml/") for s in SOURCES)
-    assert any("kubernetes" in imported_roots(ROOT / s) for s in SOURCES if s.startswith(KUBERNETES_ALLOWED_UNDER))
+def read_source() -> Source:
+    modules = {module_name(p): p for package in SCANNED for p in sorted((ROOT / package).rglob("*.py"))}
+    edges: dict[str, frozenset[str]] = {}
+    third: dict[str, frozenset[str]] = {}
+    for module, path in modules.items():
+        ours: set[str] = set()
+        theirs: set[str] = set()
+        for name in imported_names(path, module):
+            top = name.split(".")[0]
+            if top in SCANNED:
+                target = name
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != module and target != LAYERLESS:  # `from device_plugin import x`
+                    ours.add(target)
+            elif top and top not in sys.stdlib_module_names:
+                theirs.add(top)
+        edges[module] = frozenset(ours)
+        third[module] = frozenset(theirs)
+    return Source(modules, edges, third)
+
+
+# ---- the rules ---------------------------------------------------------------------------------
+
+
+def unit_of(module: str, layers: Sequence[Sequence[str]] = LAYERS, placed: Mapping[str, str] = PLACED_IN) -> str | None:
+    if module in placed:
+        return placed[module]
+    units = [u for layer in layers for u in layer if module == u or module.startswith(u + ".")]
+    return max(units, key=len, default=None)
+
+
+def layer_index(layers: Sequence[Sequence[str]]) -> dict[str, int]:
+    return {unit: i for i, layer in enumerate(layers) for unit in layer}
+
+
+def direction_violations(
+    edges: Mapping[str, Iterable[str]], layers: Sequence[Sequence[str]], placed: Mapping[str, str]
+) -> list[str]:
+    """Each import that points up, or sideways to another unit of the same layer."""
+    index = layer_index(layers)
+    found = []
+    for module, targets in sorted(edges.items()):
+        source_unit = unit_of(module, layers, placed)
+        for target in sorted(targets):
+            target_unit = unit_of(target, layers, placed)
+            if source_unit is None or target_unit is None or source_unit == target_unit:
+                continue  # unplaced modules fail their own test
+            here, there = index[source_unit], index[target_unit]
+            if there < here:
+                found.append(f"{module} imports {target}: up from layer {here} to layer {there}")
+            elif there == here:
+                found.append(f"{module} imports {target}: sideways, {source_unit} and {target_unit} share a layer")
+    return found
+
+
+def cycles(edges: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """The import cycles (strongly connected groups of more than one module, or a self-import), each as a path."""
+    graph = {m: sorted(t for t in targets if t in edges) for m, targets in edges.items()}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm; the module graph is small and shallow
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in order:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], order[nxt])
+        if low[node] == order[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1 or node in graph[node]:
+                groups.append(group)
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return [_cycle_path(sorted(group), graph) for group in groups]
+
+
+def _cycle_path(group: list[str], graph: Mapping[str, Sequence[str]]) -> list[str]:
+    """One concrete cycle through the group's first module: a -> b -> ... -> a."""
+    members = set(group)
+    start = group[0]
+    paths = [[start]]
+    while paths:  # breadth first: the shortest way back to start
+        path = paths.pop(0)
+        for nxt in graph[path[-1]]:
+            if nxt == start:
+                return [*path, start]
+            if nxt in members and nxt not in path:
+                paths.append([*path, nxt])
+    return [*group, start]  # unreachable for a strongly connected group
+
+
+def matches(module: str, pattern: str) -> bool:
+    return module == pattern or module.startswith(pattern + ".") or fnmatchcase(module, pattern)
+
+
+SOURCE = read_source()
+CODE = sorted(m for m in SOURCE.modules if m.split(".")[0] != "api")  # our code, not the generated stubs
+
+
+# ---- the tests ---------------------------------------------------------------------------------
+
+
+def test_the_scan_sees_the_code() -> None:
+    # Guards against rules that pass because they scanned nothing.
+    assert len(CODE) > 80, CODE
+    assert sum(len(SOURCE.edges[m]) for m in CODE) > 200
+    assert {"device_plugin.nvml.real", "device_plugin.kubelet.servicer", "mig.policy", "timeslice.policy"} <= set(CODE)
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = [m for m in SOURCE.modules if m != LAYERLESS and unit_of(m) is None]
+    assert unplaced == [], f"add these to LAYERS (and docs/architecture.md): {unplaced}"
+
+
+def test_every_unit_holds_modules() -> None:
+    units = [u for layer in LAYERS for u in layer]
+    assert len(units) == len(set(units)), "a unit is listed twice"
+    empty = [u for u in units if not any(unit_of(m) == u for m in SOURCE.modules)]
+    assert empty == [], f"LAYERS names units with no module: {empty}"
+    assert all(m in SOURCE.modules for m in PLACED_IN), PLACED_IN
+
+
+def test_the_package_root_imports_nothing() -> None:
+    assert LAYERLESS in SOURCE.modules
+    assert sorted(SOURCE.edges[LAYERLESS] | SOURCE.third_party[LAYERLESS]) == []
+
+
+def test_no_import_points_up_or_sideways() -> None:
+    found = direction_violations(SOURCE.edges, LAYERS, PLACED_IN)
+    assert found == [], "\n".join(found)
+
+
+def test_no_import_cycle() -> None:
+    found = cycles(SOURCE.edges)
+    assert found == [], "\n".join(" -> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize("package", sorted(THIRD_PARTY), ids=sorted(THIRD_PARTY))
+def test_third_party_package_imported_only_where_allowed(package: str) -> None:
+    allowed = THIRD_PARTY[package]
+    importers = sorted(m for m in SOURCE.modules if package in SOURCE.third_party[m])
+    outside = [m for m in importers if not any(matches(m, p) for p in allowed)]
+    assert outside == [], f"{package} imported outside {allowed}: {outside}"
+    # Each allowance is in use: an unused one would hide a stale table.
+    unused = [p for p in allowed if not any(matches(m, p) for m in importers)]
+    assert unused == [], f"{package} is allowed to {unused} but none of them imports it"
+
+
+def test_every_third_party_import_is_in_the_table() -> None:
+    unknown = {m: sorted(SOURCE.third_party[m] - set(THIRD_PARTY)) for m in SOURCE.modules}
+    assert {m: pkgs for m, pkgs in unknown.items() if pkgs} == {}, "give each new dependency a home in THIRD_PARTY"
+
+
+@pytest.mark.parametrize("package", sorted(RESTRICTED), ids=sorted(RESTRICTED))
+def test_restricted_package_imported_only_where_allowed(package: str) -> None:
+    importers = sorted(m for m in CODE if any(t == package or t.startswith(package + ".") for t in SOURCE.edges[m]))
+    outside = [m for m in importers if not any(matches(m, p) for p in RESTRICTED[package])]
+    assert outside == [], f"{package} imported outside {RESTRICTED[package]}: {outside}"
+    assert all(any(matches(m, p) for m in importers) for p in RESTRICTED[package]), importers
+
+
+@pytest.mark.parametrize("package", ["mig", "timeslice"], ids=["mig", "timeslice"])
+def test_mig_and_timeslice_see_value_types_only(package: str) -> None:
+    modules = [m for m in CODE if m == package or m.startswith(package + ".")]
+    assert len(modules) > 3, modules
+    beyond = {
+        m: sorted(t for t in SOURCE.edges[m] if not matches(t, package) and t not in VALUE_TYPES) for m in modules
+    }
+    assert {m: t for m, t in beyond.items() if t} == {}
+    assert {m: sorted(SOURCE.third_party[m]) for m in modules if SOURCE.third_party[m]} == {}
+    assert any(t in VALUE_TYPES for m in modules for t in SOURCE.edges[m])  # the rule is exercised
+
+
+# ---- the rules catch what they should (synthetic graphs) ---------------------------------------
+
+TOY_LAYERS = (("top",), ("left", "right"), ("bottom",))
+
+
+@pytest.mark.parametrize(
+    ("edges", "expected"),
+    [
+        ({"top.a": {"left.b"}, "left.b": {"bottom"}, "bottom": set()}, []),
+        ({"bottom": {"top.a"}, "top.a": set()}, ["bottom imports top.a: up from layer 2 to layer 0"]),
+        ({"left.b": {"right"}, "right": set()}, ["left.b imports right: sideways, left and right share a layer"]),
+        ({"left.b": {"left.c"}, "left.c": set()}, []),
+        ({"bottom.x": {"left"}, "left": set(), "bottom": set()}, []),
+    ],
+    ids=["downward-is-fine", "upward-fails", "sideways-fails", "inside-a-unit-is-fine", "placed-module-moves-unit"],
+)
+def test_direction_rule_on_toy_graphs(edges: dict[str, set[str]], expected: list[str]) -> None:
+    placed = {"bottom.x": "top"}  # for the last case: bottom.x counts in `top`, so it may import `left`
+    assert direction_violations(edges, TOY_LAYERS, placed) == expected
+
+
+@pytest.mark.parametrize(
+    ("edges", "expected"),
+    [
+        ({"a": {"b"}, "b": {"c"}, "c": set()}, []),
+        ({"a": {"b"}, "b": {"a"}}, [["a", "b", "a"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c", "a"]]),
+    ],
+    ids=["chain-has-no-cycle", "two-module-cycle", "three-module-cycle-reported-as-path"],
+)
+def test_cycle_rule_on_toy_graphs(edges: dict[str, set[str]], expected: list[list[str]]) -> None:
+    assert cycles(edges) == expected
+
+
+# ---- docs/architecture.md draws the same layers -----------------------------------------------
+
+
+def spelled(unit: str) -> str:
+    """How the diagram writes a unit: a path under device_plugin/ (or the repository root), '/' for a package."""
+    path = unit.removeprefix("device_plugin.").replace(".", "/")
+    is_package = (ROOT / unit.replace(".", "/")).is_dir()
+    placed = [m for m, u in PLACED_IN.items() if u == unit]
+    extra = "".join(f" + {m.removeprefix('device_plugin.').replace('.', '/')}.py" for m in placed)
+    return (f"{path}/" if is_package else path) + extra
+
+
+def diagram_layers(text: str) -> list[list[str]]:
+    block = re.search(r"^```layers\n(.*?)^```", text, flags=re.M | re.S)
+    assert block, "docs/architecture.md has no ```layers block"
+    rows = []
+    for line in block.group(1).splitlines():
+        units, _, description = line.partition("  ")
+        assert description.strip(), f"layer without a description: {line!r}"
+        rows.append([u.strip() for u in units.split(" | ")])
+    return rows
+
+
+def test_the_architecture_diagram_names_the_same_layers() -> None:
+    expected = [[spelled(u) for u in layer] for layer in LAYERS]
+    assert diagram_layers(DIAGRAM.read_text(encoding="utf-8")) == expected
+
+
+def test_the_diagram_check_catches_a_difference() -> None:
+    right = "\n".join(" | ".join(spelled(u) for u in layer) + "  words" for layer in LAYERS)
+    swapped = "\n".join(" | ".join(spelled(u) for u in layer) + "  words" for layer in reversed(LAYERS))
+    expected = [[spelled(u) for u in layer] for layer in LAYERS]
+    assert diagram_layers(f"```layers\n{right}\n```\n") == expected
+    assert diagram_layers(f"```layers\n{swapped}\n```\n") != expected

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from device_plugin.dra.inventory import MAX_ATTRIBUTES_AND_CAPACITIES, build_devices, sysfs_pcie_root  # noqa: E402
 from device_plugin.dra.slices import build_slices  # noqa: E402
-from device_plugin.nvml.catalog import open_backend  # noqa: E402
+from device_plugin.nvml.backends import open_backend  # noqa: E402
 from device_plugin.nvml.protocol import NvmlBackend  # noqa: E402
 from device_plugin.topology.build import build_topology  # noqa: E402
 

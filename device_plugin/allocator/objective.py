@@ -97,7 +97,3 @@ class FragmentationScore:
             (size, ((frag >> shift) & 0xFFFFFFFF) / 1000) for size, shift in zip(FRAG_SIZES, _FRAG_SHIFTS, strict=True)
         )
         return cls(best_ring_gbps=rings, partner_sum_gbps=(frag & 0xFFFFFFFF) / 1000)
-
-
-def mbps_to_gbps(value: int) -> float:
-    return value / 1000

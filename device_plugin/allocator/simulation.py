@@ -113,13 +113,6 @@ def parse_trace(lines: Iterable[str], source: str = "trace") -> list[Event]:
     return events
 
 
-def format_trace(events: Iterable[Event]) -> str:
-    lines = ["# time_s  event  pod  [gpus]"]
-    for e in events:
-        lines.append(f"{e.time_s:.3f} start {e.pod} {e.gpus}" if e.kind == "start" else f"{e.time_s:.3f} stop {e.pod}")
-    return "\n".join(lines) + "\n"
-
-
 def generate_workload(gpu_count: int, seed: int, pods: int = 300, load: float = 0.75) -> list[Event]:
     """Poisson arrivals (1 per second), exponential lifetimes sized so the node is about `load` busy."""
     rng = random.Random(seed)

@@ -76,7 +76,7 @@ def show_warnings() -> None:
 @contextmanager
 def composed_node(args: argparse.Namespace, config: Config | None = None) -> Iterator[Composed]:
     """Open the backend of --machine, build the node as the daemon does, close the backend afterwards."""
-    from device_plugin.nvml.catalog import open_backend  # deferred: keeps `--help` free of NVML imports
+    from device_plugin.nvml.backends import open_backend  # deferred: keeps `--help` free of NVML imports
 
     show_warnings()
     config = config if config is not None else load_cli_config(args)

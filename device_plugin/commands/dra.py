@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from device_plugin.dra.inventory import build_devices, sysfs_pcie_root
     from device_plugin.dra.slices import build_slices
-    from device_plugin.nvml.catalog import open_backend
+    from device_plugin.nvml.backends import open_backend
     from device_plugin.topology.build import build_topology
 
     try:

@@ -23,7 +23,7 @@ from device_plugin.errors import ConfigError, NvmlUnavailableError, PluginError
 from device_plugin.health.fake_events import FakeEventsTail
 from device_plugin.log_writer import flush as flush_log_writer
 from device_plugin.log_writer import in_background
-from device_plugin.nvml.catalog import open_backend
+from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.http_endpoint import EndpointBindError
 from device_plugin.process_signals import install as install_signal_handlers

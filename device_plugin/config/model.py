@@ -24,6 +24,7 @@ from device_plugin.config.declare import SECTION, SETTING, CliFlag, Reload, decl
 from device_plugin.config.flags import Flags
 from device_plugin.config.merge import from_text, put, walk
 from device_plugin.config.reading import load_config_file
+from device_plugin.config.safe_write import check_write_target
 from device_plugin.config.schema import (
     BOOL,
     CONFIG_FILE_ENV,
@@ -44,7 +45,6 @@ from device_plugin.config.sections import check_imex, check_resources, check_sha
 from device_plugin.errors import ConfigError
 from device_plugin.health.config import ENV_VARS as HEALTH_ENV_VARS
 from device_plugin.health.config import HealthConfig, parse_health_config
-from device_plugin.observability.safe_write import check_write_target
 from device_plugin.short_text import short
 
 DEFAULT_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")

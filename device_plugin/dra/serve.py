@@ -25,7 +25,7 @@ from device_plugin.dra.kube import api_client
 from device_plugin.dra.reporting import dra_endpoint, dra_labels, dra_metrics, refresh_dra_labels
 from device_plugin.errors import NvmlUnavailableError, PluginError
 from device_plugin.health.fake_events import FakeEventsTail
-from device_plugin.nvml.catalog import open_backend
+from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.http_endpoint import EndpointBindError
 

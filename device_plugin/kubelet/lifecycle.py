@@ -102,9 +102,6 @@ class PluginManager:
         with self._cond:
             return self._registrations
 
-    def socket_paths(self) -> list[Path]:
-        return [self._dir / socket_name(r.resource_name) for r in self._resources]
-
     def wait_for_registrations(self, count: int, timeout_s: float) -> bool:
         with self._cond:
             return self._cond.wait_for(lambda: self._registrations >= count, timeout_s)

@@ -1,7 +1,7 @@
-"""The catalog of machine descriptions, and the one place that picks a backend.
+"""The catalog of machine descriptions: the shipped machines by name, or a description file by path.
 
 Shipped machines live in device_plugin/machines/<name>.yaml. `--machine` accepts such a name or a path
-to a file; no machine means the real NVML backend.
+to a file. Which backend a process uses (real or fake) is backends.py's choice.
 """
 
 from __future__ import annotations
@@ -10,9 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 from device_plugin.errors import MachineDescriptionError
-from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.machine_description import MachineDescription, load_machine_file, parse_machine_yaml
-from device_plugin.nvml.protocol import NvmlBackend
 
 _SUFFIX = ".yaml"
 
@@ -46,16 +44,3 @@ def load_machine_description(name_or_path: str) -> MachineDescription:
     raise MachineDescriptionError(
         "machine", f"unknown machine {name_or_path!r}; shipped machines: {', '.join(names)}; or give a path to a file"
     )
-
-
-def open_backend(machine: str | None, *, sys_root: Path = Path("/sys")) -> NvmlBackend:
-    """The real NVML backend when `machine` is None, else a FakeNvml of that machine.
-
-    `sys_root` only matters to the real backend (NUMA nodes come from sysfs); a fake's NUMA nodes come from
-    its description.
-    """
-    if machine is None:
-        from device_plugin.nvml.real import RealNvml  # deferred: loading pynvml is only needed on real nodes
-
-        return RealNvml(sys_root=sys_root)
-    return FakeNvml(load_machine_description(machine))

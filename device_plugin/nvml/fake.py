@@ -13,14 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_plugin.errors import NvmlError
+from device_plugin.nvml.catalog import load_machine_description
 from device_plugin.nvml.fake_faults import FakeEventWatch, FakeFaults
 from device_plugin.nvml.fake_mig import FakeMigMixin
 from device_plugin.nvml.health_types import ProbeResult
-from device_plugin.nvml.machine_description import (
-    GpuDescription,
-    MachineDescription,
-    nvswitch_bus_id,
-)
+from device_plugin.nvml.link_description import nvswitch_bus_id
+from device_plugin.nvml.machine_description import GpuDescription, MachineDescription
 from device_plugin.nvml.pcie_paths import pcie_level_of_paths
 from device_plugin.nvml.telemetry import GpuTelemetry
 from device_plugin.nvml.types import (
@@ -112,8 +110,6 @@ class FakeNvml(FakeMigMixin):
     @classmethod
     def from_machine(cls, name_or_path: str | Path) -> FakeNvml:
         """A fake for a shipped machine name or a machine-description file."""
-        from device_plugin.nvml.catalog import load_machine_description  # catalog imports this module
-
         return cls(load_machine_description(str(name_or_path)))
 
     @property

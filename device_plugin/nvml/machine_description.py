@@ -4,6 +4,8 @@ The schema is fixed by the foundation issue (issue 2) and is binding: other tool
 This module only turns a YAML document into frozen value objects, or raises MachineDescriptionError
 naming the offending field with a dotted path ("gpus[3].numa_node"). It knows nothing about NVML
 calls; device_plugin.nvml.fake turns a description into backend answers.
+The `nvlinks:`/`nvswitch:` keys are parsed in link_description.py, `mig:` in mig_description.py,
+`nics:` in nic_description.py; description_fields.py holds the typed readers this module and link_description.py use.
 
 Extending the schema (for example a per-GPU `mig:` key): add the key to `_GPU_KEYS`, a field with a
 default to `GpuDescription`, and parse it in `_parse_gpu`. Unknown keys stay errors.
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import re
 import uuid as uuid_lib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,13 +22,19 @@ from typing import Any
 import yaml
 
 from device_plugin.errors import MachineDescriptionError
+from device_plugin.nvml import description_fields as read
+from device_plugin.nvml.link_description import (
+    NvLinkBundle,
+    NvSwitchDomain,
+    check_link_totals,
+    parse_nvlinks,
+    parse_nvswitch,
+)
 from device_plugin.nvml.mig_description import MigLayout, parse_mig
 from device_plugin.nvml.nic_description import parse_nics
 from device_plugin.nvml.types import NicInfo, normalise_pci_bus_id
 
 DEFAULT_DRIVER_VERSION = "550.54.15"
-# NVLink 4 (Hopper) has 18 links per GPU, the most of any generation; more is a typo.
-MAX_NVLINKS_PER_GPU = 18
 _MAX_NUMA_NODE = 1023  # Linux's default CONFIG_NODES_SHIFT allows 1024 nodes at most
 _UUID_NAMESPACE = uuid_lib.UUID("6f1d3c0e-9a43-4b1e-8f1e-2d5c1f0a7b11")  # fixed: defaults must be stable
 _PCI_BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -35,7 +42,6 @@ _UUID = re.compile(r"^GPU-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
 
 _TOP_KEYS = frozenset({"name", "driver_version", "gpus", "nvlinks", "nvswitch", "nics"})
 _GPU_KEYS = frozenset({"model", "memory_mib", "uuid", "pci_bus_id", "numa_node", "pcie", "mig"})
-_NVSWITCH_KEYS = frozenset({"gpus", "links_per_gpu"})
 
 
 @dataclass(frozen=True)
@@ -50,23 +56,6 @@ class GpuDescription:
     numa_node: int | None
     pcie: tuple[str, ...]  # [0] CPU socket, [1] host bridge / root port, [2:] PCIe switches, root first
     mig: MigLayout | None = None  # the `mig:` key (device_plugin/nvml/mig_description.py); None: not given
-
-
-@dataclass(frozen=True)
-class NvLinkBundle:
-    """`links` direct NVLinks between two GPUs; gpu_a < gpu_b always."""
-
-    gpu_a: int
-    gpu_b: int
-    links: int
-
-
-@dataclass(frozen=True)
-class NvSwitchDomain:
-    """GPUs that reach each other through one NVSwitch fabric, each with `links_per_gpu` links into it."""
-
-    gpus: tuple[int, ...]  # sorted
-    links_per_gpu: int
 
 
 @dataclass(frozen=True)
@@ -87,11 +76,6 @@ def default_pci_bus_id(index: int) -> str:
     # One bus per GPU from 0x10 upwards; past bus 0xff continue in the next PCI domain.
     domain, offset = divmod(index, 0xF0)
     return f"{domain:04x}:{0x10 + offset:02x}:00.0"
-
-
-def nvswitch_bus_id(domain: int, switch: int) -> str:
-    """Synthetic PCI bus id of switch `switch` of NVSwitch domain `domain` (PCI domain 0xfe00 + domain)."""
-    return f"{0xFE00 + domain:04x}:{switch:02x}:00.0"
 
 
 class _DuplicateKeyLoader(yaml.SafeLoader):
@@ -137,19 +121,19 @@ def parse_machine_yaml(text: str, *, source: str = "<string>") -> MachineDescrip
 
 def parse_machine_description(data: object) -> MachineDescription:
     """Validate a decoded YAML document (a mapping) into a MachineDescription."""
-    top = _mapping(data, "machine", _TOP_KEYS, required=("name", "gpus"))
-    name = _string(top["name"], "name")
-    driver = _string(top["driver_version"], "driver_version") if "driver_version" in top else DEFAULT_DRIVER_VERSION
-    raw_gpus = _list(top["gpus"], "gpus")
+    top = read.mapping(data, "machine", _TOP_KEYS, required=("name", "gpus"))
+    name = read.string(top["name"], "name")
+    driver = read.string(top["driver_version"], "driver_version") if "driver_version" in top else DEFAULT_DRIVER_VERSION
+    raw_gpus = read.list_of(top["gpus"], "gpus")
     if not raw_gpus:
         raise MachineDescriptionError("gpus", "a machine has at least one GPU")
     gpus = tuple(_parse_gpu(raw, index, name) for index, raw in enumerate(raw_gpus))
     _check_unique(gpus)
     _check_pcie_tree(gpus)
     _check_numa_matches_host_bridge(gpus)
-    nvlinks = _parse_nvlinks(top.get("nvlinks"), len(gpus))
-    nvswitch = _parse_nvswitch(top.get("nvswitch"), len(gpus))
-    _check_link_totals(len(gpus), nvlinks, nvswitch)
+    nvlinks = parse_nvlinks(top.get("nvlinks"), len(gpus))
+    nvswitch = parse_nvswitch(top.get("nvswitch"), len(gpus))
+    check_link_totals(len(gpus), nvlinks, nvswitch)
     gpu_paths = [(f"gpus[{g.index}]", g.pcie, g.numa_node, g.pci_bus_id) for g in gpus]
     nics = parse_nics(top.get("nics"), gpu_paths)
     return MachineDescription(name, driver, gpus, nvlinks, nvswitch, nics)
@@ -157,14 +141,14 @@ def parse_machine_description(data: object) -> MachineDescription:
 
 def _parse_gpu(raw: object, index: int, machine_name: str) -> GpuDescription:
     where = f"gpus[{index}]"
-    gpu = _mapping(raw, where, _GPU_KEYS, required=("model", "memory_mib"))
-    model = _string(gpu["model"], f"{where}.model")
-    memory_mib = _int(gpu["memory_mib"], f"{where}.memory_mib", minimum=1)
-    uuid = _string(gpu["uuid"], f"{where}.uuid") if "uuid" in gpu else default_uuid(machine_name, index)
+    gpu = read.mapping(raw, where, _GPU_KEYS, required=("model", "memory_mib"))
+    model = read.string(gpu["model"], f"{where}.model")
+    memory_mib = read.integer(gpu["memory_mib"], f"{where}.memory_mib", minimum=1)
+    uuid = read.string(gpu["uuid"], f"{where}.uuid") if "uuid" in gpu else default_uuid(machine_name, index)
     if not _UUID.match(uuid):
         raise MachineDescriptionError(f"{where}.uuid", f"{uuid!r} is not a GPU UUID like GPU-xxxxxxxx-xxxx-...")
     if "pci_bus_id" in gpu:
-        bus_id = _string(gpu["pci_bus_id"], f"{where}.pci_bus_id")
+        bus_id = read.string(gpu["pci_bus_id"], f"{where}.pci_bus_id")
         bus_id = normalise_pci_bus_id(bus_id) if _looks_like_bus_id(bus_id) else bus_id
         if not _PCI_BUS_ID.match(bus_id):
             raise MachineDescriptionError(f"{where}.pci_bus_id", f"{bus_id!r} is not a PCI address like 0000:06:00.0")
@@ -175,12 +159,12 @@ def _parse_gpu(raw: object, index: int, machine_name: str) -> GpuDescription:
     numa_node: int | None = 0
     if "numa_node" in gpu:
         raw_numa = gpu["numa_node"]
-        numa_node = None if raw_numa is None else _int(raw_numa, f"{where}.numa_node", 0, _MAX_NUMA_NODE)
+        numa_node = None if raw_numa is None else read.integer(raw_numa, f"{where}.numa_node", 0, _MAX_NUMA_NODE)
     if "pcie" in gpu:
-        path = _list(gpu["pcie"], f"{where}.pcie")
+        path = read.list_of(gpu["pcie"], f"{where}.pcie")
         if not path:
             raise MachineDescriptionError(f"{where}.pcie", "needs at least the CPU socket, e.g. [cpu0]")
-        pcie = tuple(_string(part, f"{where}.pcie[{i}]") for i, part in enumerate(path))
+        pcie = tuple(read.string(part, f"{where}.pcie[{i}]") for i, part in enumerate(path))
     else:
         pcie = (f"cpu{numa_node or 0}",)
     mig = parse_mig(gpu["mig"], f"{where}.mig", model) if "mig" in gpu else None
@@ -233,120 +217,3 @@ def _check_numa_matches_host_bridge(gpus: tuple[GpuDescription, ...]) -> None:
                 f"{gpu.numa_node}, but gpus[{other.index}] under the same host bridge {gpu.pcie[1]!r} "
                 f"is on NUMA node {other.numa_node}",
             )
-
-
-def _parse_nvlinks(raw: object, gpu_count: int) -> tuple[NvLinkBundle, ...]:
-    if raw is None:
-        return ()
-    bundles: dict[tuple[int, int], NvLinkBundle] = {}
-    for i, entry in enumerate(_list(raw, "nvlinks")):
-        where = f"nvlinks[{i}]"
-        triple = _list(entry, where)
-        if len(triple) != 3:
-            raise MachineDescriptionError(where, "must be [gpu a, gpu b, number of links]")
-        a = _gpu_index(triple[0], f"{where}[0]", gpu_count)
-        b = _gpu_index(triple[1], f"{where}[1]", gpu_count)
-        links = _int(triple[2], f"{where}[2]", 1, MAX_NVLINKS_PER_GPU)
-        if a == b:
-            raise MachineDescriptionError(where, f"links GPU {a} to itself")
-        key = (min(a, b), max(a, b))
-        if key in bundles:
-            raise MachineDescriptionError(where, f"GPUs {key[0]} and {key[1]} are already linked by another entry")
-        bundles[key] = NvLinkBundle(key[0], key[1], links)
-    return tuple(bundles[key] for key in sorted(bundles))
-
-
-def _parse_nvswitch(raw: object, gpu_count: int) -> tuple[NvSwitchDomain, ...]:
-    if raw is None:
-        return ()
-    domains: list[NvSwitchDomain] = []
-    owner: dict[int, int] = {}
-    for d, entry in enumerate(_list(raw, "nvswitch")):
-        where = f"nvswitch[{d}]"
-        domain = _mapping(entry, where, _NVSWITCH_KEYS, required=("gpus", "links_per_gpu"))
-        links = _int(domain["links_per_gpu"], f"{where}.links_per_gpu", 1, MAX_NVLINKS_PER_GPU)
-        if domain["gpus"] == "all":
-            members = list(range(gpu_count))
-        else:
-            listed = _list(domain["gpus"], f"{where}.gpus")
-            if not listed:
-                raise MachineDescriptionError(f"{where}.gpus", 'is empty; give GPU indices or "all"')
-            members = [_gpu_index(g, f"{where}.gpus[{i}]", gpu_count) for i, g in enumerate(listed)]
-        for i, gpu in enumerate(members):
-            field = f"{where}.gpus" if domain["gpus"] == "all" else f"{where}.gpus[{i}]"
-            if gpu in owner:
-                other = "this domain" if owner[gpu] == d else f"nvswitch[{owner[gpu]}]"
-                raise MachineDescriptionError(field, f"GPU {gpu} is already in {other}")
-            owner[gpu] = d
-        domains.append(NvSwitchDomain(tuple(sorted(members)), links))
-    return tuple(domains)
-
-
-def _check_link_totals(gpu_count: int, nvlinks: tuple[NvLinkBundle, ...], nvswitch: tuple[NvSwitchDomain, ...]) -> None:
-    totals = [0] * gpu_count
-    for bundle in nvlinks:
-        totals[bundle.gpu_a] += bundle.links
-        totals[bundle.gpu_b] += bundle.links
-    for gpu, total in enumerate(totals):
-        if total > MAX_NVLINKS_PER_GPU:
-            raise MachineDescriptionError("nvlinks", f"GPU {gpu} has {total} NVLinks; at most {MAX_NVLINKS_PER_GPU}")
-    for d, domain in enumerate(nvswitch):
-        for gpu in domain.gpus:
-            totals[gpu] += domain.links_per_gpu
-            if totals[gpu] > MAX_NVLINKS_PER_GPU:
-                raise MachineDescriptionError(
-                    f"nvswitch[{d}].links_per_gpu",
-                    f"GPU {gpu} would have {totals[gpu]} NVLinks in all; at most {MAX_NVLINKS_PER_GPU}",
-                )
-
-
-# --- small typed readers: each names the field it reads ---------------------------------------
-
-
-def _mapping(value: object, field: str, allowed: frozenset[str], required: tuple[str, ...]) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise MachineDescriptionError(field, f"must be a mapping, not {_kind(value)}")
-    for key in value:
-        if key not in allowed:
-            prefix = "" if field == "machine" else f"{field}."
-            raise MachineDescriptionError(f"{prefix}{key}", f"unknown key; allowed: {', '.join(sorted(allowed))}")
-    for key in required:
-        if key not in value:
-            prefix = "" if field == "machine" else f"{field}."
-            raise MachineDescriptionError(f"{prefix}{key}", "is required")
-    return value
-
-
-def _list(value: object, field: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise MachineDescriptionError(field, f"must be a list, not {_kind(value)}")
-    return value
-
-
-def _string(value: object, field: str) -> str:
-    if not isinstance(value, str):
-        raise MachineDescriptionError(field, f"must be a string (quote it), not {_kind(value)}")
-    if not value.strip():
-        raise MachineDescriptionError(field, "must not be empty")
-    return value.strip()
-
-
-def _int(value: object, field: str, minimum: int | None = None, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise MachineDescriptionError(field, f"must be an integer, not {_kind(value)}")
-    if minimum is not None and value < minimum:
-        raise MachineDescriptionError(field, f"{value} is below the minimum {minimum}")
-    if maximum is not None and value > maximum:
-        raise MachineDescriptionError(field, f"{value} is above the maximum {maximum}")
-    return value
-
-
-def _gpu_index(value: object, field: str, gpu_count: int) -> int:
-    index = _int(value, field)
-    if not 0 <= index < gpu_count:
-        raise MachineDescriptionError(field, f"there is no GPU {index}; this machine has GPUs 0..{gpu_count - 1}")
-    return index
-
-
-def _kind(value: object) -> str:
-    return "null" if value is None else f"{type(value).__name__} {value!r}"

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from device_plugin.config.model import DEFAULT_DEVICE_PLUGIN_DIR
+from device_plugin.config.safe_write import write_atomically
 from device_plugin.errors import PluginError
 from device_plugin.gpu_models import mig_capable, model_facts
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo, SystemInfo
-from device_plugin.observability.safe_write import write_atomically
 from device_plugin.topology.nvlink_groups import nvlink_summary
 
 log = logging.getLogger(__name__)
@@ -202,7 +202,7 @@ def format_features_file(labels: Mapping[str, str]) -> str:
 class FeaturesFileWriter:
     """Keeps one NFD features.d file in step with the labels; rewrites only when the content changes.
 
-    The path is checked at every write (device_plugin.observability.safe_write): never inside `refuse_under` (the
+    The path is checked at every write (device_plugin.config.safe_write): never inside `refuse_under` (the
     kubelet's device-plugin directory), never onto something that is not a regular file.
     """
 

@@ -13,7 +13,7 @@ from device_plugin.cli import main
 from device_plugin.composition import build_node
 from device_plugin.config.model import load_config
 from device_plugin.node_reporting import label_options
-from device_plugin.nvml.catalog import open_backend
+from device_plugin.nvml.backends import open_backend
 from device_plugin.observability.labels import compute_labels, format_features_file
 
 TIME_SLICING = """\

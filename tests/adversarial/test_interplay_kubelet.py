@@ -26,7 +26,7 @@ from device_plugin.daemon import Daemon
 from device_plugin.errors import InvalidRequestError
 from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.standin import KubeletStandIn
-from device_plugin.nvml.catalog import open_backend
+from device_plugin.nvml.backends import open_backend
 from tests.timing import FAST_LIFECYCLE
 
 

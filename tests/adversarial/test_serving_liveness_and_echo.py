@@ -22,7 +22,7 @@ from device_plugin.composition import GPU_RESOURCE, gpu_devices
 from device_plugin.devices import Device
 from device_plugin.kubelet import event_loop
 from device_plugin.kubelet.lifecycle import PROBE_MAX_AGE_S
-from device_plugin.nvml.catalog import open_backend
+from device_plugin.nvml.backends import open_backend
 from device_plugin.resources import ResourceManager
 from tests.daemon.harness import Node as DaemonNode
 from tests.daemon.harness import daemon_node

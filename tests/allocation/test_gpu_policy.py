@@ -6,10 +6,12 @@ import logging
 
 import pytest
 
+from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.devices import Device
 from device_plugin.errors import InvalidRequestError
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.topology.build import build_topology
 from device_plugin.whole_gpu_selection import TopologyPolicy
 
 
@@ -20,7 +22,9 @@ def _devices(machine: str) -> dict[str, Device]:
 
 def test_policy_maps_ids_and_reports_the_decision(caplog: pytest.LogCaptureFixture) -> None:
     decisions: list[AllocationDecision] = []
-    policy = TopologyPolicy.from_backend(FakeNvml.from_machine("workstation-4gpu"), on_decision=decisions.append)
+    policy = TopologyPolicy(
+        Allocator(build_topology(FakeNvml.from_machine("workstation-4gpu"))), on_decision=decisions.append
+    )
     devices = _devices("workstation-4gpu")
     by_index = {d.gpu_indices[0]: d.id for d in devices.values()}
     available = [by_index[2], by_index[0], by_index[1]]  # kubelet order is arbitrary
@@ -32,7 +36,7 @@ def test_policy_maps_ids_and_reports_the_decision(caplog: pytest.LogCaptureFixtu
 
 
 def test_policy_honours_must_include() -> None:
-    policy = TopologyPolicy.from_backend(FakeNvml.from_machine("pcie-8gpu-2socket"))
+    policy = TopologyPolicy(Allocator(build_topology(FakeNvml.from_machine("pcie-8gpu-2socket"))))
     devices = _devices("pcie-8gpu-2socket")
     by_index = {d.gpu_indices[0]: d.id for d in devices.values()}
     chosen = policy.choose(devices, list(devices), [by_index[5]], 2)
@@ -43,7 +47,7 @@ def test_a_failing_hook_does_not_fail_the_allocation() -> None:
     def broken(_: AllocationDecision) -> None:
         raise RuntimeError("metrics down")
 
-    policy = TopologyPolicy.from_backend(FakeNvml.from_machine("single-gpu"), on_decision=broken)
+    policy = TopologyPolicy(Allocator(build_topology(FakeNvml.from_machine("single-gpu"))), on_decision=broken)
     devices = _devices("single-gpu")
     assert policy.choose(devices, list(devices), [], 1) == tuple(devices)
 
@@ -57,6 +61,6 @@ def test_a_failing_hook_does_not_fail_the_allocation() -> None:
     ids=["replicas of one GPU are refused", "a device spanning GPUs is refused"],
 )
 def test_policy_refuses_non_whole_gpu_devices(devices: dict[str, Device]) -> None:
-    policy = TopologyPolicy.from_backend(FakeNvml.from_machine("workstation-4gpu"))
+    policy = TopologyPolicy(Allocator(build_topology(FakeNvml.from_machine("workstation-4gpu"))))
     with pytest.raises(InvalidRequestError, match="whole-GPU"):
         policy.choose(devices, list(devices), [], 1)

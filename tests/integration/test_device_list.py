@@ -10,7 +10,7 @@ import grpc
 from api import deviceplugin_pb2 as pb
 from device_plugin.devices import Health
 from device_plugin.kubelet.standin import ListedDevice
-from device_plugin.nvml.catalog import open_backend
+from device_plugin.nvml.backends import open_backend
 
 from .conftest import WAIT_S, Node, start_node
 

@@ -12,7 +12,7 @@ from device_plugin.errors import RegistrationError
 from device_plugin.kubelet.lifecycle import PluginManager, socket_name
 from device_plugin.kubelet.registration import register
 from device_plugin.kubelet.standin import KubeletStandIn, is_extended_resource_name
-from device_plugin.nvml.catalog import open_backend
+from device_plugin.nvml.backends import open_backend
 
 from .conftest import FAST, WAIT_S, Node
 

@@ -14,7 +14,7 @@ from api import deviceplugin_pb2 as pb
 from device_plugin.allocation_protocols import EnvVarResponseBuilder
 from device_plugin.composition import GPU_RESOURCE, gpu_devices
 from device_plugin.devices import Device, Health
-from device_plugin.nvml.catalog import open_backend
+from device_plugin.nvml.backends import open_backend
 from device_plugin.resources import ResourceManager
 
 from .conftest import WAIT_S, Node, start_node

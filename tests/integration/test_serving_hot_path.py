@@ -15,7 +15,7 @@ import pytest
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.composition import gpu_devices
-from device_plugin.nvml.catalog import open_backend
+from device_plugin.nvml.backends import open_backend
 from device_plugin.topology.build import build_topology
 from device_plugin.whole_gpu_selection import TopologyPolicy
 

@@ -13,7 +13,7 @@ import pytest
 from device_plugin.composition import GPU_RESOURCE
 from device_plugin.errors import NvmlUnavailableError
 from device_plugin.kubelet.standin import KubeletStandIn
-from device_plugin.nvml.catalog import open_backend
+from device_plugin.nvml.backends import open_backend
 
 from .conftest import WAIT_S
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from device_plugin.errors import MachineDescriptionError, NvmlUnavailableError
-from device_plugin.nvml.catalog import load_machine_description, open_backend, shipped_machine_names
+from device_plugin.nvml.backends import open_backend
+from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 
 REQUIRED = ("dgx1-v100", "dgx-a100", "hgx-h100", "pcie-8gpu-2socket", "workstation-4gpu", "island-16gpu", "single-gpu")

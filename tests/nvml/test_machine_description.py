@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from device_plugin.errors import MachineDescriptionError
+from device_plugin.nvml.link_description import NvLinkBundle
 from device_plugin.nvml.machine_description import (
     DEFAULT_DRIVER_VERSION,
-    NvLinkBundle,
     default_pci_bus_id,
     default_uuid,
     parse_machine_description,
