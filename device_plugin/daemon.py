@@ -24,9 +24,9 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from device_plugin.composition import Node, build_node, envvar_conflicts
+from device_plugin.config.file_reload import ConfigFileReload, ConfigLoader
 from device_plugin.config.model import Config
 from device_plugin.config.reload import keep_restart_only, serving_settings
-from device_plugin.config_reload import ConfigFileReload, ConfigLoader
 from device_plugin.errors import PluginError
 from device_plugin.health.watcher import HealthWatcher
 from device_plugin.kubelet.lifecycle import LifecycleTiming, PluginManager

@@ -9,7 +9,8 @@ including deferred ones inside functions and `if TYPE_CHECKING:` ones: each is a
 Where this order differs from a plain reading of the layout, and why:
 - cli, commands/, and daemon are three layers, not one: cli dispatches to commands/, and commands/run
   builds the Daemon, so they import each other in that order. process_signals and log_writer (used by
-  cli and commands/run, importing nothing of ours) sit beside the daemon.
+  cli and commands/run, importing nothing of ours) sit beside the daemon. node_health and node_reporting
+  are the daemon's parts (health routing; metrics, probes and labels), a layer of their own below it.
 - composition sits beside kubelet/ and dra/, not above them: it builds ResourceManagers and never needs
   the kubelet side; the daemon wires the two together. Side by side, neither may import the other.
 - observability/ > health/ > whole_gpu_selection, mig/, timeslice/, response_builders > allocator/ >
@@ -51,6 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.cli",),
     ("device_plugin.commands",),
     ("device_plugin.daemon", "device_plugin.process_signals", "device_plugin.log_writer"),
+    ("device_plugin.node_health", "device_plugin.node_reporting"),
     ("device_plugin.composition", "device_plugin.kubelet", "device_plugin.dra"),
     ("device_plugin.resources",),
     ("device_plugin.observability",),
@@ -76,7 +78,12 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "grpc": ("device_plugin.kubelet", "device_plugin.dra", "api"),
     "google": ("api",),  # protobuf, for the generated messages
     "kubernetes": ("device_plugin.dra",),
-    "prometheus_client": ("device_plugin.observability", "device_plugin.daemon", "device_plugin.dra"),
+    "prometheus_client": (
+        "device_plugin.observability",
+        "device_plugin.daemon",
+        "device_plugin.node_reporting",
+        "device_plugin.dra",
+    ),
     "watchdog": ("device_plugin.kubelet", "device_plugin.config"),
     "yaml": ("device_plugin.config", "device_plugin.nvml"),
     "networkx": ("device_plugin.topology",),
