@@ -30,11 +30,15 @@ class SelectionKind(StrEnum):
 
 @dataclass(frozen=True)
 class SelectionEntry:
-    """One element of a `devices` list: a physical GPU (by index; UUIDs are resolved) or a MIG UUID."""
+    """One element of a `devices` list: a physical GPU (by index or UUID) or a MIG UUID.
+
+    As loaded, a GPU is named as written (`gpu_index` or `gpu_uuid`); timeslice.config.resolve_sharing
+    checks both against the node and leaves every GPU as `gpu_index` (gpu_uuid None)."""
 
     field: str  # e.g. "sharing.timeSlicing.resources[0].devices[2]"
     gpu_index: int | None = None
     device_id: str | None = None  # a MIG device's UUID, matched against the resource's device IDs
+    gpu_uuid: str | None = None  # a GPU UUID not yet resolved to its index (config as loaded)
 
 
 @dataclass(frozen=True)

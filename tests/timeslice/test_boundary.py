@@ -14,6 +14,7 @@ ALLOWED_PROJECT_MODULES = {
     "device_plugin.short_text",  # bounded quoting of config values in error messages
     "device_plugin.allocation_protocols",
     "device_plugin.config.sharing_model",  # the `sharing` section's value types, parsed when the config loads
+    "device_plugin.config.sharing",  # that parser (GPU-free); timeslice.config resolves its result per node
 }
 STDLIB_OK = {"__future__", "collections", "dataclasses", "enum", "logging", "re", "types", "typing"}
 
