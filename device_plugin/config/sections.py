@@ -1,4 +1,4 @@
-"""Shape checks for the config sections kept raw for now: `resources`, `sharing`, `imex`.
+"""Shape checks for the config sections `resources`, `sharing` and `imex` (`resources`, `imex` kept raw).
 
 They follow NVIDIA's v1 schema so existing files load; what each section *means* is decided by its
 consumer (config/sharing.py for `sharing`). Checked here: known keys only, types, and the rules NVIDIA

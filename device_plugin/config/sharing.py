@@ -229,3 +229,40 @@ def _refuse_unknown(raw: Mapping[str, Any], where: str, known: Sequence[str]) ->
     unknown = sorted(str(k) for k in raw if k not in known)
     if unknown:
         raise ConfigError(f"{where}.{unknown[0]}", f"unknown key; known keys: {', '.join(known)}")
+
+
+def sharing_as_file(sharing: SharingConfig) -> dict[str, Any]:
+    """The parsed section in the file's keys, with defaults applied (for the effective-config log line).
+
+    Parsing the result gives `sharing` back. A resource's allocationPolicy and requireDistinctGPUs are
+    written only where they differ from the top-level values, which they default to."""
+    ts = sharing.time_slicing
+    if ts is None:
+        return {}
+    resources = []
+    for spec in ts.resources:
+        entry: dict[str, Any] = {"name": spec.name, "replicas": spec.replicas}
+        if spec.renamed:
+            entry["rename"] = spec.advertised_name
+        entry["devices"] = _devices_as_file(spec.devices)
+        if spec.placement is not ts.placement:
+            entry["allocationPolicy"] = spec.placement.value
+        if spec.require_distinct_gpus != ts.require_distinct_gpus:
+            entry["requireDistinctGPUs"] = spec.require_distinct_gpus
+        resources.append(entry)
+    section = {
+        "renameByDefault": ts.rename_by_default,
+        "failRequestsGreaterThanOne": ts.fail_requests_greater_than_one,
+        "requireDistinctGPUs": ts.require_distinct_gpus,
+        "allocationPolicy": ts.placement.value,
+        "resources": resources,
+    }
+    return {"timeSlicing": section}
+
+
+def _devices_as_file(selection: DeviceSelection) -> Any:
+    if selection.kind is SelectionKind.ALL:
+        return "all"
+    if selection.kind is SelectionKind.COUNT:
+        return selection.count
+    return [e.gpu_index if e.gpu_index is not None else e.gpu_uuid or e.device_id for e in selection.entries]

@@ -1,7 +1,8 @@
 """Value types of the `sharing` section (time-slicing), after parsing and validation.
 
-Boundary: plain frozen data. Parsing lives in timeslice.config, building replicas in timeslice.replicas
-(timeslice.model re-exports these types). Every spec keeps the dotted config path it came from
+Boundary: plain frozen data. Parsing lives in config/sharing.py (when the config loads), resolving GPU
+entries against the node in timeslice.config, building replicas in timeslice.replicas (timeslice.model
+re-exports these types). Every spec keeps the dotted config path it came from
 (`field`), so a fault found later (when the node's devices are known) still names the field the
 operator has to fix.
 """
