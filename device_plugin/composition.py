@@ -38,8 +38,8 @@ from timeslice import (
     AdvertisedResources,
     ReplicaPolicy,
     ReplicaResponseBuilder,
-    parse_sharing,
     replica_memory_mib,
+    resolve_sharing,
     share_resources,
 )
 
@@ -99,9 +99,7 @@ def build_node(
         log.warning("config 'resources' (custom resource names) is accepted but not applied; serving defaults")
     inventory = discover(backend)
     gpus = inventory.gpus
-    sharing = parse_sharing(
-        config.sharing or None, gpus=gpus, default_placement=config.flags.plugin.shared_devices_allocation_policy
-    )
+    sharing = resolve_sharing(config.sharing, gpus)  # parsed at load; GPU indices and UUIDs checked here
     if not gpus:
         log.warning("no GPUs found; nothing to serve")
         return Node((), gpus, share_resources({}, sharing), inventory)

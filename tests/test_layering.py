@@ -99,6 +99,8 @@ VALUE_TYPES = (
     "device_plugin.allocation_protocols",
     "device_plugin.nvml.types",
     "device_plugin.nvml.mig_types",
+    "device_plugin.config.sharing_model",  # the typed `sharing` section
+    "device_plugin.config.sharing",  # its pure parser (raw mapping -> those types), no I/O
 )
 
 

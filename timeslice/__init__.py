@@ -1,7 +1,8 @@
 """Time-slicing: replicas of a GPU (or MIG device) advertised as separate devices. Sees value types only.
 
 The API the composition root uses, in order:
-1. parse_sharing(raw_sharing_section, gpus=nvml.gpus()) -> SharingConfig   (ConfigError names the field)
+1. resolve_sharing(config.sharing, gpus) -> SharingConfig: the section as parsed at load (config/sharing.py),
+   checked against this node's GPUs (ConfigError names the field); parse_sharing(raw, gpus=...) does both
 2. share_resources({name: base devices}, config) -> AdvertisedResources     (.devices, .shared, .unmatched)
 3. per shared resource: ReplicaPolicy.for_resource(shared, choose_gpus) and
    ReplicaResponseBuilder.for_resource(shared, inner_builder) for its ResourceManager
@@ -10,7 +11,7 @@ Health fan-out needs nothing here: every replica carries its GPU's gpu_indices, 
 ResourceManager.set_gpu_health reaches all of them.
 """
 
-from timeslice.config import MPS_NOT_SUPPORTED, parse_sharing
+from timeslice.config import MPS_NOT_SUPPORTED, parse_sharing, resolve_sharing
 from timeslice.memory import NO_MEMORY_ISOLATION_WARNING, describe_sharing, replica_memory_mib
 from timeslice.model import GPU_RESOURCE, Placement, SharedResourceSpec, SharingConfig, TimeSlicingConfig
 from timeslice.policy import ChooseGpus, ReplicaPolicy, lowest_index_gpus
@@ -35,6 +36,7 @@ __all__ = [
     "parse_sharing",
     "replica_devices",
     "replica_memory_mib",
+    "resolve_sharing",
     "share_resource",
     "share_resources",
 ]

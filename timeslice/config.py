@@ -1,53 +1,24 @@
-"""Parse and validate the `sharing` section of a `version: v1` config (NVIDIA's format, plus our options).
+"""Resolve the parsed `sharing` section against this node's GPUs: the checks that need the GPUs.
 
-Boundary: a plain mapping (already loaded from YAML/JSON) and the node's GPUs in, a frozen SharingConfig
-out, or a ConfigError naming the dotted field. Nothing here knows about NVML, gRPC or files.
-
-NVIDIA keys (sharing.timeSlicing): renameByDefault, failRequestsGreaterThanOne, resources[] of
-{name, replicas, rename, devices}. Unlike NVIDIA's plugin, `rename` and `devices` take effect.
-Our extensions, at the top of timeSlicing and per resource: requireDistinctGPUs (bool) and
-allocationPolicy (distributed | packed). Unknown keys are refused, so a typo never passes silently.
-`sharing.mps` is refused: see MPS_NOT_SUPPORTED.
+Boundary: a SharingConfig (parsed when the config loads, device_plugin/config/sharing.py) and the node's
+GPUs in, the same SharingConfig with every GPU of a `devices` list named by its index out, or a
+ConfigError naming the dotted field. Checked here: a GPU index exists, a GPU UUID belongs to a GPU of
+this node, and no entry selects the same device as an earlier one. Nothing here knows about NVML,
+gRPC or files.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from device_plugin.config.sharing import MPS_NOT_SUPPORTED, parse_sharing_section
 from device_plugin.errors import ConfigError
 from device_plugin.short_text import short
-from timeslice.model import (
-    GPU_RESOURCE,
-    SHARED_SUFFIX,
-    DeviceSelection,
-    GpuRef,
-    Placement,
-    SelectionEntry,
-    SelectionKind,
-    SharedResourceSpec,
-    SharingConfig,
-    TimeSlicingConfig,
-)
+from timeslice.model import DeviceSelection, GpuRef, Placement, SelectionEntry, SelectionKind, SharingConfig
 
-ROOT = "sharing"
-DEFAULT_DOMAIN = "nvidia.com"
-MAX_REPLICAS = 1024  # the kubelet keeps every device in memory and in its checkpoint; beyond this is a typo
-MPS_NOT_SUPPORTED = (
-    "MPS is not supported by this version. MPS only isolates when nvidia-cuda-mps-control runs per shared GPU "
-    "with pinned-memory and thread limits, and that daemon cannot be exercised or tested honestly here; "
-    "advertising MPS replicas without it would be time-slicing under another name. "
-    "Use sharing.timeSlicing (no memory or fault isolation) or MIG for isolation."
-)
-
-_TOP_KEYS = ("renameByDefault", "failRequestsGreaterThanOne", "requireDistinctGPUs", "allocationPolicy", "resources")
-_RESOURCE_KEYS = ("name", "replicas", "rename", "devices", "requireDistinctGPUs", "allocationPolicy")
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DOMAIN_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
-_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_MIG_NAME_RE = re.compile(r"^nvidia\.com/mig-[1-9][0-9]*g\.[0-9]+gb(\.[a-z][a-z0-9]*)*$")
-_MIG_INDEX_RE = re.compile(r"^[0-9]+:[0-9]+$")
+__all__ = ["MPS_NOT_SUPPORTED", "parse_sharing", "resolve_sharing"]
 
 
 def parse_sharing(
@@ -56,190 +27,38 @@ def parse_sharing(
     gpus: Sequence[GpuRef],
     default_placement: Placement | str = Placement.DISTRIBUTED,
 ) -> SharingConfig:
-    """Validate the `sharing` section. `gpus` resolves `devices` entries (indices, UUIDs) on this node.
+    """Parse a raw `sharing` section and resolve it against `gpus` in one step (tests, tools)."""
+    return resolve_sharing(parse_sharing_section(raw, default_placement=default_placement), gpus)
 
-    `default_placement` is what applies when the file names no allocationPolicy (the caller passes
-    flags.plugin.sharedDevicesAllocationPolicy here, if it supports that flag).
-    """
-    if raw is None:
-        return SharingConfig()
-    _require_mapping(raw, ROOT)
-    _refuse_unknown(raw, ROOT, ("timeSlicing", "mps"))
-    mps = raw.get("mps")
-    if mps is not None and mps != {}:
-        raise ConfigError(f"{ROOT}.mps", MPS_NOT_SUPPORTED)
-    time_slicing = raw.get("timeSlicing")
+
+def resolve_sharing(sharing: SharingConfig, gpus: Sequence[GpuRef]) -> SharingConfig:
+    """`sharing` with its `devices` lists checked against `gpus` and every GPU named by index."""
+    time_slicing = sharing.time_slicing
     if time_slicing is None:
-        return SharingConfig()
-    placement = _placement(default_placement, "default allocation policy")
-    return SharingConfig(_parse_time_slicing(time_slicing, f"{ROOT}.timeSlicing", gpus, placement))
+        return sharing
+    resources = tuple(replace(spec, devices=_resolve(spec.devices, gpus)) for spec in time_slicing.resources)
+    return replace(sharing, time_slicing=replace(time_slicing, resources=resources))
 
 
-def _parse_time_slicing(raw: Any, where: str, gpus: Sequence[GpuRef], placement: Placement) -> TimeSlicingConfig:
-    _require_mapping(raw, where)
-    _refuse_unknown(raw, where, _TOP_KEYS)
-    rename_by_default = _bool(raw, "renameByDefault", where, default=False)
-    fail_gt_one = _bool(raw, "failRequestsGreaterThanOne", where, default=False)
-    distinct = _bool(raw, "requireDistinctGPUs", where, default=False)
-    if "allocationPolicy" in raw:
-        placement = _placement(raw["allocationPolicy"], f"{where}.allocationPolicy")
-    resources = raw.get("resources")
-    if not isinstance(resources, list) or not resources:
-        raise ConfigError(f"{where}.resources", "must be a non-empty list of {name, replicas, ...} entries")
-    specs = tuple(
-        _parse_resource(entry, f"{where}.resources[{i}]", gpus, rename_by_default, fail_gt_one, distinct, placement)
-        for i, entry in enumerate(resources)
-    )
-    _check_advertised_names(specs, [entry.get("rename") is not None for entry in resources])
-    return TimeSlicingConfig(rename_by_default, fail_gt_one, distinct, placement, specs)
-
-
-def _parse_resource(
-    raw: Any,
-    where: str,
-    gpus: Sequence[GpuRef],
-    rename_by_default: bool,
-    fail_gt_one: bool,
-    distinct: bool,
-    placement: Placement,
-) -> SharedResourceSpec:
-    _require_mapping(raw, where)
-    _refuse_unknown(raw, where, _RESOURCE_KEYS)
-    name = _shareable_name(raw.get("name"), f"{where}.name")
-    replicas = raw.get("replicas")
-    if isinstance(replicas, bool) or not isinstance(replicas, int):
-        raise ConfigError(f"{where}.replicas", f"must be an integer >= 2, got {short(replicas)}")
-    if not 2 <= replicas <= MAX_REPLICAS:
-        raise ConfigError(f"{where}.replicas", f"must be between 2 and {MAX_REPLICAS}, got {replicas}")
-    if raw.get("rename") is not None:
-        advertised = _resource_name(raw["rename"], f"{where}.rename")
-    else:
-        advertised = name + SHARED_SUFFIX if rename_by_default else name
-        _check_name_part(advertised, f"{where}.name")  # ".shared" can push a long name past 63 characters
-    return SharedResourceSpec(
-        field=where,
-        name=name,
-        replicas=replicas,
-        advertised_name=advertised,
-        devices=_parse_devices(raw.get("devices"), f"{where}.devices", name, gpus),
-        placement=_placement(raw["allocationPolicy"], f"{where}.allocationPolicy")
-        if "allocationPolicy" in raw
-        else placement,
-        require_distinct_gpus=_bool(raw, "requireDistinctGPUs", where, default=distinct),
-        fail_requests_greater_than_one=fail_gt_one,
-    )
-
-
-def _parse_devices(raw: Any, where: str, name: str, gpus: Sequence[GpuRef]) -> DeviceSelection:
-    if raw is None or raw == "all":
-        return DeviceSelection(where)
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        if raw <= 0:
-            raise ConfigError(where, f"a device count must be positive, got {raw}")
-        return DeviceSelection(where, SelectionKind.COUNT, count=raw)
-    if not isinstance(raw, list) or not raw:
-        raise ConfigError(
-            where, f'must be "all", a positive count, or a non-empty list of GPUs/MIG UUIDs; got {short(raw)}'
-        )
+def _resolve(selection: DeviceSelection, gpus: Sequence[GpuRef]) -> DeviceSelection:
+    if selection.kind is not SelectionKind.LIST:
+        return selection
     by_index = {gpu.index: gpu for gpu in gpus}
     by_uuid = {gpu.uuid: gpu.index for gpu in gpus}
     known = ", ".join(str(i) for i in sorted(by_index)) or "none"
     entries: list[SelectionEntry] = []
-    for i, item in enumerate(raw):
-        field = f"{where}[{i}]"
-        text = str(item).strip() if isinstance(item, int | str) and not isinstance(item, bool) else None
-        if not text:
-            raise ConfigError(field, f"must be a GPU index, a GPU UUID or a MIG UUID, got {short(item)}")
-        if text.isdigit():
-            if int(text) not in by_index:
-                raise ConfigError(field, f"no GPU with index {text} on this node (GPU indices: {known})")
-            entries.append(SelectionEntry(field, gpu_index=int(text)))
-        elif _MIG_INDEX_RE.match(text):
-            raise ConfigError(
-                field, f"MIG indices like {short(text)} are not supported; name the MIG device by its UUID"
-            )
-        elif text.startswith("MIG-"):
-            if name == GPU_RESOURCE:
-                raise ConfigError(field, f"{text} is a MIG device; {GPU_RESOURCE} shares whole GPUs")
-            entries.append(SelectionEntry(field, device_id=text))
-        elif text in by_uuid:
-            entries.append(SelectionEntry(field, gpu_index=by_uuid[text]))
-        else:
-            raise ConfigError(field, f"{short(text)} is neither a GPU index nor the UUID of a GPU on this node")
+    for entry in selection.entries:
+        if entry.gpu_uuid is not None:
+            if entry.gpu_uuid not in by_uuid:
+                message = f"{short(entry.gpu_uuid)} is neither a GPU index nor the UUID of a GPU on this node"
+                raise ConfigError(entry.field, message)
+            entry = SelectionEntry(entry.field, gpu_index=by_uuid[entry.gpu_uuid])
+        elif entry.gpu_index is not None and entry.gpu_index not in by_index:
+            message = f"no GPU with index {entry.gpu_index} on this node (GPU indices: {known})"
+            raise ConfigError(entry.field, message)
+        entries.append(entry)
     keys = [(e.gpu_index, e.device_id) for e in entries]
     for i, key in enumerate(keys):
         if key in keys[:i]:
             raise ConfigError(entries[i].field, f"selects the same device as {entries[keys.index(key)].field}")
-    return DeviceSelection(where, SelectionKind.LIST, entries=tuple(entries))
-
-
-def _check_advertised_names(specs: Sequence[SharedResourceSpec], has_rename: Sequence[bool]) -> None:
-    """Two entries may share one source resource (disjoint devices), never one advertised name."""
-    seen: dict[str, SharedResourceSpec] = {}
-    for spec, renamed in zip(specs, has_rename, strict=True):
-        first = seen.setdefault(spec.advertised_name, spec)
-        if first is not spec:
-            field = f"{spec.field}.rename" if renamed else f"{spec.field}.name"
-            raise ConfigError(field, f"{spec.advertised_name} is already advertised by {first.field}; rename one")
-
-
-def _shareable_name(raw: Any, where: str) -> str:
-    name = _resource_name(raw, where)
-    if name != GPU_RESOURCE and not _MIG_NAME_RE.match(name):
-        raise ConfigError(where, f"only {GPU_RESOURCE} and nvidia.com/mig-<profile> can be shared, got {short(name)}")
-    return name
-
-
-def _resource_name(raw: Any, where: str) -> str:
-    """An extended-resource name; a bare name gets the nvidia.com/ prefix (as NVIDIA's plugin does)."""
-    if not isinstance(raw, str) or not raw.strip():
-        raise ConfigError(where, f"must be a resource name such as {GPU_RESOURCE}, got {short(raw)}")
-    text = raw.strip()
-    domain, _, _ = text.rpartition("/")
-    if not domain:
-        text = f"{DEFAULT_DOMAIN}/{text}"
-        domain = DEFAULT_DOMAIN
-    if len(domain) > 253 or not _DOMAIN_RE.match(domain):
-        raise ConfigError(where, f"{short(domain)} is not a DNS subdomain")
-    if domain.endswith(("kubernetes.io", "k8s.io")):
-        raise ConfigError(where, f"{domain} is reserved by Kubernetes for its own resources")
-    _check_name_part(text, where)
-    return text
-
-
-def _check_name_part(name: str, where: str) -> None:
-    part = name.rpartition("/")[2]
-    if len(part) > 63 or not _NAME_RE.match(part):
-        raise ConfigError(
-            where,
-            f"{short(part)} must be at most 63 characters of letters, digits, '-', '_' or '.', "
-            "starting and ending with a letter or digit",
-        )
-
-
-def _placement(raw: Any, where: str) -> Placement:
-    try:
-        return Placement(raw)
-    except ValueError:
-        choices = " or ".join(p.value for p in Placement)
-        raise ConfigError(where, f"must be {choices}, got {short(raw)}") from None
-
-
-def _bool(raw: Mapping[str, Any], key: str, where: str, *, default: bool) -> bool:
-    value = raw.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where}.{key}", f"must be true or false, got {short(value)}")
-    return value
-
-
-def _require_mapping(raw: Any, where: str) -> None:
-    if not isinstance(raw, Mapping):
-        raise ConfigError(where, f"must be a mapping, got {type(raw).__name__}")
-
-
-def _refuse_unknown(raw: Mapping[str, Any], where: str, known: Sequence[str]) -> None:
-    unknown = sorted(str(k) for k in raw if k not in known)
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}", f"unknown key; known keys: {', '.join(known)}")
+    return replace(selection, entries=tuple(entries))

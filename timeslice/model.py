@@ -1,96 +1,45 @@
-"""Value types of the time-slicing configuration, after parsing and validation.
+"""The time-slicing value types, re-exported for timeslice/'s modules and tests.
 
-Boundary: plain frozen data. Parsing lives in timeslice.config, building replicas in timeslice.replicas.
-Every spec keeps the dotted config path it came from (`field`), so a fault found later (when the
-node's devices are known) still names the field the operator has to fix.
+The `sharing` section's types live with the config (device_plugin/config/sharing_model.py), which parses
+the section when the config loads. GpuRef stays here: only the build-time step that resolves GPU
+indices and UUIDs against the node (timeslice/config.py) needs to know about GPUs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Protocol
 
-GPU_RESOURCE = "nvidia.com/gpu"
-SHARED_SUFFIX = ".shared"  # renameByDefault appends it, as NVIDIA's plugin does
+from device_plugin.config.sharing_model import (
+    GPU_RESOURCE,
+    SHARED_SUFFIX,
+    DeviceSelection,
+    Placement,
+    SelectionEntry,
+    SelectionKind,
+    SharedResourceSpec,
+    SharingConfig,
+    TimeSlicingConfig,
+)
+
+__all__ = [
+    "GPU_RESOURCE",
+    "SHARED_SUFFIX",
+    "DeviceSelection",
+    "GpuRef",
+    "Placement",
+    "SelectionEntry",
+    "SelectionKind",
+    "SharedResourceSpec",
+    "SharingConfig",
+    "TimeSlicingConfig",
+]
 
 
 class GpuRef(Protocol):
-    """What config parsing needs to know about a physical GPU (device_plugin.nvml.types.GpuInfo fits)."""
+    """What resolving `devices` entries needs to know about a physical GPU (device_plugin.nvml.types.GpuInfo fits)."""
 
     @property
     def index(self) -> int: ...
 
     @property
     def uuid(self) -> str: ...
-
-
-class Placement(StrEnum):
-    """How replicas of a multi-replica request are spread over the physical devices behind them."""
-
-    DISTRIBUTED = "distributed"  # least-loaded devices first, one replica per device while possible
-    PACKED = "packed"  # most-loaded devices first: keeps whole GPUs free for later requests
-
-
-class SelectionKind(StrEnum):
-    ALL = "all"
-    COUNT = "count"
-    LIST = "list"
-
-
-@dataclass(frozen=True)
-class SelectionEntry:
-    """One element of a `devices` list: a physical GPU (by index; UUIDs are resolved) or a MIG UUID."""
-
-    field: str  # e.g. "sharing.timeSlicing.resources[0].devices[2]"
-    gpu_index: int | None = None
-    device_id: str | None = None  # a MIG device's UUID, matched against the resource's device IDs
-
-
-@dataclass(frozen=True)
-class DeviceSelection:
-    """Which devices of a resource are shared: all, the first `count`, or the listed ones."""
-
-    field: str  # "sharing.timeSlicing.resources[i].devices"
-    kind: SelectionKind = SelectionKind.ALL
-    count: int = 0
-    entries: tuple[SelectionEntry, ...] = ()
-
-
-@dataclass(frozen=True)
-class SharedResourceSpec:
-    """One `sharing.timeSlicing.resources[i]` entry, with the top-level defaults already applied."""
-
-    field: str  # "sharing.timeSlicing.resources[i]"
-    name: str  # the resource whose devices are shared, e.g. "nvidia.com/gpu"
-    replicas: int
-    advertised_name: str  # after `rename` / `renameByDefault`; equals `name` when not renamed
-    devices: DeviceSelection
-    placement: Placement
-    require_distinct_gpus: bool
-    fail_requests_greater_than_one: bool
-
-    @property
-    def renamed(self) -> bool:
-        return self.advertised_name != self.name
-
-
-@dataclass(frozen=True)
-class TimeSlicingConfig:
-    rename_by_default: bool
-    fail_requests_greater_than_one: bool
-    require_distinct_gpus: bool
-    placement: Placement
-    resources: tuple[SharedResourceSpec, ...]
-
-
-@dataclass(frozen=True)
-class SharingConfig:
-    """The parsed `sharing` section. `time_slicing` is None when nothing is shared."""
-
-    time_slicing: TimeSlicingConfig | None = None
-
-    @property
-    def strategy(self) -> str:
-        """The value NVIDIA's GFD publishes as `<resource>.sharing-strategy` for shared resources."""
-        return "time-slicing" if self.time_slicing is not None else "none"

@@ -7,8 +7,9 @@ env map (ENV_FIELDS) and the flags `run` adds (CLI_SETTINGS) are derived from th
 Precedence: CLI > env > file > default. Env and CLI values are turned into file-shaped values first
 (errors name the variable or flag and the field), merged into the file's mapping, and the result is
 checked in one pass, so every source obeys the same rules. The outcome is a frozen dataclass tree.
-`sharing`, `resources` and `imex` keep their validated raw shape for now: the time-slicing parser in
-timeslice/ turns `sharing` into replicas.
+`sharing` is parsed into typed values here too (config/sharing.py); only its checks that need the GPUs
+(indices and UUIDs in `devices`) wait for build time (timeslice/config.py). `resources` and `imex` keep
+their validated raw shape.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from device_plugin.config.schema import (
     choice,
 )
 from device_plugin.config.sections import check_imex, check_resources, check_sharing
+from device_plugin.config.sharing import parse_sharing_section, sharing_as_file
+from device_plugin.config.sharing_model import SharingConfig
 from device_plugin.errors import ConfigError
 from device_plugin.health.config import ENV_VARS as HEALTH_ENV_VARS
 from device_plugin.health.config import HealthConfig, parse_health_config
@@ -141,14 +144,16 @@ class Config:
     version: str = SUPPORTED_VERSION
     flags: Flags = section("flags", Flags)
     resources: Mapping[str, Any] = field(default_factory=_frozen)
-    sharing: Mapping[str, Any] = field(default_factory=_frozen)
+    sharing: SharingConfig = field(default_factory=SharingConfig)
     imex: Mapping[str, Any] = field(default_factory=_frozen)
     daemon: DaemonSettings = section(OUR_SECTION, DaemonSettings)
     sources: tuple[str, ...] = ()  # where values came from, for the start-up log line
 
     def describe(self, limit: int = DESCRIBE_LIMIT) -> str:
         """The effective config as one line of JSON, cut at `limit` characters (raw sections can be large)."""
-        text = json.dumps(_plain(self), sort_keys=True, separators=(",", ":"))
+        plain = _plain(self)
+        plain["sharing"] = sharing_as_file(self.sharing)  # in the file's own keys, as an operator wrote it
+        text = json.dumps(plain, sort_keys=True, separators=(",", ":"))
         if len(text) <= limit:
             return text
         return f"{text[:limit]}… (cut: {len(text)} characters in all)"
@@ -240,11 +245,16 @@ def parse_config(
     if version != SUPPORTED_VERSION:
         raise ConfigError("version", f"unsupported version {short(version)}; only {SUPPORTED_VERSION!r} is accepted")
     values = walk(FIELDS, raw)
+    flags = _build(Flags, "flags", values, env or {})
+    resources = _frozen(check_resources(raw.get("resources")))
+    # The shape pass first (its messages), then the typed parse; the flag is the default placement.
+    sharing = check_sharing(raw.get("sharing"))
+    placement = flags.plugin.shared_devices_allocation_policy
     return Config(
         version=version,
-        flags=_build(Flags, "flags", values, env or {}),
-        resources=_frozen(check_resources(raw.get("resources"))),
-        sharing=_frozen(check_sharing(raw.get("sharing"))),
+        flags=flags,
+        resources=resources,
+        sharing=parse_sharing_section(sharing, default_placement=placement),
         imex=_frozen(check_imex(raw.get("imex"))),
         daemon=_build(DaemonSettings, OUR_SECTION, values, env or {}),
         sources=sources,

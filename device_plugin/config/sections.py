@@ -1,7 +1,7 @@
-"""Shape checks for the config sections kept raw for now: `resources`, `sharing`, `imex`.
+"""Shape checks for the config sections `resources`, `sharing` and `imex` (`resources`, `imex` kept raw).
 
 They follow NVIDIA's v1 schema so existing files load; what each section *means* is decided by its
-consumer (timeslice/ for `sharing`). Checked here: known keys only, types, and the rules NVIDIA
+consumer (config/sharing.py for `sharing`). Checked here: known keys only, types, and the rules NVIDIA
 enforces at load time (replicas >= 2, non-empty resource lists, IMEX channel IDs). Errors name the
 field by dotted path with list positions, e.g. `sharing.timeSlicing.resources[0].replicas`.
 """
@@ -69,12 +69,12 @@ def check_sharing(value: Any) -> dict[str, Any]:
 
 
 # Documented ranges (README, "Configuration"). The kubelet keeps every replica in memory and in its
-# checkpoint, so more than 1024 is a typo (timeslice/config.py enforces the same bound).
+# checkpoint, so more than 1024 is a typo (config/sharing.py enforces the same bound).
 MAX_REPLICAS = 1024
 MAX_DEVICE_COUNT = 1024  # GPUs a `devices: <count>` entry may name; no node has more
 
 # Our extensions to NVIDIA's sharing keys, at the top of timeSlicing and per resource; their values are
-# checked by timeslice/config.py, which gives them meaning.
+# checked by config/sharing.py, which gives them meaning.
 _OURS = ("requireDistinctGPUs", "allocationPolicy")
 
 

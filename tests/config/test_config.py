@@ -53,7 +53,14 @@ def write(tmp_path: Path, text: str) -> Path:
         ("", lambda c: replace(c, sources=()) == Config()),
         ("version: v1\n", lambda c: c.flags.mig_strategy == "none"),
         ("flags: {migStrategy: mixed}\n", lambda c: c.flags.mig_strategy == "mixed"),
-        (NVIDIA_EXAMPLE, lambda c: c.flags.nvidia_driver_root == "/run/nvidia/driver" and c.sharing),
+        (
+            NVIDIA_EXAMPLE,
+            lambda c: (
+                c.flags.nvidia_driver_root == "/run/nvidia/driver"
+                and c.sharing.time_slicing is not None
+                and c.sharing.time_slicing.resources[0].replicas == 4
+            ),
+        ),
         (
             "flags: {plugin: {deviceListStrategy: [envvar, cdi-cri]}}\n",
             lambda c: c.flags.plugin.device_list_strategy == ("envvar", "cdi-cri"),

@@ -49,8 +49,9 @@ def test_configmap_holds_a_valid_nvidia_v1_config(rendered: Rendered, name: str)
     assert config.flags.plugin.device_list_strategy == strategies
     assert parse_device_list_strategies(config.flags.plugin.device_list_strategy)
     parse_device_id_strategy(config.flags.plugin.device_id_strategy)
-    resources = config.sharing.get("timeSlicing", {}).get("resources", [])
-    assert [r["replicas"] for r in resources] == ([replicas] if replicas else [])
+    time_slicing = config.sharing.time_slicing
+    resources = time_slicing.resources if time_slicing is not None else ()
+    assert [r.replicas for r in resources] == ([replicas] if replicas else [])
 
 
 def test_fake_machine_is_a_shipped_machine(rendered: Rendered) -> None:
