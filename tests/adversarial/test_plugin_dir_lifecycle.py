@@ -37,7 +37,8 @@ def base() -> Iterator[Path]:
 
 
 def _manager(plugin_dir: Path) -> PluginManager:
-    return PluginManager(build_resources(open_backend("single-gpu"), Config()), plugin_dir, timing=FAST_LIFECYCLE)
+    (resource,) = build_resources(open_backend("single-gpu"), Config())
+    return PluginManager(resource, plugin_dir, timing=FAST_LIFECYCLE)
 
 
 def _wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> None:
@@ -81,7 +82,6 @@ def test_a_relative_plugin_dir_is_taken_from_the_start_up_directory(
     try:
         kubelet.wait_for_connection(GPU_RESOURCE, timeout_s=WAIT_S)
         assert (base / "dp" / "nvidia-gpu.sock").is_socket()
-        assert manager.socket_paths() == [base / "dp" / "nvidia-gpu.sock"]
     finally:
         manager.stop()
         kubelet.stop()
