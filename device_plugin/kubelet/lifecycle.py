@@ -65,6 +65,7 @@ from device_plugin.resources import ResourceManager
 
 log = logging.getLogger(__name__)
 S = State
+SOCKET_GONE = "one of our sockets was removed or replaced; serving fresh sockets"  # as the docs quote it
 
 
 class PluginManager:
@@ -150,7 +151,7 @@ class PluginManager:
             # At once, not at the next poll: a Register under way would send the kubelet to a socket
             # that no longer exists and block for its whole dial timeout.
             if events.own_socket_removed and not self._socket_intact():
-                self._machine.move(S.RESTARTING, "our socket was removed", expect=LIVE, level=logging.WARNING)
+                self._machine.move(S.RESTARTING, SOCKET_GONE, expect=LIVE, level=logging.WARNING)
 
     def _on_stream_ended(self, servicer: DevicePluginServicer) -> None:
         with self._cond:
@@ -159,10 +160,9 @@ class PluginManager:
                 self._machine.move(S.STREAM_LOST, "the kubelet ended a ListAndWatch stream", expect=expect)
 
     def _notify(self, method: str, *args: str) -> None:
-        if self._observer is None:
-            return
         try:
-            getattr(self._observer, method)(*args)
+            if self._observer is not None:
+                getattr(self._observer, method)(*args)
         except Exception:  # metrics must never break the lifecycle
             log.exception("lifecycle observer %s failed", method)
 
@@ -211,10 +211,10 @@ class PluginManager:
             return
         # Looked at every second, events or not: the watch may be gone with a deleted directory.
         if not self._socket_intact():
-            self._machine.move(S.RESTARTING, "our socket was removed or replaced", expect=state, level=logging.WARNING)
+            self._machine.move(S.RESTARTING, SOCKET_GONE, expect=state, level=logging.WARNING)
         elif self._kubelet_replaced():
             self._notify("kubelet_restart_seen")
-            reason = f"{self._kubelet_socket} was re-created (kubelet restart)"
+            reason = f"{self._kubelet_socket} was re-created (kubelet restart); serving fresh sockets"
             self._machine.move(S.RESTARTING, reason, expect=state, level=logging.WARNING)
 
     def _after_stream_lost(self, state: State) -> None:
@@ -236,7 +236,7 @@ class PluginManager:
             with self._cond:
                 served = self._served
             if served is None or not self._socket_intact():  # the kubelet would dial a socket that is gone
-                self._machine.move(S.RESTARTING, "our socket is gone", expect=state, level=logging.WARNING)
+                self._machine.move(S.RESTARTING, SOCKET_GONE, expect=state, level=logging.WARNING)
                 return
             if not self._kubelet_socket.exists():
                 if not waited_note:
