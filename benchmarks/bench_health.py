@@ -64,8 +64,9 @@ def main() -> None:
     managers = resources(fake)
     kubelet = KubeletStandIn(plugin_dir)
     kubelet.start()
-    manager = PluginManager(managers, plugin_dir)
-    manager.start()
+    plugins = [PluginManager(m, plugin_dir) for m in managers]  # one per resource, as the daemon serves them
+    for plugin in plugins:
+        plugin.start()
     for m in managers:
         kubelet.wait_for_connection(m.resource_name, timeout_s=20.0)
     watcher = HealthWatcher(fake, range(8), CONFIG, listeners=[m.on_health_transition for m in managers])
@@ -95,7 +96,8 @@ def main() -> None:
             recovering.append(time.perf_counter() - started)
     finally:
         watcher.stop()
-        manager.stop()
+        for plugin in plugins:
+            plugin.stop()
         kubelet.stop()
         shutil.rmtree(plugin_dir, ignore_errors=True)
     print(f"fault -> kubelet list Unhealthy ({len(failing)} faults, 2 resources): {percentiles(failing)}")

@@ -153,7 +153,7 @@ class Daemon:
 
     def _manager_for(self, resource: ResourceManager) -> PluginManager:
         return PluginManager(
-            [resource], self._config.daemon.device_plugin_dir, timing=self._timing, observer=self.metrics
+            resource, self._config.daemon.device_plugin_dir, timing=self._timing, observer=self.metrics
         )
 
     def _rescan_loop(self) -> None:

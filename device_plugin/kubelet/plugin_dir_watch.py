@@ -1,14 +1,14 @@
 """Watch the device-plugin directory for what a kubelet restart looks like from the outside.
 
 Two kinds of event matter: `kubelet.sock` appears (created or moved in: the kubelet (re)started) and
-one of our own sockets disappears (the kubelet cleaned the directory). A kubelet restart produces a
+our own socket disappears (the kubelet cleaned the directory). A kubelet restart produces a
 burst of both, so events are debounced: the callback fires once, `debounce_s` after the last one,
 with everything seen in the burst. The watcher reads the directory; it never changes anything in it.
 
 An inotify watch dies with its directory. The watch reports the directory's own deletion; a
 supervisor thread checks every `recheck_s` which directory is at the path, and when the watched one
 was deleted (or replaced) and a directory is there again, the watch is set up anew and what
-the new directory holds is reported as a burst (kubelet.sock present: created; our sockets absent:
+the new directory holds is reported as a burst (kubelet.sock present: created; our socket absent:
 removed), so a kubelet restart after the re-creation is still noticed.
 
 watchdog logs an ERROR ("queue_events() called when the thread is inactive") when an event arrives
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,14 +52,14 @@ class DirectoryEvents:
     """What one debounced burst contained."""
 
     kubelet_socket_created: bool
-    removed_sockets: frozenset[str]  # names of our own sockets that were deleted or moved away
+    own_socket_removed: bool  # deleted or moved away
 
 
 class KubeletWatcher:
     def __init__(
         self,
         plugin_dir: Path,
-        own_socket_names: Callable[[], Collection[str]],
+        own_socket_name: str,
         on_events: Callable[[DirectoryEvents], None],
         *,
         kubelet_socket_name: str = "kubelet.sock",
@@ -67,13 +67,13 @@ class KubeletWatcher:
         recheck_s: float = 0.5,
     ) -> None:
         self._dir = plugin_dir
-        self._own_socket_names = own_socket_names
+        self._own_socket_name = own_socket_name
         self._on_events = on_events
         self._kubelet_socket_name = kubelet_socket_name
         self._debounce_s = debounce_s
         self._lock = threading.Lock()
         self._kubelet_created = False
-        self._removed: set[str] = set()
+        self._removed = False
         self._timer: threading.Timer | None = None
         self._recheck_s = recheck_s
         self._observer: Observer | None = None  # type: ignore[valid-type]
@@ -125,13 +125,12 @@ class KubeletWatcher:
             if previous is not None or not report:
                 log.warning("%s is missing; waiting for it to be created", self._dir)
             return
-        log.info("watching %s for %s and our sockets", self._dir, self._kubelet_socket_name)
+        log.info("watching %s for %s and %s", self._dir, self._kubelet_socket_name, self._own_socket_name)
         if report:  # what happened while nobody watched
             if (self._dir / self._kubelet_socket_name).exists():
                 self._note("created", self._kubelet_socket_name)
-            for name in self._own_socket_names():
-                if not (self._dir / name).exists():
-                    self._note("removed", name)
+            if not (self._dir / self._own_socket_name).exists():
+                self._note("removed", self._own_socket_name)
 
     def _note(self, kind: str, path: str) -> None:
         if kind == "removed" and Path(path) == self._dir:
@@ -140,14 +139,13 @@ class KubeletWatcher:
             self._watched = None
             return
         name = Path(path).name
-        own = set(self._own_socket_names())
         with self._lock:
             if self._stopped:
                 return
             if kind == "created" and name == self._kubelet_socket_name:
                 self._kubelet_created = True
-            elif kind == "removed" and name in own:
-                self._removed.add(name)
+            elif kind == "removed" and name == self._own_socket_name:
+                self._removed = True
             else:
                 return
             if self._timer is not None:
@@ -160,14 +158,14 @@ class KubeletWatcher:
         with self._lock:
             if self._stopped:
                 return
-            events = DirectoryEvents(self._kubelet_created, frozenset(self._removed))
-            self._kubelet_created = False
-            self._removed.clear()
+            events = DirectoryEvents(self._kubelet_created, self._removed)
+            self._kubelet_created = self._removed = False
             self._timer = None
         log.info(
-            "plugin dir changed: kubelet.sock %s, our sockets removed: %s",
+            "plugin dir changed: kubelet.sock %s, %s %s",
             "created" if events.kubelet_socket_created else "unchanged",
-            ",".join(sorted(events.removed_sockets)) or "none",
+            self._own_socket_name,
+            "removed" if events.own_socket_removed else "unchanged",
         )
         try:
             self._on_events(events)

@@ -1,5 +1,5 @@
 """The clients of our gRPC: Register (tells the kubelet where a resource's plugin socket is) and
-SelfProbe (calls GetDevicePluginOptions on our own sockets: the liveness check behind /healthz).
+SelfProbe (calls GetDevicePluginOptions on our own socket: the liveness check behind /healthz).
 
 One call per attempt (register) and the backoff schedule the lifecycle retries with. A failure is a
 RegistrationError with the kubelet's reason; it is never fatal to the daemon (the lifecycle retries).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,7 +113,7 @@ def _wait(future: grpc.Future, deadline: float, abandon: Callable[[], bool], tim
 
 
 class SelfProbe:
-    """GetDevicePluginOptions on our own sockets within `timeout_s`; one answer reused for `max_age_s`
+    """GetDevicePluginOptions on our own socket within `timeout_s`; one answer reused for `max_age_s`
     (a storm of /healthz requests costs one probe). One channel per socket path, kept until close()."""
 
     def __init__(self, timeout_s: float, max_age_s: float) -> None:
@@ -123,25 +123,24 @@ class SelfProbe:
         self._last: tuple[float, bool, str] | None = None  # (when, ok, detail)
         self._channels: dict[Path, grpc.Channel] = {}
 
-    def check(self, sockets: Sequence[Path]) -> tuple[bool, str]:
+    def check(self, socket: Path) -> tuple[bool, str]:
         with self._lock:
             if self._last is not None and time.monotonic() - self._last[0] < self._max_age_s:
                 return self._last[1], self._last[2]
-            ok, detail = self._probe(sockets)
+            ok, detail = self._probe(socket)
             self._last = (time.monotonic(), ok, detail)
             return ok, detail
 
-    def _probe(self, sockets: Sequence[Path]) -> tuple[bool, str]:
-        for path in sockets:
-            channel = self._channels.get(path)
-            if channel is None:
-                channel = self._channels[path] = grpc.insecure_channel(f"unix://{path}")
-            try:
-                pb_grpc.DevicePluginStub(channel).GetDevicePluginOptions(pb.Empty(), timeout=self._timeout_s)
-            except grpc.RpcError as error:
-                code = error.code().name if hasattr(error, "code") else "UNKNOWN"
-                return False, f"{path.name} did not answer GetDevicePluginOptions within {self._timeout_s:g} s ({code})"
-        return True, f"{len(sockets)} sockets answer"
+    def _probe(self, path: Path) -> tuple[bool, str]:
+        channel = self._channels.get(path)
+        if channel is None:
+            channel = self._channels[path] = grpc.insecure_channel(f"unix://{path}")
+        try:
+            pb_grpc.DevicePluginStub(channel).GetDevicePluginOptions(pb.Empty(), timeout=self._timeout_s)
+        except grpc.RpcError as error:
+            code = error.code().name if hasattr(error, "code") else "UNKNOWN"
+            return False, f"{path.name} did not answer GetDevicePluginOptions within {self._timeout_s:g} s ({code})"
+        return True, f"{path.name} answers"
 
     def close(self) -> None:
         with self._lock:

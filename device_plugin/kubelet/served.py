@@ -2,14 +2,12 @@
 
 Boundary: the PluginManager decides when; this module does the binding and the stopping. It knows
 the servicer and the socket server by their interfaces (no gRPC import) and the directory through
-device_plugin.plugin_dir.
+device_plugin.kubelet.plugin_dir.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +32,11 @@ class Served:
     server: SocketServer
     servicer: DevicePluginServicer
     inode: int
-    registered: bool = False
+
+    def stop(self, grace_s: float) -> None:
+        """Stop serving within about `grace_s` (open streams end), then remove our socket if it is still ours."""
+        self.server.stop(grace_s)
+        remove_own_socket(self.socket_path, self.inode)
 
 
 def serve(
@@ -68,17 +70,3 @@ def serve(
         raise
     log.info("%s: serving on %s (mode 0600)", resource.resource_name, path)
     return Served(resource, path, server, servicer, own_inode)
-
-
-def stop_all(served: Iterable[Served], grace_s: float) -> None:
-    """Stop the servers in parallel (N resources stop within one grace period), then remove our sockets."""
-    items = list(served)
-    for item in items:
-        item.servicer.shutdown()
-    threads = [threading.Thread(target=item.server.stop, args=(grace_s,), daemon=True) for item in items]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(grace_s + 2.0)
-    for item in items:
-        remove_own_socket(item.socket_path, item.inode)

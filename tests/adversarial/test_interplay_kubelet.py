@@ -129,14 +129,14 @@ def test_a_kubelet_chosen_set_is_refused_over_grpc_with_the_advice(plugin_dir: P
     """The kubelet skips GetPreferredAllocation and sends Allocate with two replicas of GPU 0."""
     config = _config(DISTINCT)
     backend = open_backend("workstation-4gpu")
-    resources = list(build_node(backend, config).resources)
+    (resource,) = build_node(backend, config).resources
     kubelet = KubeletStandIn(plugin_dir)
     kubelet.start()
-    manager = PluginManager(resources, plugin_dir, timing=FAST_LIFECYCLE)
+    manager = PluginManager(resource, plugin_dir, timing=FAST_LIFECYCLE)
     manager.start()
     try:
         connection = kubelet.wait_for_connection("nvidia.com/gpu", timeout_s=10.0)
-        gpu0 = resources[0].snapshot().devices[0].id.partition("::")[0]
+        gpu0 = resource.snapshot().devices[0].id.partition("::")[0]
         same_gpu = [d.id for d in connection.lists[0] if d.id.partition("::")[0] == gpu0]
         request = pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=same_gpu[:2])])
         with pytest.raises(grpc.RpcError) as refused:

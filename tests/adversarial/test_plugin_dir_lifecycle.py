@@ -37,7 +37,8 @@ def base() -> Iterator[Path]:
 
 
 def _manager(plugin_dir: Path) -> PluginManager:
-    return PluginManager(build_resources(open_backend("single-gpu"), Config()), plugin_dir, timing=FAST_LIFECYCLE)
+    (resource,) = build_resources(open_backend("single-gpu"), Config())
+    return PluginManager(resource, plugin_dir, timing=FAST_LIFECYCLE)
 
 
 def _wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> None:

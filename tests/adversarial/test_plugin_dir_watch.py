@@ -49,7 +49,7 @@ def _make_socket(path: Path) -> None:
 
 def test_a_kubelet_restart_after_the_directory_was_recreated_is_seen(plugin_dir: Path) -> None:
     recorder = Recorder()
-    watcher = KubeletWatcher(plugin_dir, lambda: ["nvidia-gpu.sock"], recorder, debounce_s=0.05, recheck_s=0.1)
+    watcher = KubeletWatcher(plugin_dir, "nvidia-gpu.sock", recorder, debounce_s=0.05, recheck_s=0.1)
     watcher.start()
     try:
         shutil.rmtree(plugin_dir)
@@ -79,7 +79,7 @@ def test_a_clean_stop_on_a_busy_directory_logs_no_error(plugin_dir: Path, caplog
     try:
         with caplog.at_level(logging.INFO):
             for _ in range(40):
-                watcher = KubeletWatcher(plugin_dir, lambda: ["nvidia-gpu.sock"], lambda _events: None)
+                watcher = KubeletWatcher(plugin_dir, "nvidia-gpu.sock", lambda _events: None)
                 watcher.start()
                 watcher.stop()
     finally:

@@ -72,9 +72,9 @@ def test_liveness_fails_while_the_servicer_hangs_and_recovers_after(plugin_dir: 
     policy = StuckPolicy()
     devices = gpu_devices(open_backend("dgx1-v100").gpus())
     resource = ResourceManager(GPU_RESOURCE, devices, policy, EnvVarResponseBuilder())
-    node = start_node(plugin_dir, resources=[resource])
+    node = start_node(plugin_dir, resource=resource)
     try:
-        assert node.manager.serving() == (True, "serving 1 resources")
+        assert node.manager.serving() == (True, "serving nvidia.com/gpu")
         stuck = threading.Thread(
             target=lambda: node.connection.stub.GetPreferredAllocation(_preferred_request(GPUS, 2), timeout=30.0),
             daemon=True,
@@ -88,7 +88,7 @@ def test_liveness_fails_while_the_servicer_hangs_and_recovers_after(plugin_dir: 
         policy.release.set()
         stuck.join(10.0)
         time.sleep(PROBE_MAX_AGE_S)
-        assert node.manager.serving() == (True, "serving 1 resources")
+        assert node.manager.serving() == (True, "serving nvidia.com/gpu")
     finally:
         policy.release.set()
         node.manager.stop()

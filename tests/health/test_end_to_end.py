@@ -35,7 +35,7 @@ class Node:
     fake: FakeNvml
     resources: dict[str, ResourceManager]
     watcher: HealthWatcher
-    manager: PluginManager
+    managers: list[PluginManager]  # one per resource, as the daemon serves them
     kubelet: KubeletStandIn
 
     def unhealthy(self, resource: str) -> set[str]:
@@ -62,15 +62,16 @@ def start_node(plugin_dir: Path, fake: FakeNvml, config: HealthConfig = FAST) ->
     resources = {GPU: whole_gpus(fake, GPU), SHARED: replicas(fake, 4, SHARED)}
     kubelet = KubeletStandIn(plugin_dir)
     kubelet.start()
-    manager = PluginManager(list(resources.values()), plugin_dir, timing=TIMING)
-    manager.start()
+    managers = [PluginManager(resource, plugin_dir, timing=TIMING) for resource in resources.values()]
+    for manager in managers:
+        manager.start()
     for name in resources:
         kubelet.wait_for_connection(name, timeout_s=WAIT_S)
     watcher = HealthWatcher(
         fake, [g.index for g in fake.gpus()], config, listeners=[r.on_health_transition for r in resources.values()]
     )
     watcher.start()
-    return Node(fake, resources, watcher, manager, kubelet)
+    return Node(fake, resources, watcher, managers, kubelet)
 
 
 @pytest.fixture
@@ -78,7 +79,8 @@ def node(plugin_dir: Path, fake: FakeNvml) -> Iterator[Node]:
     started = start_node(plugin_dir, fake)
     yield started
     started.watcher.stop()
-    started.manager.stop()
+    for manager in started.managers:
+        manager.stop()
     started.kubelet.stop()
 
 
@@ -127,7 +129,8 @@ def test_event_set_failure_makes_devices_unhealthy_with_the_reason(plugin_dir: P
         node.wait_unhealthy(GPU, set())
     finally:
         node.watcher.stop()
-        node.manager.stop()
+        for manager in node.managers:
+            manager.stop()
         node.kubelet.stop()
 
 

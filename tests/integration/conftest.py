@@ -1,5 +1,5 @@
-"""A simulated node for integration tests: the plugin (PluginManager) and the kubelet stand-in,
-talking over real unix sockets in a short temporary directory (unix socket paths max 107 bytes)."""
+"""A simulated node for integration tests: the plugin (one PluginManager, one resource) and the kubelet
+stand-in, talking over real unix sockets in a short temporary directory (unix socket paths max 107 bytes)."""
 
 from __future__ import annotations
 
@@ -42,15 +42,15 @@ class Node:
         return self.kubelet.current(GPU_RESOURCE)
 
 
-def start_node(plugin_dir: Path, machine: str = "dgx1-v100", *, resources: list[ResourceManager] | None = None) -> Node:
-    if resources is None:
-        resources = build_resources(open_backend(machine), Config())
+def start_node(plugin_dir: Path, machine: str = "dgx1-v100", *, resource: ResourceManager | None = None) -> Node:
+    if resource is None:
+        (resource,) = build_resources(open_backend(machine), Config())  # machines that serve one resource
     kubelet = KubeletStandIn(plugin_dir)
     kubelet.start()
-    manager = PluginManager(resources, plugin_dir, timing=FAST)
+    manager = PluginManager(resource, plugin_dir, timing=FAST)
     manager.start()
-    kubelet.wait_for_connection(resources[0].resource_name, timeout_s=WAIT_S)
-    return Node(plugin_dir, resources[0], manager, kubelet)
+    kubelet.wait_for_connection(resource.resource_name, timeout_s=WAIT_S)
+    return Node(plugin_dir, resource, manager, kubelet)
 
 
 @pytest.fixture

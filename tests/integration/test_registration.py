@@ -34,8 +34,8 @@ def test_options_are_the_same_in_register_and_get_options(node: Node) -> None:
 
 
 def test_plugin_started_before_kubelet_registers_when_socket_appears(plugin_dir: Path) -> None:
-    resources = build_resources(open_backend("single-gpu"), Config())
-    manager = PluginManager(resources, plugin_dir, timing=FAST)
+    (resource,) = build_resources(open_backend("single-gpu"), Config())
+    manager = PluginManager(resource, plugin_dir, timing=FAST)
     manager.start()
     kubelet = KubeletStandIn(plugin_dir)
     try:
@@ -51,7 +51,8 @@ def test_plugin_started_before_kubelet_registers_when_socket_appears(plugin_dir:
 def test_refused_registration_is_retried_not_fatal(plugin_dir: Path) -> None:
     kubelet = KubeletStandIn(plugin_dir, refuse_registrations=2)
     kubelet.start()
-    manager = PluginManager(build_resources(open_backend("single-gpu"), Config()), plugin_dir, timing=FAST)
+    (resource,) = build_resources(open_backend("single-gpu"), Config())
+    manager = PluginManager(resource, plugin_dir, timing=FAST)
     manager.start()
     try:
         kubelet.wait_for_connection(GPU_RESOURCE, timeout_s=WAIT_S)

@@ -158,7 +158,7 @@ class ExplodingPolicy:
 def test_handler_errors_become_internal_and_never_kill_the_server(plugin_dir: Path) -> None:
     devices = gpu_devices(open_backend("dgx1-v100").gpus())
     resource = ResourceManager(GPU_RESOURCE, devices, ExplodingPolicy(), EnvVarResponseBuilder())
-    node = start_node(plugin_dir, resources=[resource])
+    node = start_node(plugin_dir, resource=resource)
     try:
         stub = node.connection.stub
         for _ in range(3):

@@ -1,0 +1,130 @@
+"""What the serving lifecycle is made of, apart from its work: the states, the transitions allowed
+between them, the one place the state changes, the timings it runs on and the observer it reports to.
+
+Boundary: it does nothing itself (no files, no sockets, no kubelet calls). PluginManager (lifecycle.py,
+whose docstring draws the diagram) drives this machine from its control thread, while the directory
+watch, ending streams and stop() move it from other threads; this module keeps their moves
+consistent, logs each one and lets the control thread wait for the next. TRANSITIONS is the diagram
+in executable form: a move it does not list is a bug and raises.
+
+Every move names the states it expects to leave (`expect`). A move whose expected state is already
+gone is refused (False), never an error: an event got there first (a stop, a kubelet restart), and
+the control thread then acts on the state the event left.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+from device_plugin.kubelet.registration import Backoff
+from device_plugin.kubelet.servicer import RpcObserver
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LifecycleTiming:
+    register_timeout_s: float = 20.0
+    backoff: Backoff = field(default_factory=Backoff)
+    stream_lost_grace_s: float = 1.0  # wait this long for a new stream before registering again
+    stop_grace_s: float = 1.0
+    debounce_s: float = 0.15
+    probe_timeout_s: float = 1.0  # the self-probe's deadline: a servicer slower than this is not answering
+
+
+PROBE_MAX_AGE_S = 0.5  # /healthz storms reuse one self-probe result this long
+WATCH_POLL_S = 1.0  # how often REGISTERED and NOT_SERVING look at the directory themselves
+
+
+class LifecycleObserver(RpcObserver, Protocol):
+    """Hears registration states and kubelet restarts (the metrics hook), besides every RPC."""
+
+    def registration_state(self, resource: str, state: str) -> None: ...  # registered|unregistered|failed
+
+    def kubelet_restart_seen(self) -> None: ...
+
+
+class State(Enum):
+    RESTARTING = "restarting"  # a fresh socket is due: at start, after a kubelet restart, our socket gone
+    WAITING_FOR_DIRECTORY = "waiting-for-directory"  # missing or unwritable: retried with backoff
+    NOT_SERVING = "not-serving"  # another file holds our socket's path, or gRPC cannot bind it
+    UNREGISTERED = "serving-unregistered"  # socket served; waiting for kubelet.sock, or backing off a refusal
+    REGISTERING = "registering"  # a Register call is under way
+    REGISTERED = "registered"  # checking every second that our socket and the kubelet's are still the same
+    STREAM_LOST = "stream-lost"  # the kubelet ended a ListAndWatch stream; register again if none is left
+    FAILED = "failed"  # an unexpected error (a bug, an OS error): serve afresh after a backoff
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+S = State
+LIVE = frozenset(s for s in State if s not in (S.STOPPING, S.STOPPED))
+
+TRANSITIONS: dict[State, frozenset[State]] = {
+    S.RESTARTING: frozenset({S.UNREGISTERED, S.NOT_SERVING, S.WAITING_FOR_DIRECTORY}),
+    S.WAITING_FOR_DIRECTORY: frozenset({S.RESTARTING}),
+    S.NOT_SERVING: frozenset({S.RESTARTING}),
+    S.UNREGISTERED: frozenset({S.REGISTERING, S.RESTARTING}),
+    S.REGISTERING: frozenset({S.REGISTERED, S.UNREGISTERED, S.STREAM_LOST, S.RESTARTING}),
+    S.REGISTERED: frozenset({S.STREAM_LOST, S.RESTARTING}),
+    S.STREAM_LOST: frozenset({S.REGISTERED, S.UNREGISTERED, S.RESTARTING}),
+    S.FAILED: frozenset({S.RESTARTING}),
+    S.STOPPING: frozenset({S.STOPPED}),
+    S.STOPPED: frozenset(),
+}
+for _state in LIVE:  # from anywhere alive: a stop, and an unexpected error
+    TRANSITIONS[_state] |= {S.STOPPING, S.FAILED}
+
+
+class IllegalTransition(RuntimeError):
+    """A move the diagram does not allow: a bug in the lifecycle."""
+
+
+class StateMachine:
+    """One resource's lifecycle state. `cond` also guards the manager's own fields, so that what it reads
+    and the state it decides on are seen together."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._state = S.RESTARTING
+        self.cond = threading.Condition()
+
+    @property
+    def state(self) -> State:
+        with self.cond:
+            return self._state
+
+    def move(self, to: State, reason: str, *, expect: State | Collection[State], level: int = logging.INFO) -> bool:
+        """Move to `to` if the state is one of `expect` (logged with `reason`); False if it is not any more.
+
+        Already in `to`: nothing to do, True."""
+        expected = (expect,) if isinstance(expect, State) else expect
+        with self.cond:
+            current = self._state
+            if current not in expected:
+                return False
+            if to is current:
+                return True
+            if to not in TRANSITIONS[current]:
+                raise IllegalTransition(f"{self._name}: {current.value} -> {to.value} ({reason})")
+            self._state = to
+            self.cond.notify_all()
+            log.log(level, "%s: %s -> %s: %s", self._name, current.value, to.value, reason)
+        return True
+
+    def wait_while(self, state: State, timeout_s: float) -> State:
+        """Wait until the state is no longer `state`, at most `timeout_s`; the state then."""
+        with self.cond:
+            self.cond.wait_for(lambda: self._state is not state, timeout=timeout_s)
+            return self._state
+
+    def back_off(self, state: State, delay_s: float, reason: str, *, expect: State | Collection[State]) -> None:
+        """Enter `state` (from `expect`), stay `delay_s` unless an event moves it first, then RESTARTING."""
+        if self.move(state, f"{reason}; retrying in {delay_s:.2f} s", expect=expect, level=logging.WARNING):
+            self.wait_while(state, delay_s)
+            self.move(S.RESTARTING, "retrying", expect=state)
