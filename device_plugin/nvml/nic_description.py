@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from device_plugin.errors import MachineDescriptionError
+from device_plugin.nvml.description_fields import integer, kind, string
 from device_plugin.nvml.pcie_paths import socket_name
 from device_plugin.nvml.types import NicInfo, normalise_pci_bus_id
 
@@ -45,7 +45,7 @@ def parse_nics(raw: object, gpu_paths: Sequence[tuple[str, tuple[str, ...], int 
     if raw is None:
         return ()
     if not isinstance(raw, list):
-        raise MachineDescriptionError("nics", f"must be a list, not {_kind(raw)}")
+        raise MachineDescriptionError("nics", f"must be a list, not {kind(raw)}")
     nics = tuple(_parse_nic(entry, i) for i, entry in enumerate(raw))
     _check_unique(nics, gpu_paths)
     _check_tree(nics, gpu_paths)
@@ -55,23 +55,23 @@ def parse_nics(raw: object, gpu_paths: Sequence[tuple[str, tuple[str, ...], int 
 def _parse_nic(raw: object, index: int) -> NicInfo:
     where = f"nics[{index}]"
     if not isinstance(raw, Mapping):
-        raise MachineDescriptionError(where, f"must be a mapping, not {_kind(raw)}")
+        raise MachineDescriptionError(where, f"must be a mapping, not {kind(raw)}")
     for key in raw:
         if key not in NIC_KEYS:
             raise MachineDescriptionError(f"{where}.{key}", f"unknown key; allowed: {', '.join(sorted(NIC_KEYS))}")
     if "name" not in raw:
         raise MachineDescriptionError(f"{where}.name", "is required")
-    name = _string(raw["name"], f"{where}.name")
+    name = string(raw["name"], f"{where}.name")
     if not _NAME.match(name):
         raise MachineDescriptionError(f"{where}.name", f"{name!r} is not an RDMA device name like mlx5_0")
     netdev = None
     if raw.get("netdev") is not None:
-        netdev = _string(raw["netdev"], f"{where}.netdev")
+        netdev = string(raw["netdev"], f"{where}.netdev")
         if not _NETDEV.match(netdev):
             raise MachineDescriptionError(f"{where}.netdev", f"{netdev!r} is not an interface name (1-15 characters)")
     bus_id = default_nic_bus_id(index)
     if "pci_bus_id" in raw:
-        bus_id = _string(raw["pci_bus_id"], f"{where}.pci_bus_id").lower()
+        bus_id = string(raw["pci_bus_id"], f"{where}.pci_bus_id").lower()
         if _LOOSE_BUS_ID.match(bus_id):
             bus_id = normalise_pci_bus_id(bus_id)
         if not _PCI_BUS_ID.match(bus_id):
@@ -79,17 +79,17 @@ def _parse_nic(raw: object, index: int) -> NicInfo:
     numa_node: int | None = 0
     if "numa_node" in raw:
         value = raw["numa_node"]
-        numa_node = None if value is None else _int(value, f"{where}.numa_node", 0, _MAX_NUMA_NODE)
+        numa_node = None if value is None else integer(value, f"{where}.numa_node", 0, _MAX_NUMA_NODE)
     pcie: tuple[str, ...] = (socket_name(numa_node if numa_node is not None else 0),)
     if "pcie" in raw:
         if not isinstance(raw["pcie"], list) or not raw["pcie"]:
             raise MachineDescriptionError(f"{where}.pcie", "must be a non-empty list, e.g. [cpu0, cpu0-rp0, pex0]")
-        pcie = tuple(_string(part, f"{where}.pcie[{i}]") for i, part in enumerate(raw["pcie"]))
+        pcie = tuple(string(part, f"{where}.pcie[{i}]") for i, part in enumerate(raw["pcie"]))
     link: float | None = None
     if raw.get("link_gbps") is not None:
         rate = raw["link_gbps"]
         if isinstance(rate, bool) or not isinstance(rate, int | float):
-            raise MachineDescriptionError(f"{where}.link_gbps", f"must be a number, not {_kind(rate)}")
+            raise MachineDescriptionError(f"{where}.link_gbps", f"must be a number, not {kind(rate)}")
         if not 0 < rate <= MAX_LINK_GBPS:
             raise MachineDescriptionError(f"{where}.link_gbps", f"{rate} is not in (0, {MAX_LINK_GBPS}] Gbit/s")
         link = float(rate)
@@ -133,23 +133,3 @@ def _check_tree(nics: tuple[NicInfo, ...], gpu_paths: Sequence[tuple[str, tuple[
                     f"{field}.numa_node",
                     f"{numa}, but {other[1]} under the same host bridge {path[1]!r} is on NUMA node {other[0]}",
                 )
-
-
-def _string(value: object, field: str) -> str:
-    if not isinstance(value, str):
-        raise MachineDescriptionError(field, f"must be a string (quote it), not {_kind(value)}")
-    if not value.strip():
-        raise MachineDescriptionError(field, "must not be empty")
-    return value.strip()
-
-
-def _int(value: object, field: str, minimum: int, maximum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise MachineDescriptionError(field, f"must be an integer, not {_kind(value)}")
-    if not minimum <= value <= maximum:
-        raise MachineDescriptionError(field, f"{value} is outside {minimum}..{maximum}")
-    return value
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else f"{type(value).__name__} {value!r}"
