@@ -19,11 +19,11 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from functools import partial
 
 from _common import target_line
 
-from device_plugin.allocation_protocols import EnvVarResponseBuilder
+from device_plugin.allocation_protocols import EnvVarResponseBuilder, device_sort_key
+from device_plugin.allocation_request import ValidatedRequest, validate_preferred
 from device_plugin.devices import Device
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.resources import ResourceManager
@@ -54,9 +54,21 @@ def requests(devices: dict[str, Device], k: int, count: int, rng: random.Random)
     return result
 
 
-def canonical_request(devices: dict[str, Device], available: list[str], must: list[str]) -> tuple[list[str], list[str]]:
-    ordered = sorted(available, key=lambda i: (devices[i].gpu_indices, i))
-    return ordered, [i for i in ordered if i in must]
+def validated_requests(
+    devices: dict[str, Device], work: list[tuple[list[str], list[str]]], k: int
+) -> list[ValidatedRequest]:
+    """Each request through the one validation, as ResourceManager hands it to the policy (not timed)."""
+    rank = {d.id: position for position, d in enumerate(sorted(devices.values(), key=device_sort_key))}
+    return [validate_preferred("nvidia.com/gpu", devices, rank, available, must, k) for available, must in work]
+
+
+def measure_choose(choose: Callable[[ValidatedRequest], object], work: list[ValidatedRequest]) -> tuple[float, float]:
+    samples = []
+    for request in work:
+        start = time.perf_counter_ns()
+        choose(request)
+        samples.append(time.perf_counter_ns() - start)
+    return percentiles_ms(samples)
 
 
 def percentiles_ms(samples_ns: list[int]) -> tuple[float, float]:
@@ -92,9 +104,8 @@ def main() -> int:
             for k in range(1, 9):
                 work = requests(devices, k, args.requests, random.Random(f"{machine}-{placement}-{k}"))
 
-                # The policy is handed canonical order by ResourceManager; sort outside the timed call.
-                canonical = [canonical_request(devices, available, must) for available, must in work]
-                c50, c99 = measure(partial(policy.choose, devices), canonical, k)
+                # The policy is handed a ValidatedRequest by ResourceManager; validate outside the timed call.
+                c50, c99 = measure_choose(policy.choose, validated_requests(devices, work, k))
                 g50, g99 = measure(manager.preferred_allocation, work, k)
                 worst = max(worst, c99, g99)
                 print(f"{label:<22} {placement.value:<12} {k:>2}  {c50:>8.3f} / {c99:<7.3f}  {g50:>9.3f} / {g99:<8.3f}")

@@ -1,17 +1,19 @@
 """How a resource chooses devices for GetPreferredAllocation, and what Allocate hands a container.
 
 Two small protocols with their foundation implementations:
-- AllocationPolicy.choose(): pick `size` devices from already-validated input. The topology-aware
-  policy (device_plugin.allocator) and the MIG / replica policies implement it too.
+- AllocationPolicy.choose(): pick `size` devices for a ValidatedRequest (device_plugin.allocation_request;
+  the policy trusts it and checks nothing again). The topology-aware policy (whole_gpu_selection) and
+  the MIG / replica policies implement it too.
 - ResponseBuilder.build(): the ContainerAllocation for a set of devices (env, mounts, CDI ...).
 Both are pure: no I/O, no clock, and the result never depends on input order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
+from device_plugin.allocation_request import ValidatedRequest
 from device_plugin.devices import ContainerAllocation, Device
 from device_plugin.ids import parse_device_id
 
@@ -24,18 +26,10 @@ def device_sort_key(device: Device) -> tuple[tuple[int, ...], str]:
 
 
 class AllocationPolicy(Protocol):
-    def choose(
-        self,
-        devices: Mapping[str, Device],
-        available: Sequence[str],
-        must_include: Sequence[str],
-        size: int,
-    ) -> tuple[str, ...]:
-        """Return exactly `size` IDs from `available`, containing every `must_include`.
+    def choose(self, request: ValidatedRequest) -> tuple[str, ...]:
+        """Return exactly `request.size` IDs from `request.available`, containing every must_include ID.
 
-        Inputs are validated by the caller: IDs are known, `available` is in canonical order
-        (device_sort_key) without duplicates, must_include is a subset, len(must_include) <= size
-        <= len(available).
+        The request is valid (see ValidatedRequest for what that guarantees); the caller checks the answer.
         """
         ...
 
@@ -49,16 +43,11 @@ class ResponseBuilder(Protocol):
 class LowestIndexPolicy:
     """must_include first, then the lowest devices in canonical order. Topology-blind fallback."""
 
-    def choose(
-        self,
-        devices: Mapping[str, Device],
-        available: Sequence[str],
-        must_include: Sequence[str],
-        size: int,
-    ) -> tuple[str, ...]:
-        chosen = list(must_include)
+    def choose(self, request: ValidatedRequest) -> tuple[str, ...]:
+        devices, size = request.devices, request.size
+        chosen = list(request.must_include)
         taken = set(chosen)
-        for device_id in available:
+        for device_id in request.available:
             if len(chosen) >= size:
                 break
             if device_id not in taken:

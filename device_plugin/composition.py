@@ -30,7 +30,7 @@ from device_plugin.nvml.types import GpuInfo
 from device_plugin.resources import ResourceManager
 from device_plugin.response_builders import StrategyResponseBuilder, response_settings, scan_device_nodes
 from device_plugin.topology.build import build_topology
-from device_plugin.whole_gpu_selection import TopologyPolicy
+from device_plugin.whole_gpu_selection import TopologyPolicy, require_whole_gpus
 from mig.discovery import MigInventory, discover
 from mig.policy import MigAllocationPolicy, MigPlacement
 from mig.strategy import build_resources as mig_resources
@@ -159,6 +159,7 @@ def _policy_for(
     topology_policy = TopologyPolicy(allocator, on_decision=hook, resource_name=name)
     shared = advertised.shared.get(name)
     if shared is None:
+        require_whole_gpus(name, advertised.devices[name])  # once here, so no request needs the check
         return topology_policy, builder
 
     return ReplicaPolicy.for_resource(shared, allocator.allocate), ReplicaResponseBuilder.for_resource(shared, builder)

@@ -1,6 +1,7 @@
 """ResourceManager: one advertised resource's devices and health, under one lock.
 
-It validates kubelet requests against the current device list, delegates the choice to an
+It validates kubelet requests against the current device list (GetPreferredAllocation through
+device_plugin.allocation_request, the one place a request is checked), delegates the choice to an
 AllocationPolicy and the response to a ResponseBuilder, and wakes ListAndWatch streams (one
 Condition) whenever the list changes. No gRPC here: the servicer translates.
 
@@ -8,6 +9,7 @@ The device dict is copy-on-write (a health change installs a new dict), so a req
 the lock without copying; IDs keep their canonical rank (device_sort_key) from install time, so a
 request's set is ordered by a dict lookup instead of sorting Device objects. GetPreferredAllocation
 runs on the kubelet's admission path: validation is one pass, and debug text is built only when used.
+A request with no containers is a property of the wire message: the servicer refuses it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import threading
 from collections.abc import Iterable, Sequence
 
 from device_plugin.allocation_protocols import AllocationPolicy, ResponseBuilder, device_sort_key
+from device_plugin.allocation_request import check_choice, validate_preferred
 from device_plugin.bounded import bounded_ids
 from device_plugin.devices import ContainerAllocation, Device, DeviceListSnapshot, Health
 from device_plugin.errors import InvalidRequestError, UnhealthyDeviceError, UnknownDeviceError
@@ -126,30 +129,9 @@ class ResourceManager:
     def preferred_allocation(self, available: Sequence[str], must_include: Sequence[str], size: int) -> tuple[str, ...]:
         with self._changed:
             devices, rank = self._devices, self._rank  # never mutated in place (copy-on-write)
-        if size <= 0:
-            raise InvalidRequestError(f"allocation_size must be positive, got {size}")
-        unique_available = set(available)
-        if len(unique_available) != len(available):
-            raise InvalidRequestError("available_deviceIDs contains duplicates")
-        if not unique_available <= rank.keys():
-            unknown = sorted(unique_available - rank.keys())
-            raise UnknownDeviceError(
-                f"available_deviceIDs: unknown device(s) for {self.resource_name}: {bounded_ids(unknown)}"
-            )
-        must = set(must_include)
-        if len(must) != len(must_include):
-            raise InvalidRequestError("must_include_deviceIDs contains duplicates")
-        if not must <= unique_available:
-            outside = sorted(must - unique_available)
-            raise InvalidRequestError(f"must_include_deviceIDs not in available_deviceIDs: {bounded_ids(outside)}")
-        if size > len(available):
-            raise InvalidRequestError(f"allocation_size {size} exceeds the {len(available)} available devices")
-        if len(must) > size:
-            raise InvalidRequestError(f"{len(must)} must_include devices exceed allocation_size {size}")
-        ordered_ids = sorted(unique_available, key=rank.__getitem__)
-        must_ordered = sorted(must, key=rank.__getitem__) if must else []
-        chosen = self._policy.choose(devices, ordered_ids, must_ordered, size)
-        self._check_choice(chosen, unique_available, must, size)
+        request = validate_preferred(self.resource_name, devices, rank, available, must_include, size)
+        chosen = self._policy.choose(request)
+        check_choice(request, chosen)
         # The policy writes the decision's one INFO line, with its reasons; this is the bare record.
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
@@ -158,15 +140,9 @@ class ResourceManager:
                 ",".join(chosen),
                 size,
                 len(available),
-                ",".join(must_ordered) or "-",
+                ",".join(request.must_include) or "-",
             )
         return chosen
-
-    def _check_choice(self, chosen: Sequence[str], available: set[str], must: set[str], size: int) -> None:
-        # A policy bug must surface as an error, never as a wrong answer the kubelet would patch.
-        picked = set(chosen)
-        if len(chosen) != size or len(picked) != size or not picked <= available or not must <= picked:
-            raise RuntimeError(f"{self.resource_name}: allocation policy returned an invalid set {list(chosen)}")
 
     def allocate(self, device_ids: Sequence[str]) -> ContainerAllocation:
         if not device_ids:

@@ -14,17 +14,37 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
+from device_plugin.allocation_protocols import ValidatedRequest
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision, DecisionHook
-from device_plugin.bounded import bounded_ids
 from device_plugin.devices import Device
-from device_plugin.errors import InvalidRequestError
 
 log = logging.getLogger(__name__)
 
 DECISION_CACHE_SIZE = 1024
+
+
+def require_whole_gpus(resource_name: str, devices: Iterable[Device]) -> None:
+    """Refuse (ValueError) devices that are not one whole GPU each: the topology policy maps IDs to GPUs.
+
+    Composition calls it before it gives a resource this policy, so no request needs the check.
+    """
+    id_by_index: dict[int, str] = {}
+    for device in devices:
+        if len(device.gpu_indices) != 1:
+            raise ValueError(
+                f"{resource_name}: device {device.id!r} is not one whole GPU (GPUs {list(device.gpu_indices)}); "
+                "the topology policy serves whole-GPU resources only"
+            )
+        index = device.gpu_indices[0]
+        if index in id_by_index:
+            raise ValueError(
+                f"{resource_name}: devices {id_by_index[index]!r} and {device.id!r} are the same GPU {index}; "
+                "the topology policy serves whole-GPU resources only"
+            )
+        id_by_index[index] = device.id
 
 
 class TopologyPolicy:
@@ -43,35 +63,11 @@ class TopologyPolicy:
     def allocator(self) -> Allocator:
         return self._allocator
 
-    def choose(
-        self,
-        devices: Mapping[str, Device],
-        available: Sequence[str],
-        must_include: Sequence[str],
-        size: int,
-    ) -> tuple[str, ...]:
-        id_by_index: dict[int, str] = {}
-        for device_id in available:
-            device = devices.get(device_id)
-            if device is None:
-                raise InvalidRequestError(f"unknown device {device_id!r}")
-            if len(device.gpu_indices) != 1:
-                raise InvalidRequestError(
-                    f"device {device_id!r} is not one whole GPU (GPUs {list(device.gpu_indices)}); "
-                    "the topology policy serves whole-GPU resources only"
-                )
-            index = device.gpu_indices[0]
-            if index in id_by_index:
-                raise InvalidRequestError(
-                    f"devices {id_by_index[index]!r} and {device_id!r} are the same GPU {index}; "
-                    "the topology policy serves whole-GPU resources only"
-                )
-            id_by_index[index] = device_id
-        index_by_id = {device_id: index for index, device_id in id_by_index.items()}
-        missing = [device_id for device_id in must_include if device_id not in index_by_id]
-        if missing:
-            raise InvalidRequestError(f"must_include devices {bounded_ids(missing)} are not available")
-        must_indices = sorted(index_by_id[device_id] for device_id in must_include)
+    def choose(self, request: ValidatedRequest) -> tuple[str, ...]:
+        # Whole GPUs only (require_whole_gpus, at composition): one device per GPU index.
+        devices, available, must_include, size = request.devices, request.available, request.must_include, request.size
+        id_by_index = {devices[device_id].gpu_indices[0]: device_id for device_id in available}
+        must_indices = sorted(devices[device_id].gpu_indices[0] for device_id in must_include)
         decision = self._decide(sorted(id_by_index), must_indices, size)
         chosen = tuple(id_by_index[index] for index in decision.chosen)
         if not log.isEnabledFor(logging.INFO):

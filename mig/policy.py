@@ -1,6 +1,7 @@
 """GetPreferredAllocation for MIG resources: which MIG devices, on which parent GPUs.
 
 Boundary: an AllocationPolicy (device_plugin.allocation_protocols) over value types; pure and deterministic.
+Its input is a ValidatedRequest: IDs, subsets and size were checked once, by the resource.
 
 NVIDIA balances MIG picks per MIG UUID, so "distributed" does not balance parent GPUs and ties are
 arbitrary. Here the unit of balance is the parent GPU. A GPU's *load* is its devices of this resource that
@@ -19,11 +20,10 @@ answer falls back to the lowest indices with a warning. Inside a GPU, devices go
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 
-from device_plugin.allocation_protocols import device_sort_key
-from device_plugin.devices import Device
+from device_plugin.allocation_protocols import ValidatedRequest, device_sort_key
 from device_plugin.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -71,14 +71,9 @@ class MigAllocationPolicy:
         self._choose_gpus = choose_gpus or lowest_index_gpus
         self._resource = resource_name
 
-    def choose(
-        self,
-        devices: Mapping[str, Device],
-        available: Sequence[str],
-        must_include: Sequence[str],
-        size: int,
-    ) -> tuple[str, ...]:
-        order = sorted(set(available), key=lambda i: device_sort_key(devices[i]))
+    def choose(self, request: ValidatedRequest) -> tuple[str, ...]:
+        devices, available, must_include, size = request.devices, request.available, request.must_include, request.size
+        order = available  # canonical order, no duplicates (ValidatedRequest)
         must = set(must_include)
         free: dict[int, list[str]] = {}
         for device_id in order:
@@ -95,7 +90,7 @@ class MigAllocationPolicy:
         picked = {gpu: 0 for gpu in load}
         for device_id in must:
             picked[devices[device_id].gpu_indices[0]] += 1
-        chosen = sorted(must, key=lambda i: device_sort_key(devices[i]))
+        chosen = list(must_include)  # canonical order
         while len(chosen) < size:
             candidates = [gpu for gpu, ids in free.items() if ids]
             if not candidates:  # the caller checked size <= len(available); a bug if reached

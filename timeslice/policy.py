@@ -1,6 +1,7 @@
 """GetPreferredAllocation for time-sliced replicas: which physical devices a k-replica request lands on.
 
 Boundary: an AllocationPolicy (device_plugin.allocation_protocols) over value types; pure and deterministic.
+Its input is a ValidatedRequest: IDs, subsets and size were checked once, by the resource.
 
 A *unit* is the device behind replicas (a GPU, or a MIG device), named by the base of the replica ID.
 Its *load* is its replicas that are not in `available`: the kubelet has given them to other containers.
@@ -22,6 +23,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from device_plugin.allocation_protocols import ValidatedRequest
 from device_plugin.devices import Device
 from device_plugin.errors import InvalidRequestError
 from device_plugin.ids import parse_device_id
@@ -87,14 +89,8 @@ class ReplicaPolicy:
             resource_name=shared.name,
         )
 
-    def choose(
-        self,
-        devices: Mapping[str, Device],
-        available: Sequence[str],
-        must_include: Sequence[str],
-        size: int,
-    ) -> tuple[str, ...]:
-        _check_inputs(devices, available, must_include, size, self._resource)
+    def choose(self, request: ValidatedRequest) -> tuple[str, ...]:
+        devices, available, must_include, size = request.devices, request.available, request.must_include, request.size
         units = self._units(devices, available, must_include)
         picked = list(dict.fromkeys(must_include))
         if self.require_distinct:
@@ -220,17 +216,3 @@ class ReplicaPolicy:
             f"{self._resource}: requireDistinctGPUs is set and {size} replicas were requested, but only {usable} "
             "distinct GPUs have a replica among the available devices"
         )
-
-
-def _check_inputs(
-    devices: Mapping[str, Device], available: Sequence[str], must_include: Sequence[str], size: int, resource: str
-) -> None:
-    # ResourceManager validates these already; a direct caller gets the same clear refusal, never a KeyError.
-    unknown = sorted(set(available) - set(devices))
-    if unknown:
-        raise InvalidRequestError(f"{resource}: unknown device(s) in available: {', '.join(unknown)}")
-    outside = sorted(set(must_include) - set(available))
-    if outside:
-        raise InvalidRequestError(f"{resource}: must_include not in available: {', '.join(outside)}")
-    if size <= 0 or len(set(must_include)) > size:
-        raise InvalidRequestError(f"{resource}: allocation size {size} with {len(set(must_include))} must_include")

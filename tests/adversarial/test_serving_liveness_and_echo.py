@@ -10,16 +10,15 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import grpc
 import pytest
 
 from api import deviceplugin_pb2 as pb
-from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
+from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy, ValidatedRequest
 from device_plugin.composition import GPU_RESOURCE, gpu_devices
-from device_plugin.devices import Device
 from device_plugin.kubelet import event_loop
 from device_plugin.kubelet.lifecycle import PROBE_MAX_AGE_S
 from device_plugin.nvml.backends import open_backend
@@ -39,10 +38,10 @@ class StuckPolicy:
         self.release = threading.Event()
         self.entered = threading.Event()
 
-    def choose(self, devices: Mapping[str, Device], available: Sequence[str], must: Sequence[str], size: int):
+    def choose(self, request: ValidatedRequest) -> tuple[str, ...]:
         self.entered.set()
         self.release.wait(30.0)
-        return LowestIndexPolicy().choose(devices, available, must, size)
+        return LowestIndexPolicy().choose(request)
 
 
 @pytest.fixture

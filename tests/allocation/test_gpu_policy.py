@@ -9,10 +9,10 @@ import pytest
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.devices import Device
-from device_plugin.errors import InvalidRequestError
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.topology.build import build_topology
-from device_plugin.whole_gpu_selection import TopologyPolicy
+from device_plugin.whole_gpu_selection import TopologyPolicy, require_whole_gpus
+from tests.validated import validated
 
 
 def _devices(machine: str) -> dict[str, Device]:
@@ -29,7 +29,7 @@ def test_policy_maps_ids_and_reports_the_decision(caplog: pytest.LogCaptureFixtu
     by_index = {d.gpu_indices[0]: d.id for d in devices.values()}
     available = [by_index[2], by_index[0], by_index[1]]  # kubelet order is arbitrary
     with caplog.at_level(logging.INFO, logger="device_plugin.whole_gpu_selection"):
-        chosen = policy.choose(devices, available, [], 1)
+        chosen = policy.choose(validated(devices, available, [], 1))
     assert chosen == (by_index[2],)
     assert [d.chosen for d in decisions] == [(2,)]
     assert len(caplog.records) == 1 and by_index[2] in caplog.records[0].getMessage()
@@ -39,7 +39,7 @@ def test_policy_honours_must_include() -> None:
     policy = TopologyPolicy(Allocator(build_topology(FakeNvml.from_machine("pcie-8gpu-2socket"))))
     devices = _devices("pcie-8gpu-2socket")
     by_index = {d.gpu_indices[0]: d.id for d in devices.values()}
-    chosen = policy.choose(devices, list(devices), [by_index[5]], 2)
+    chosen = policy.choose(validated(devices, list(devices), [by_index[5]], 2))
     assert chosen == (by_index[4], by_index[5])
 
 
@@ -49,18 +49,22 @@ def test_a_failing_hook_does_not_fail_the_allocation() -> None:
 
     policy = TopologyPolicy(Allocator(build_topology(FakeNvml.from_machine("single-gpu"))), on_decision=broken)
     devices = _devices("single-gpu")
-    assert policy.choose(devices, list(devices), [], 1) == tuple(devices)
+    assert policy.choose(validated(devices, list(devices), [], 1)) == tuple(devices)
 
 
 @pytest.mark.parametrize(
-    "devices",
+    ("devices", "message"),
     [
-        {"a::0": Device("a::0", (0,), 0), "a::1": Device("a::1", (0,), 0)},
-        {"mig": Device("mig", (0, 1), 0)},
+        ({"a::0": Device("a::0", (0,), 0), "a::1": Device("a::1", (0,), 0)}, "are the same GPU 0"),
+        ({"mig": Device("mig", (0, 1), 0)}, "is not one whole GPU"),
     ],
     ids=["replicas of one GPU are refused", "a device spanning GPUs is refused"],
 )
-def test_policy_refuses_non_whole_gpu_devices(devices: dict[str, Device]) -> None:
-    policy = TopologyPolicy(Allocator(build_topology(FakeNvml.from_machine("workstation-4gpu"))))
-    with pytest.raises(InvalidRequestError, match="whole-GPU"):
-        policy.choose(devices, list(devices), [], 1)
+def test_the_topology_policy_is_composed_over_whole_gpus_only(devices: dict[str, Device], message: str) -> None:
+    # Checked once, when composition gives a resource this policy; requests then need no such check.
+    with pytest.raises(ValueError, match=f"{message}.*whole-GPU resources only"):
+        require_whole_gpus("nvidia.com/gpu", devices.values())
+
+
+def test_whole_gpus_pass_the_composition_check() -> None:
+    require_whole_gpus("nvidia.com/gpu", _devices("dgx1-v100").values())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -11,9 +11,9 @@ import grpc
 import pytest
 
 from api import deviceplugin_pb2 as pb
-from device_plugin.allocation_protocols import EnvVarResponseBuilder
+from device_plugin.allocation_protocols import EnvVarResponseBuilder, ValidatedRequest
 from device_plugin.composition import GPU_RESOURCE, gpu_devices
-from device_plugin.devices import Device, Health
+from device_plugin.devices import Health
 from device_plugin.nvml.backends import open_backend
 from device_plugin.resources import ResourceManager
 
@@ -151,7 +151,7 @@ def test_hundreds_of_concurrent_rpcs_all_answered(node: Node) -> None:
 class ExplodingPolicy:
     """A policy with a bug: the servicer must answer INTERNAL and keep serving."""
 
-    def choose(self, devices: Mapping[str, Device], available: Sequence[str], must: Sequence[str], size: int):
+    def choose(self, request: ValidatedRequest) -> tuple[str, ...]:
         raise ZeroDivisionError("policy bug")
 
 

@@ -18,6 +18,7 @@ from device_plugin.composition import gpu_devices
 from device_plugin.nvml.backends import open_backend
 from device_plugin.topology.build import build_topology
 from device_plugin.whole_gpu_selection import TopologyPolicy
+from tests.validated import validated
 
 
 @pytest.mark.parametrize("machine", ["dgx1-v100", "island-16gpu"], ids=["8-gpus", "16-gpus"])
@@ -40,8 +41,8 @@ def test_a_cached_decision_equals_a_fresh_one_and_each_request_is_reported(
     requests += requests  # every request twice: the second answer comes from the cache
     with caplog.at_level(logging.INFO, logger="device_plugin.whole_gpu_selection"):
         for available, must, size in requests:
-            fresh = TopologyPolicy(allocator).choose(devices, available, must, size)
-            assert cached.choose(devices, available, must, size) == fresh
+            fresh = TopologyPolicy(allocator).choose(validated(devices, available, must, size))
+            assert cached.choose(validated(devices, available, must, size)) == fresh
     assert len(heard) == len(requests)
     assert len([r for r in caplog.records if r.name == "device_plugin.whole_gpu_selection"]) == 2 * len(requests)
 

@@ -11,6 +11,7 @@ from device_plugin.nvml.fake import FakeNvml
 from mig.discovery import discover
 from mig.policy import MigAllocationPolicy, MigPlacement, lowest_index_gpus
 from mig.strategy import build_resources
+from tests.validated import validated
 
 
 def resource(machine: str, strategy: str, name: str) -> dict[str, Device]:
@@ -31,7 +32,7 @@ def parents(devices: dict[str, Device], chosen: tuple[str, ...]) -> list[int]:
 
 
 def test_spread_lands_one_device_per_gpu() -> None:
-    chosen = MigAllocationPolicy().choose(A100, sorted(A100), [], 4)
+    chosen = MigAllocationPolicy().choose(validated(A100, sorted(A100), [], 4))
     assert parents(A100, chosen) == [0, 1, 2, 3]
 
 
@@ -39,28 +40,28 @@ def test_spread_prefers_the_least_loaded_gpus() -> None:
     taken = set(ids_on(A100, 0)[:3] + ids_on(A100, 1)[:1])  # other containers hold 3 on GPU 0, 1 on GPU 1
     available = sorted(set(A100) - taken)
     policy = MigAllocationPolicy()
-    assert parents(A100, policy.choose(A100, available, [], 6)) == [2, 3, 4, 5, 6, 7]
-    assert parents(A100, policy.choose(A100, available, [], 7)) == [1, 2, 3, 4, 5, 6, 7]
-    assert parents(A100, policy.choose(A100, available, [], 9)) == [0, 1, 2, 2, 3, 4, 5, 6, 7]
+    assert parents(A100, policy.choose(validated(A100, available, [], 6))) == [2, 3, 4, 5, 6, 7]
+    assert parents(A100, policy.choose(validated(A100, available, [], 7))) == [1, 2, 3, 4, 5, 6, 7]
+    assert parents(A100, policy.choose(validated(A100, available, [], 9))) == [0, 1, 2, 2, 3, 4, 5, 6, 7]
 
 
 def test_pack_fills_the_busiest_gpu_first() -> None:
     taken = set(ids_on(A100, 5)[:2])
     available = sorted(set(A100) - taken)
-    chosen = MigAllocationPolicy(MigPlacement.PACK).choose(A100, available, [], 6)
+    chosen = MigAllocationPolicy(MigPlacement.PACK).choose(validated(A100, available, [], 6))
     assert parents(A100, chosen) == [0, 5, 5, 5, 5, 5]  # GPU 5 filled, then the lowest empty one
 
 
 def test_pack_stays_on_the_gpu_of_must_include() -> None:
     must = [ids_on(A100, 6)[2]]
-    chosen = MigAllocationPolicy(MigPlacement.PACK).choose(A100, sorted(A100), must, 3)
+    chosen = MigAllocationPolicy(MigPlacement.PACK).choose(validated(A100, sorted(A100), must, 3))
     assert must[0] in chosen
     assert parents(A100, chosen) == [6, 6, 6]
 
 
 def test_spread_with_must_include_goes_to_other_gpus_next() -> None:
     must = [ids_on(A100, 2)[0], ids_on(A100, 2)[1]]
-    chosen = MigAllocationPolicy().choose(A100, sorted(A100), must, 4)
+    chosen = MigAllocationPolicy().choose(validated(A100, sorted(A100), must, 4))
     assert set(must) <= set(chosen)
     assert parents(A100, chosen) == [0, 1, 2, 2]
 
@@ -72,13 +73,13 @@ def test_choose_gpus_decides_among_tied_gpus() -> None:
         calls.append((candidates, must, count))
         return tuple(sorted(set(must) | set(sorted(candidates, reverse=True)[: count - len(must)])))
 
-    chosen = MigAllocationPolicy(choose_gpus=far_gpus).choose(A100, sorted(A100), [], 3)
+    chosen = MigAllocationPolicy(choose_gpus=far_gpus).choose(validated(A100, sorted(A100), [], 3))
     assert parents(A100, chosen) == [5, 6, 7]
     assert calls == [((0, 1, 2, 3, 4, 5, 6, 7), (), 3)]
 
 
 def test_an_invalid_choose_gpus_answer_falls_back_to_lowest(caplog: pytest.LogCaptureFixture) -> None:
-    chosen = MigAllocationPolicy(choose_gpus=lambda c, m, n: (99,)).choose(A100, sorted(A100), [], 2)
+    chosen = MigAllocationPolicy(choose_gpus=lambda c, m, n: (99,)).choose(validated(A100, sorted(A100), [], 2))
     assert parents(A100, chosen) == [0, 1]
     assert any("falling back" in r.message for r in caplog.records)
 
@@ -89,18 +90,18 @@ def test_answer_does_not_depend_on_input_order(placement: MigPlacement, size: in
     rng = random.Random(size)
     available = sorted(set(A100) - set(rng.sample(sorted(A100), 10)))
     policy = MigAllocationPolicy(placement)
-    expected = policy.choose(A100, available, available[:1], size)
+    expected = policy.choose(validated(A100, available, available[:1], size))
     for _ in range(5):
         shuffled = available[:]
         rng.shuffle(shuffled)
         shuffled_devices = dict(rng.sample(sorted(A100.items()), len(A100)))
-        assert policy.choose(shuffled_devices, shuffled, available[:1], size) == expected
+        assert policy.choose(validated(shuffled_devices, shuffled, available[:1], size)) == expected
     assert len(expected) == size and set(expected) <= set(available) and available[0] in expected
 
 
 def test_mixed_resource_spreads_over_the_gpus_that_offer_the_profile() -> None:
     two_g = resource("h100-mig-mixed", "mixed", "nvidia.com/mig-2g.20gb")  # 2 on GPU 0, 1 on GPU 2
-    chosen = MigAllocationPolicy().choose(two_g, sorted(two_g), [], 2)
+    chosen = MigAllocationPolicy().choose(validated(two_g, sorted(two_g), [], 2))
     assert parents(two_g, chosen) == [0, 2]
 
 

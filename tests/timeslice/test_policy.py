@@ -14,6 +14,7 @@ from device_plugin.devices import Device
 from device_plugin.errors import InvalidRequestError
 from device_plugin.resources import ResourceManager
 from tests.timeslice.node import base_devices, machine_gpus
+from tests.validated import validated
 from timeslice.model import Placement
 from timeslice.policy import ReplicaPolicy
 from timeslice.replicas import replica_devices
@@ -72,7 +73,7 @@ def test_placement_over_partial_allocations(
     placement: Placement, allocated: dict[int, int], size: int, expected: dict[int, int]
 ) -> None:
     devices = node()
-    chosen = ReplicaPolicy(placement).choose(devices, free_after(devices, allocated), [], size)
+    chosen = ReplicaPolicy(placement).choose(validated(devices, free_after(devices, allocated), [], size))
     assert gpu_counts(devices, chosen) == expected
 
 
@@ -85,7 +86,7 @@ def test_must_include_is_honoured(placement: Placement, expected: dict[int, int]
     devices = node()
     available = free_after(devices, {})
     must = [replica_on(devices, available, 2)]
-    chosen = ReplicaPolicy(placement).choose(devices, available, must, 2)
+    chosen = ReplicaPolicy(placement).choose(validated(devices, available, must, 2))
     assert must[0] in chosen
     assert gpu_counts(devices, chosen) == expected
 
@@ -104,7 +105,9 @@ def test_require_distinct_places_one_replica_per_gpu(
     placement: Placement, allocated: dict[int, int], size: int, expected: dict[int, int]
 ) -> None:
     devices = node()
-    chosen = ReplicaPolicy(placement, require_distinct=True).choose(devices, free_after(devices, allocated), [], size)
+    chosen = ReplicaPolicy(placement, require_distinct=True).choose(
+        validated(devices, free_after(devices, allocated), [], size)
+    )
     assert gpu_counts(devices, chosen) == expected
 
 
@@ -113,7 +116,7 @@ def test_require_distinct_refuses_when_too_few_gpus_are_free() -> None:
     available = free_after(devices, {0: 4, 1: 4})
     with pytest.raises(InvalidRequestError, match=r"requireDistinctGPUs.*only 2 distinct GPUs"):
         ReplicaPolicy(DISTRIBUTED, require_distinct=True, resource_name="nvidia.com/gpu").choose(
-            devices, available, [], 3
+            validated(devices, available, [], 3)
         )
 
 
@@ -122,7 +125,7 @@ def test_require_distinct_refuses_must_include_on_one_gpu() -> None:
     available = free_after(devices, {})
     must = [i for i in available if devices[i].gpu_indices == (1,)][:2]
     with pytest.raises(InvalidRequestError, match="must_include holds several replicas"):
-        ReplicaPolicy(DISTRIBUTED, require_distinct=True).choose(devices, available, must, 3)
+        ReplicaPolicy(DISTRIBUTED, require_distinct=True).choose(validated(devices, available, must, 3))
 
 
 class RecordingObjective:
@@ -144,7 +147,9 @@ class RecordingObjective:
 def test_topology_objective_chooses_among_equally_loaded_gpus() -> None:
     devices = node()
     objective = RecordingObjective((3, 1, 0, 2))
-    chosen = ReplicaPolicy(DISTRIBUTED, choose_gpus=objective).choose(devices, free_after(devices, {}), [], 2)
+    chosen = ReplicaPolicy(DISTRIBUTED, choose_gpus=objective).choose(
+        validated(devices, free_after(devices, {}), [], 2)
+    )
     assert gpu_counts(devices, chosen) == {1: 1, 3: 1}
     assert objective.calls == [((0, 1, 2, 3), (), 2)]
 
@@ -154,7 +159,7 @@ def test_topology_objective_sees_gpus_already_held() -> None:
     objective = RecordingObjective((2, 3, 1, 0))
     # GPU 0 is the only idle one: it is taken first; the second GPU comes from the load-2 tier.
     chosen = ReplicaPolicy(DISTRIBUTED, choose_gpus=objective).choose(
-        devices, free_after(devices, {1: 2, 2: 2, 3: 2}), [], 2
+        validated(devices, free_after(devices, {1: 2, 2: 2, 3: 2}), [], 2)
     )
     assert gpu_counts(devices, chosen) == {0: 1, 2: 1}
     assert objective.calls == [((0, 1, 2, 3), (0,), 2)]
@@ -163,7 +168,7 @@ def test_topology_objective_sees_gpus_already_held() -> None:
 def test_topology_objective_not_consulted_without_a_choice() -> None:
     devices = node()
     objective = RecordingObjective((3, 2, 1, 0))
-    ReplicaPolicy(DISTRIBUTED, choose_gpus=objective).choose(devices, free_after(devices, {}), [], 4)
+    ReplicaPolicy(DISTRIBUTED, choose_gpus=objective).choose(validated(devices, free_after(devices, {}), [], 4))
     assert objective.calls == []
 
 
@@ -174,21 +179,30 @@ def test_topology_objective_not_consulted_without_a_choice() -> None:
 )
 def test_faulty_objective_falls_back_to_lowest_indices(objective: object) -> None:
     devices = node()
-    chosen = ReplicaPolicy(DISTRIBUTED, choose_gpus=objective).choose(  # type: ignore[arg-type]
-        devices, free_after(devices, {}), [], 2
+    chosen = ReplicaPolicy(DISTRIBUTED, choose_gpus=objective).choose(
+        validated(  # type: ignore[arg-type]
+            devices, free_after(devices, {}), [], 2
+        )
     )
     assert gpu_counts(devices, chosen) == {0: 1, 1: 1}
 
 
 @pytest.mark.parametrize(
-    ("available", "must", "size"),
-    [(["nope::0"], [], 1), ([], ["x"], 1), (None, [], 0)],
+    ("available", "must", "size", "message"),
+    [
+        (["nope::0"], [], 1, "unknown device"),
+        ([], ["x"], 1, "must_include_deviceIDs not in available_deviceIDs"),
+        (None, [], 0, "allocation_size must be positive"),
+    ],
     ids=["unknown-available", "must-outside-available", "size-zero"],
 )
-def test_bad_input_is_an_invalid_request(available: list[str] | None, must: list[str], size: int) -> None:
+def test_bad_input_is_refused_before_it_reaches_the_policy(
+    available: list[str] | None, must: list[str], size: int, message: str
+) -> None:
+    # The one validation (the resource boundary) refuses it: a ReplicaPolicy is never handed such a request.
     devices = node()
-    with pytest.raises(InvalidRequestError):
-        ReplicaPolicy().choose(devices, free_after(devices, {}) if available is None else available, must, size)
+    with pytest.raises(InvalidRequestError, match=message):
+        validated(devices, free_after(devices, {}) if available is None else available, must, size)
 
 
 @pytest.mark.parametrize("placement", list(Placement))
@@ -198,10 +212,10 @@ def test_result_does_not_depend_on_available_order(placement: Placement, seed: i
     available = free_after(devices, {0: 1, 3: 2, 5: 3, 6: 1})
     must = [replica_on(devices, available, 3)]
     policy = ReplicaPolicy(placement)
-    expected = policy.choose(devices, available, must, 5)
+    expected = policy.choose(validated(devices, available, must, 5))
     shuffled = available[:]
     random.Random(seed).shuffle(shuffled)
-    assert policy.choose(dict(reversed(list(devices.items()))), shuffled, must, 5) == expected
+    assert policy.choose(validated(dict(reversed(list(devices.items()))), shuffled, must, 5)) == expected
 
 
 @settings(max_examples=60, deadline=None)
@@ -218,11 +232,11 @@ def test_choice_is_valid_and_spread_when_distributed(
     available = free_after(devices, allocated)
     assume(available)
     size = min(size, len(available))
-    chosen = ReplicaPolicy(placement).choose(devices, available, [], size)
+    chosen = ReplicaPolicy(placement).choose(validated(devices, available, [], size))
     assert len(set(chosen)) == size and set(chosen) <= set(available)
     shuffled = available[:]
     random.Random(seed).shuffle(shuffled)
-    assert ReplicaPolicy(placement).choose(devices, shuffled, [], size) == chosen
+    assert ReplicaPolicy(placement).choose(validated(devices, shuffled, [], size)) == chosen
     if placement is DISTRIBUTED:
         gpus_with_room = {devices[i].gpu_indices for i in available}
         assert len({devices[i].gpu_indices for i in chosen}) == min(size, len(gpus_with_room))
