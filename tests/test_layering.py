@@ -22,7 +22,8 @@ Where this order differs from a plain reading of the layout, and why:
   health code it configures, as the layout asks. The rest of health/ (state machine, watcher) sits
   far above config.
 - allocation_protocols sits beside config/ and above devices/ids: it is the shape of a policy, built
-  from device and ID value types.
+  from device and ID value types. allocation_request (the one validation of a request, and the sealed
+  ValidatedRequest it makes) sits just below it: the protocol's input type.
 - errors sits below nvml/: every layer, the hardware boundary included, raises the project's errors,
   and errors.py imports nothing but short_text. short_text and bounded (two dependency-free helpers)
   sit at the very bottom of our code, above only the generated api/.
@@ -61,6 +62,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.allocator",),
     ("device_plugin.topology",),
     ("device_plugin.config", "device_plugin.allocation_protocols"),
+    ("device_plugin.allocation_request",),
     ("device_plugin.devices", "device_plugin.ids", "device_plugin.gpu_models"),
     ("device_plugin.nvml",),
     ("device_plugin.errors",),

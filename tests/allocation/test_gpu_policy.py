@@ -64,7 +64,3 @@ def test_the_topology_policy_is_composed_over_whole_gpus_only(devices: dict[str,
     # Checked once, when composition gives a resource this policy; requests then need no such check.
     with pytest.raises(ValueError, match=f"{message}.*whole-GPU resources only"):
         require_whole_gpus("nvidia.com/gpu", devices.values())
-
-
-def test_whole_gpus_pass_the_composition_check() -> None:
-    require_whole_gpus("nvidia.com/gpu", _devices("dgx1-v100").values())
