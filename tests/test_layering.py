@@ -25,8 +25,8 @@ Where this order differs from a plain reading of the layout, and why:
   from device and ID value types. allocation_request (the one validation of a request, and the sealed
   ValidatedRequest it makes) sits just below it: the protocol's input type.
 - errors sits below nvml/: every layer, the hardware boundary included, raises the project's errors,
-  and errors.py imports nothing but short_text. short_text and bounded (two dependency-free helpers)
-  sit at the very bottom of our code, above only the generated api/.
+  and errors.py imports nothing but short_text. short_text (a dependency-free helper)
+  sits at the very bottom of our code, above only the generated api/.
 
 THIRD_PARTY names, for each third-party package, the units that may import it; a third-party import
 that the table does not list fails, so a new dependency gets a home on purpose. mig/ and timeslice/ see
@@ -66,7 +66,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.devices", "device_plugin.ids", "device_plugin.gpu_models"),
     ("device_plugin.nvml",),
     ("device_plugin.errors",),
-    ("device_plugin.short_text", "device_plugin.bounded"),
+    ("device_plugin.short_text",),
     ("api",),
 )
 # Modules that live outside their unit's folder (see the docstring): module -> unit.
