@@ -193,8 +193,9 @@ def test_metrics_in_dra_mode_show_gpu_gauges_and_count_each_health_transition_on
         "gpu_device_plugin_gpu_memory_total_bytes", {"gpu": "3", "uuid": gpu3.uuid, "model": gpu3.name}
     )
     assert gauge == gpu3.memory_mib * 1024 * 1024
-    node.fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
-    labels = {"resource": DRIVER, "from_health": "Healthy", "to_health": "Unhealthy", "reason": "xid", "xid": "79"}
+    # Xid 94 (contained ECC error) leaves no sticky state a probe could see first: the event decides.
+    node.fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=94))
+    labels = {"resource": DRIVER, "from_health": "Healthy", "to_health": "Unhealthy", "reason": "xid", "xid": "94"}
     assert eventually(lambda: registry.get_sample_value("gpu_device_plugin_health_transitions_total", labels) == 1)
 
 
