@@ -231,3 +231,18 @@ def test_checkpoint_writes_leave_no_temporary_files(tmp_path: Path) -> None:
     checkpoint.remove("u0")
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.json"]
     assert Checkpoint(tmp_path / "checkpoint.json").uids() == ("u1", "u2", "u3", "u4")
+
+
+def test_a_firstavailable_result_answers_the_base_request_name(driver: Driver) -> None:
+    """A firstAvailable result names "<request>/<subrequest>"; containers reference "<request>", and the
+    kubelet matches a container's claim request against request_names, so we answer the base name."""
+    k = kubelet(driver)
+    claim = driver.store.add(
+        "c", "uid-1", [("gpus/best4", DRIVER, NODE, "gpu-0"), ("gpus/best4", DRIVER, NODE, "gpu-1")]
+    )
+    answer = k.prepare(k.wait_for_plugin(), [claim])["uid-1"]
+    assert answer.error == ""
+    assert [(list(d.request_names), d.device_name) for d in answer.devices] == [
+        (["gpus"], "gpu-0"),
+        (["gpus"], "gpu-1"),
+    ]
