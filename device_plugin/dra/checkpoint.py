@@ -76,19 +76,22 @@ class Checkpoint:
 
     def put(self, uid: str, claim: PreparedClaim) -> None:
         with self._lock:
-            self._claims[uid] = claim
-            self._write()
+            self._commit({**self._claims, uid: claim})
 
     def remove(self, uid: str) -> bool:
         with self._lock:
             if uid not in self._claims:
                 return False
-            del self._claims[uid]
-            self._write()
+            self._commit({k: v for k, v in self._claims.items() if k != uid})
             return True
 
-    def _write(self) -> None:
-        body = {"version": FORMAT_VERSION, "claims": {uid: asdict(c) for uid, c in sorted(self._claims.items())}}
+    def _commit(self, claims: dict[str, PreparedClaim]) -> None:
+        """Write `claims`, then adopt them: a failed write leaves memory as the disk has it."""
+        self._write(claims)
+        self._claims = claims
+
+    def _write(self, claims: dict[str, PreparedClaim]) -> None:
+        body = {"version": FORMAT_VERSION, "claims": {uid: asdict(c) for uid, c in sorted(claims.items())}}
         self._path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(prefix=".checkpoint-", dir=self._path.parent)
         try:

@@ -246,3 +246,29 @@ def test_a_firstavailable_result_answers_the_base_request_name(driver: Driver) -
         (["gpus"], "gpu-0"),
         (["gpus"], "gpu-1"),
     ]
+
+
+@pytest.mark.parametrize(
+    "operation", ["put", "remove"], ids=["failed-put-is-not-remembered", "failed-remove-keeps-claim"]
+)
+def test_a_failed_checkpoint_write_leaves_memory_as_the_disk_has_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    """Otherwise a retried prepare would answer from memory what no restart can find on disk."""
+    from device_plugin.dra import checkpoint as checkpoint_module
+    from device_plugin.dra.checkpoint import PreparedClaim
+
+    checkpoint = Checkpoint(tmp_path / "checkpoint.json")
+    checkpoint.put("kept", PreparedClaim("ns", "kept", ()))
+
+    def disk_full(src: object, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpoint_module.os, "replace", disk_full)
+    with pytest.raises(OSError):
+        if operation == "put":
+            checkpoint.put("new", PreparedClaim("ns", "new", ()))
+        else:
+            checkpoint.remove("kept")
+    monkeypatch.undo()
+    assert checkpoint.uids() == ("kept",) == Checkpoint(tmp_path / "checkpoint.json").uids()
