@@ -272,3 +272,15 @@ def test_a_failed_checkpoint_write_leaves_memory_as_the_disk_has_it(
             checkpoint.remove("kept")
     monkeypatch.undo()
     assert checkpoint.uids() == ("kept",) == Checkpoint(tmp_path / "checkpoint.json").uids()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[]", '{"version": 1}', '{"version": 1, "claims": {"u": {"namespace": "ns"}}}'],
+    ids=["a-list", "no-claims", "claim-without-fields"],
+)
+def test_a_checkpoint_of_the_wrong_shape_is_refused_naming_the_file(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "checkpoint.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="checkpoint"):
+        Checkpoint(path)
