@@ -80,6 +80,7 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "grpc": ("device_plugin.kubelet", "device_plugin.dra", "api"),
     "google": ("api",),  # protobuf, for the generated messages
     "kubernetes": ("device_plugin.dra",),
+    "urllib3": ("device_plugin.dra",),  # the kubernetes client's transport errors (is it an outage?)
     "prometheus_client": (
         "device_plugin.observability",
         "device_plugin.daemon",

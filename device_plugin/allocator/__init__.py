@@ -99,7 +99,7 @@ class Allocator:
         return self._choose(avail, must, size)
 
     def score(self, gpus: Iterable[int]) -> SetScore:
-        """Criteria 1-3 of any set of GPUs of this node (ring exact up to 16 GPUs in the set)."""
+        """Criteria 1-4 of any set of GPUs of this node (ring exact up to 16 GPUs in the set)."""
         members = _indices(gpus, "gpus", self._n)
         if not members:
             raise InvalidRequestError("gpus: an empty set has no score")

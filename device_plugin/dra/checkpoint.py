@@ -14,6 +14,7 @@ import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from device_plugin.errors import ConfigError
 
@@ -50,8 +51,16 @@ class Checkpoint:
             return {}
         except (OSError, ValueError) as error:
             raise ConfigError(str(self._path), f"unreadable DRA checkpoint: {error}") from error
-        if raw.get("version") != FORMAT_VERSION:
-            raise ConfigError(str(self._path), f"checkpoint version {raw.get('version')!r}, expected {FORMAT_VERSION}")
+        version = raw.get("version") if isinstance(raw, dict) else None
+        if version != FORMAT_VERSION:
+            raise ConfigError(str(self._path), f"checkpoint version {version!r}, expected {FORMAT_VERSION}")
+        try:
+            return self._parse(raw["claims"])
+        except (KeyError, TypeError, AttributeError) as error:  # valid JSON of the wrong shape
+            raise ConfigError(str(self._path), f"malformed DRA checkpoint: {type(error).__name__} {error}") from error
+
+    @staticmethod
+    def _parse(claims: dict[str, Any]) -> dict[str, PreparedClaim]:
         return {
             uid: PreparedClaim(
                 claim["namespace"],
@@ -63,7 +72,7 @@ class Checkpoint:
                     for d in claim["devices"]
                 ),
             )
-            for uid, claim in raw["claims"].items()
+            for uid, claim in claims.items()
         }
 
     def get(self, uid: str) -> PreparedClaim | None:
@@ -76,19 +85,22 @@ class Checkpoint:
 
     def put(self, uid: str, claim: PreparedClaim) -> None:
         with self._lock:
-            self._claims[uid] = claim
-            self._write()
+            self._commit({**self._claims, uid: claim})
 
     def remove(self, uid: str) -> bool:
         with self._lock:
             if uid not in self._claims:
                 return False
-            del self._claims[uid]
-            self._write()
+            self._commit({k: v for k, v in self._claims.items() if k != uid})
             return True
 
-    def _write(self) -> None:
-        body = {"version": FORMAT_VERSION, "claims": {uid: asdict(c) for uid, c in sorted(self._claims.items())}}
+    def _commit(self, claims: dict[str, PreparedClaim]) -> None:
+        """Write `claims`, then adopt them: a failed write leaves memory as the disk has it."""
+        self._write(claims)
+        self._claims = claims
+
+    def _write(self, claims: dict[str, PreparedClaim]) -> None:
+        body = {"version": FORMAT_VERSION, "claims": {uid: asdict(c) for uid, c in sorted(claims.items())}}
         self._path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(prefix=".checkpoint-", dir=self._path.parent)
         try:

@@ -38,6 +38,7 @@ from device_plugin.nvml.health_types import HealthSource
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.topology.build import build_topology
+from device_plugin.topology.model import Topology
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +68,11 @@ class DraDriver:
         node_name: str,
         kubelet_dir: Path | None = None,
         backoff_max_s: float = 5.0,
+        pcie_root: Callable[[str], str | None] | None = None,
     ) -> None:
+        """`pcie_root` resolves a GPU's PCIe root complex (sysfs on a real node; None: not published)."""
         self._backend = backend
+        self._pcie_root = pcie_root
         self._config = config
         self.driver_name = config.daemon.driver_name
         kubelet_dir = kubelet_dir or Path(config.daemon.device_plugin_dir).parent
@@ -76,7 +80,7 @@ class DraDriver:
         self._unhealthy: set[int] = set()
         self._topology = build_topology(backend)
         self._gpus: tuple[GpuInfo, ...] = tuple(backend.gpus())
-        self._all: tuple[DraDevice, ...] = build_devices(backend, self._topology)[0]
+        self._all: tuple[DraDevice, ...] = self._build(self._topology)
         self.on_devices_changed: Callable[[], None] | None = None  # after a rescan republished (labels)
         self.publisher = SlicePublisher(
             client, driver_name=self.driver_name, node_name=node_name, backoff_max_s=backoff_max_s
@@ -152,7 +156,12 @@ class DraDriver:
             sick = {d.uuid for d in self._all if d.gpu_index in self._unhealthy}  # a GPU and its MIG devices
             if not sick:
                 return self._all
-            return build_devices(self._backend, self._topology, exclude_uuids=sick)[0]
+            return self._build(self._topology, exclude_uuids=sick)
+
+    def _build(
+        self, topology: Topology, exclude_uuids: frozenset[str] | set[str] = frozenset()
+    ) -> tuple[DraDevice, ...]:
+        return build_devices(self._backend, topology, exclude_uuids=exclude_uuids, pcie_root=self._pcie_root)[0]
 
     def _publish(self) -> None:
         self.publisher.request(self.published_devices())
@@ -174,7 +183,7 @@ class DraDriver:
         try:
             topology = build_topology(self._backend)
             gpus = tuple(self._backend.gpus())
-            devices = build_devices(self._backend, topology)[0]
+            devices = self._build(topology)
         except Exception:  # a failing NVML read keeps what is published
             log.exception("rescan failed; the published devices stay")
             return False

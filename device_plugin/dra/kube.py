@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
@@ -45,7 +46,8 @@ def is_transient(error: Exception) -> bool:
     """Worth retrying: the server is unreachable, overloaded or failing (not: the request is wrong)."""
     if isinstance(error, ApiException):
         return error.status in (0, 429) or (error.status or 0) >= 500
-    return True  # connection refused/reset, timeouts: urllib3 errors and OSErrors
+    # Connection refused/reset, timeouts. Anything else (a conflict loop, a bug of ours) is no outage.
+    return isinstance(error, urllib3.exceptions.HTTPError | OSError)
 
 
 def newest_resource_version(client: k8s.ApiClient) -> str:

@@ -109,7 +109,9 @@ class Preparer:
             elif device in unhealthy:
                 problems.append(f"device {device} is unhealthy")
             else:
-                request = result.get("request", "")
+                # A firstAvailable result names "<request>/<subrequest>"; containers (and the kubelet,
+                # matching them against request_names) know only "<request>".
+                request = result.get("request", "").split("/", 1)[0]
                 devices.append(
                     PreparedDevice((request,) if request else (), pool, device, (cdi_device_id(known[device]),))
                 )

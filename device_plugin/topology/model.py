@@ -1,7 +1,7 @@
 """The topology model: a frozen value holding, for every GPU pair, how it is connected and how fast.
 
 `Topology` is what the allocator consumes; it is a pure value (no backend, no graph object), so the
-allocator stays a pure function. `device_plugin.topology_build.build_topology` makes one from any
+allocator stays a pure function. `device_plugin.topology.build.build_topology` makes one from any
 NvmlBackend, real or fake. Bandwidth figures come from `device_plugin.topology.facts`.
 """
 

@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import MaxRetryError
 
 from device_plugin.dra.inventory import DraDevice, build_devices
-from device_plugin.dra.kube import ApiClaimReader, UnsupportedApiError, api_client
+from device_plugin.dra.kube import ApiClaimReader, UnsupportedApiError, api_client, is_transient
 from device_plugin.dra.publisher import SlicePublisher
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
@@ -155,3 +157,21 @@ def test_the_claim_reader_gets_the_claim_says_none_when_gone_and_raises_on_serve
     api.fail_next(1, 503)
     with pytest.raises(RuntimeError, match="HTTP 503"):
         reader.get_claim("ns", "c")
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (ApiException(status=503), True),
+        (ApiException(status=429), True),
+        (ApiException(status=422), False),
+        (MaxRetryError(None, "/apis", "connection refused"), True),
+        (ConnectionRefusedError(111, "refused"), True),
+        (RuntimeError("ResourceSlice x: still conflicting after 5 attempts"), False),
+        (ValueError("device name 'GPU_0' is not a DNS label"), False),
+    ],
+    ids=["5xx", "429", "invalid", "urllib3-unreachable", "os-error", "conflict-loop", "our-bug"],
+)
+def test_only_server_and_network_failures_are_called_transient(error: Exception, transient: bool) -> None:
+    """A bug of ours or a conflict loop is logged as an error, not as "API server unavailable"."""
+    assert is_transient(error) is transient

@@ -44,13 +44,15 @@ class Node:
     fake: FakeNvml
     driver: DraDriver | None = None
 
-    def start(self) -> DraDriver:
+    def start(self, pcie_root: Callable[[str], str | None] | None = None) -> DraDriver:
         config = Config()
         config = replace(
             config,
             daemon=replace(config.daemon, device_plugin_dir=str(self.root / "device-plugins"), health=FAST),
         )
-        self.driver = DraDriver(self.fake, config, client=api_client(self.api.host), node_name=NODE, backoff_max_s=0.2)
+        self.driver = DraDriver(
+            self.fake, config, client=api_client(self.api.host), node_name=NODE, backoff_max_s=0.2, pcie_root=pcie_root
+        )
         self.driver.start()
         return self.driver
 
@@ -112,6 +114,20 @@ def test_an_unhealthy_gpu_leaves_the_pool_and_returns_on_recovery(node: Node) ->
     node.fake.faults.recover(3)
     assert eventually(lambda: len(node.published()) == 8)
     assert node.api.pool(DRIVER, NODE)[0]["spec"]["pool"]["generation"] > generation
+
+
+def test_the_running_driver_publishes_pcie_root_as_dra_slices_prints_it(node: Node) -> None:
+    """On a real node `run --mode dra` and `dra slices` both resolve pcieRoot from sysfs, also after a fault."""
+
+    def roots() -> list[str | None]:
+        devices = [d for s in node.api.pool(DRIVER, NODE) for d in s["spec"]["devices"]]
+        return [d["attributes"].get("resource.kubernetes.io/pcieRoot", {}).get("string") for d in devices]
+
+    driver = node.start(pcie_root=lambda bus_id: "pci0000:00")
+    assert driver.publisher.wait_synced(10.0) and roots() == ["pci0000:00"] * 8
+    node.fake.faults.set_lost(3, "test")
+    assert eventually(lambda: len(roots()) == 7)
+    assert roots() == ["pci0000:00"] * 7
 
 
 def test_a_claim_on_a_gpu_that_turned_unhealthy_gets_an_error_naming_it(node: Node) -> None:

@@ -231,3 +231,56 @@ def test_checkpoint_writes_leave_no_temporary_files(tmp_path: Path) -> None:
     checkpoint.remove("u0")
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.json"]
     assert Checkpoint(tmp_path / "checkpoint.json").uids() == ("u1", "u2", "u3", "u4")
+
+
+def test_a_firstavailable_result_answers_the_base_request_name(driver: Driver) -> None:
+    """A firstAvailable result names "<request>/<subrequest>"; containers reference "<request>", and the
+    kubelet matches a container's claim request against request_names, so we answer the base name."""
+    k = kubelet(driver)
+    claim = driver.store.add(
+        "c", "uid-1", [("gpus/best4", DRIVER, NODE, "gpu-0"), ("gpus/best4", DRIVER, NODE, "gpu-1")]
+    )
+    answer = k.prepare(k.wait_for_plugin(), [claim])["uid-1"]
+    assert answer.error == ""
+    assert [(list(d.request_names), d.device_name) for d in answer.devices] == [
+        (["gpus"], "gpu-0"),
+        (["gpus"], "gpu-1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "operation", ["put", "remove"], ids=["failed-put-is-not-remembered", "failed-remove-keeps-claim"]
+)
+def test_a_failed_checkpoint_write_leaves_memory_as_the_disk_has_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    """Otherwise a retried prepare would answer from memory what no restart can find on disk."""
+    from device_plugin.dra import checkpoint as checkpoint_module
+    from device_plugin.dra.checkpoint import PreparedClaim
+
+    checkpoint = Checkpoint(tmp_path / "checkpoint.json")
+    checkpoint.put("kept", PreparedClaim("ns", "kept", ()))
+
+    def disk_full(src: object, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpoint_module.os, "replace", disk_full)
+    with pytest.raises(OSError):
+        if operation == "put":
+            checkpoint.put("new", PreparedClaim("ns", "new", ()))
+        else:
+            checkpoint.remove("kept")
+    monkeypatch.undo()
+    assert checkpoint.uids() == ("kept",) == Checkpoint(tmp_path / "checkpoint.json").uids()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[]", '{"version": 1}', '{"version": 1, "claims": {"u": {"namespace": "ns"}}}'],
+    ids=["a-list", "no-claims", "claim-without-fields"],
+)
+def test_a_checkpoint_of_the_wrong_shape_is_refused_naming_the_file(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "checkpoint.json"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="checkpoint"):
+        Checkpoint(path)
