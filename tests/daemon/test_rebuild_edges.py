@@ -100,3 +100,18 @@ def test_the_config_watch_survives_configmap_style_updates(tmp_path: Path) -> No
             assert changed.wait(WAIT_S), f"update {version} went unnoticed"
     finally:
         watch.stop()
+
+
+UNRENAMED_SHARING = "version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2}]}}\n"
+REPLICA_INFO = "gpu_device_plugin_replica_info"
+
+
+def test_a_resource_that_stops_being_shared_drops_its_replica_series(node: Node) -> None:
+    # nvidia.com/gpu keeps its name through both reloads: only the replica series tell the two apart.
+    node.kubelet.wait_for_connection(GPU, timeout_s=WAIT_S)
+    node.config_file.write_text(UNRENAMED_SHARING)
+    assert node.daemon.rebuild()
+    assert node.sample(REPLICA_INFO, resource=GPU) == 1
+    node.config_file.write_text("version: v1\n")
+    assert node.daemon.rebuild()
+    assert node.sample(REPLICA_INFO, resource=GPU) == 0
