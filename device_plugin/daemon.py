@@ -3,7 +3,8 @@
 Daemon owns, for the life of the process: one PluginManager per resource (gRPC server + registration),
 the HealthWatcher, the metrics registry and its HTTP endpoint, the node-labels file, and a rescan loop.
 A rebuild (config file changed, SIGHUP, or the periodic rescan seeing a new MIG layout / GPU list)
-builds the new resources first; if that fails the old ones keep serving. Then the resources that
+builds the new resources first; if that fails the old ones keep serving (a changed config that
+fails there, say naming a GPU that is gone, is tried again at each rescan until it serves). Then the resources that
 changed or disappeared are stopped first (each sends an empty list, so no stale capacity stays) and
 the new ones are served and registered. After a hardware change, resources whose devices are the
 same keep serving untouched; after a config change every resource is served afresh (its policy or
@@ -173,10 +174,14 @@ class Daemon:
             if self._stopping.is_set():
                 return False
             config = self._reload.reloaded(self._config)
-            try:
-                node = self._build(config, previous=self._node)
-            except PluginError as error:
-                log.error("rebuilding the resources failed, keeping the current ones: %s", error)
+            node = self._try_build(config)
+            if node is None and config is not self._config:
+                # Valid, but not on these GPUs (say it names one that is gone): offered again at the next
+                # rescan, so it applies once the GPUs allow; meanwhile the running config follows the hardware.
+                self._reload.unserved(config)
+                config = self._config
+                node = self._try_build(config)
+            if node is None:
                 return False
             self._gpus = node.gpus
             self._health.rebuilt(node.gpus)
@@ -186,6 +191,14 @@ class Daemon:
                 return False
             self._switch(node, serving_changed)
             return True
+
+    def _try_build(self, config: Config) -> Node | None:
+        try:
+            return self._build(config, previous=self._node)
+        except PluginError as error:
+            retried = "" if config is self._config else " (the changed config is tried again at each rescan)"
+            log.error("rebuilding the resources failed, keeping the current ones%s: %s", retried, error)
+            return None
 
     def _apply_daemon_settings(self, config: Config) -> None:
         """Our own settings that do not touch the resources: applied now, or said to need a restart."""

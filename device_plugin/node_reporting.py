@@ -74,10 +74,11 @@ def decision_hook(metrics: Callable[[], PluginMetrics]) -> Callable[[str, Alloca
 
 
 def record_replicas(metrics: PluginMetrics, node: Node, resources: Iterable[ResourceManager]) -> None:
-    """replica_info for the shared (time-sliced) resources among `resources`."""
+    """replica_info for the shared (time-sliced) resources among `resources`, and none for the others (a
+    reload may stop sharing a resource under the same name: its earlier replica series must go)."""
     for resource in resources:
-        if resource.resource_name in node.advertised.shared:
-            metrics.record_replicas(resource.resource_name, resource.snapshot().devices, node.gpus)
+        shared = resource.resource_name in node.advertised.shared
+        metrics.record_replicas(resource.resource_name, resource.snapshot().devices if shared else (), node.gpus)
 
 
 def node_endpoint(

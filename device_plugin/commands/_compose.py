@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from device_plugin.composition import Node, build_node, mig_indices
+from device_plugin.composition import Node, build_node
 from device_plugin.config.model import Config
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.resources import ResourceManager
@@ -52,9 +52,7 @@ class Composed:
 
     def whole_gpus(self, resource: ResourceManager) -> bool:
         """True when every device of `resource` is one whole GPU (not a replica, not a MIG device)."""
-        mig = set(mig_indices(self.node.mig))
-        shared = resource.resource_name in self.node.advertised.shared
-        return not shared and not any(d.id in mig for d in resource.snapshot().devices)
+        return not resource.is_mig and resource.resource_name not in self.node.advertised.shared
 
     def not_served_whole(self) -> str:
         """Why some GPUs are no nvidia.com/gpu device: their MIG mode (empty when every GPU is served whole)."""

@@ -53,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(format_features_file(labels))
         return 0
     try:
-        changed = FeaturesFileWriter(args.output).write(labels)
+        changed = FeaturesFileWriter(args.output, field="--output").write(labels)
+    except ConfigError as error:  # a directory, FIFO or device at the path, or inside the kubelet's directory
+        print(f"gpu-device-plugin labels: {error}", file=sys.stderr)
+        return 2
     except OSError as error:
         print(f"gpu-device-plugin labels: cannot write {args.output}: {error}", file=sys.stderr)
         return 1

@@ -1,7 +1,9 @@
 """ConfigFileReload: has the config file changed since the last look, and is its new content valid?
 
 Boundary: change detection (a digest of the content, read bounded and non-blocking) and loading. A broken
-content is reported once and the running config is kept. What a change means for the running daemon
+content is reported once and the running config is kept. A valid content the daemon could not serve on
+the GPUs it found (a `sharing` entry naming a GPU that is gone) is handed back (unserved) and offered again
+at the next look, so it applies once the GPUs allow. What a change means for the running daemon
 (re-serve, apply now, or wait for a restart) is device_plugin/daemon.py's decision.
 """
 
@@ -26,13 +28,18 @@ class ConfigFileReload:
         self._load_config = load_config
         self._config_file = config_file
         self._digest = _digest(config_file)
+        self._unserved: Config | None = None
 
     def reloaded(self, running: Config) -> Config:
-        """The config file's new content if it changed and is valid; else `running`."""
+        """The config file's new content if it changed and is valid, or the one handed back unserved; else `running`."""
         digest = _digest(self._config_file)
-        if self._load_config is None or digest == self._digest:
+        if self._load_config is None:
             return running
+        if digest == self._digest:
+            pending, self._unserved = self._unserved, None
+            return running if pending is None else pending
         self._digest = digest  # a broken content is reported once, not at every rescan
+        self._unserved = None
         try:
             config = self._load_config()
             check_labels_file(config.daemon.labels_file, running.daemon.device_plugin_dir)  # the running dir
@@ -41,6 +48,10 @@ class ConfigFileReload:
             return running
         log.info("config file changed; effective config now: %s", config.describe())
         return config
+
+    def unserved(self, config: Config) -> None:
+        """The daemon could not serve `config` (from reloaded()) on the GPUs it found: offer it at the next look."""
+        self._unserved = config
 
 
 def _digest(path: Path | None) -> str | None:

@@ -2,7 +2,8 @@
 
 Boundary: parsing and validating the `health` config section and the NVIDIA-compatible env vars into
 one frozen value; no NVML, no threads. The config loader (device_plugin/config/model.py) hands the raw
-mapping of the section to parse_health_config and the lead wires the result into the HealthWatcher.
+mapping of the section to parse_health_config; the daemon (device_plugin/node_health.py) hands the result
+to the HealthWatcher.
 
 Env vars (read from the injected env mapping, as NVIDIA's plugin reads them; they add to the file):
 - DP_DISABLE_HEALTHCHECKS: `all` turns every check off (devices stay Healthy, as with NVIDIA);

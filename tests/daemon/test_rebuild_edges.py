@@ -100,3 +100,38 @@ def test_the_config_watch_survives_configmap_style_updates(tmp_path: Path) -> No
             assert changed.wait(WAIT_S), f"update {version} went unnoticed"
     finally:
         watch.stop()
+
+
+UNRENAMED_SHARING = "version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2}]}}\n"
+REPLICA_INFO = "gpu_device_plugin_replica_info"
+
+
+def test_a_resource_that_stops_being_shared_drops_its_replica_series(node: Node) -> None:
+    # nvidia.com/gpu keeps its name through both reloads: only the replica series tell the two apart.
+    node.kubelet.wait_for_connection(GPU, timeout_s=WAIT_S)
+    node.config_file.write_text(UNRENAMED_SHARING)
+    assert node.daemon.rebuild()
+    assert node.sample(REPLICA_INFO, resource=GPU) == 1
+    node.config_file.write_text("version: v1\n")
+    assert node.daemon.rebuild()
+    assert node.sample(REPLICA_INFO, resource=GPU) == 0
+
+
+SHARE_GPU_6 = (
+    "version: v1\n"
+    "sharing: {timeSlicing: {renameByDefault: true, resources: [{name: nvidia.com/gpu, replicas: 2, devices: [6]}]}}\n"
+)
+
+
+def test_a_reload_the_gpus_cannot_serve_yet_is_applied_once_they_can(node: Node) -> None:
+    node.kubelet.wait_for_connection(GPU, timeout_s=WAIT_S)
+    node.fake.set_gpu_count(4)  # GPUs 4..7 fell off the bus
+    assert node.daemon.rebuild()
+    node.config_file.write_text(SHARE_GPU_6)
+    assert not node.daemon.rebuild()  # GPU 6 is not there: the running config keeps serving
+    node.fake.set_gpu_count(5)
+    assert node.daemon.rebuild()  # a hardware change is still served, with the running config
+    assert node.daemon.node.layout().keys() == {GPU}
+    node.fake.set_gpu_count(8)
+    assert node.daemon.rebuild()
+    assert node.daemon.node.layout().keys() == {GPU, GPU + ".shared"}

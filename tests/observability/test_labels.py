@@ -202,6 +202,15 @@ def test_labels_command_writes_a_file(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "nvidia.com/mig.strategy=single\n" in out.read_text()
 
 
+def test_labels_command_refuses_an_output_that_is_not_a_regular_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A directory at --output: one line naming the flag and exit 2, as for any other bad argument.
+    assert main(["labels", "--machine", "workstation-4gpu", "--output", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--output" in err and "not a regular file" in err, err
+
+
 def test_labels_command_rejects_an_unknown_machine(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["labels", "--machine", "no-such-machine"]) == 2
     assert "unknown machine" in capsys.readouterr().err
