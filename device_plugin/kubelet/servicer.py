@@ -129,11 +129,14 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
         """On the loop, at the first stream: one thread per servicer waits on the resource for all streams."""
         if self._feeder is None:
             self._changed = asyncio.Event()
-            self._feeder = threading.Thread(target=self._feed, name=f"feed-{self.resource.resource_name}", daemon=True)
+            # The version is read here, before the stream's first snapshot, not by the thread when it runs:
+            # a change made before a late-starting thread's first look would otherwise wake no stream.
+            version = self.resource.snapshot().version
+            name = f"feed-{self.resource.resource_name}"
+            self._feeder = threading.Thread(target=self._feed, args=(version,), name=name, daemon=True)
             self._feeder.start()
 
-    def _feed(self) -> None:
-        version = self.resource.snapshot().version
+    def _feed(self, version: int) -> None:
         while not self._shutting_down.is_set():
             latest = self.resource.wait_for_change(version, FEED_POLL_S)
             if latest.version != version:

@@ -9,7 +9,7 @@ Limits (HttpLimits): a real listen backlog; at most `max_connections` open at on
 backlog); when full, a connection still sending its request after `evict_after_s` is closed to make
 room, so slowloris clients cannot lock probes out; the whole request must arrive within
 `request_timeout_s` and the reply must be taken within `write_timeout_s`. A client that leaves is
-logged at DEBUG only.
+logged at DEBUG only. A failed accept (out of descriptors) is retried shortly, never the end of serving.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ class Reply:
     body: bytes
 
 
+ACCEPT_RETRY_S = 0.1  # pause after a failed accept (out of descriptors or memory) before the next try
 Responder = Callable[[str, str, dict[str, str]], Awaitable[Reply]]  # (method, path, headers) -> Reply
 _CLIENT_GONE = (ConnectionError, asyncio.IncompleteReadError, TimeoutError, OSError)
 
@@ -67,6 +68,7 @@ class ConnectionServer:
     async def serve(self) -> None:
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(_quiet_exception_handler)
+        accept_failing = False
         try:
             while True:
                 while len(self._connections) >= self._limits.max_connections:
@@ -74,7 +76,15 @@ class ConnectionServer:
                     self._room.clear()
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._room.wait(), self._limits.evict_after_s / 2)
-                client, _ = await loop.sock_accept(self._listener)
+                try:
+                    client, _ = await loop.sock_accept(self._listener)
+                except OSError as error:  # EMFILE, ENOBUFS, ...: the next connection may fit; never end serving
+                    level = logging.DEBUG if accept_failing else logging.WARNING  # once per episode
+                    log.log(level, "HTTP endpoint cannot accept a connection (%s); retrying", error)
+                    accept_failing = True
+                    await asyncio.sleep(ACCEPT_RETRY_S)  # the listener stays readable: no busy loop
+                    continue
+                accept_failing = False
                 connection = _Connection()
                 connection.task = loop.create_task(self._serve_one(client, connection))
                 self._connections.add(connection)

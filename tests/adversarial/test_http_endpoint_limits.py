@@ -10,6 +10,7 @@ import contextlib
 import logging
 import socket
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -213,3 +214,47 @@ def test_thread_count_stays_bounded_under_a_scrape_storm() -> None:
 
 if sys.platform != "linux":  # pragma: no cover - the tests rely on Linux loopback behaviour
     pytestmark = pytest.mark.skip("Linux only")
+
+
+# Runs in its own process: it lowers the descriptor limit and uses up every descriptor for a moment.
+_OUT_OF_DESCRIPTORS = """
+import os, resource, socket
+from prometheus_client import CollectorRegistry
+from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint
+
+def ok():
+    return EndpointProbeResult(True, "fine")
+
+served = HttpEndpoint("127.0.0.1", 0, CollectorRegistry(), liveness=ok, readiness=ok, poll_interval_s=0.02)
+served.start()
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+client = socket.socket()
+client.settimeout(3.0)
+fillers = []
+try:
+    while True:
+        fillers.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+client.connect(("127.0.0.1", served.port))  # accept() now fails with EMFILE
+__import__("time").sleep(0.5)  # the endpoint meets EMFILE meanwhile
+for fd in fillers:
+    os.close(fd)
+client.sendall(b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+try:
+    print(client.recv(64).decode("latin-1").split("\\r\\n")[0])
+except TimeoutError:
+    print("no answer")
+served.stop()
+"""
+
+
+def test_running_out_of_descriptors_for_a_moment_does_not_end_the_endpoint() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _OUT_OF_DESCRIPTORS],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.stdout.strip() == "HTTP/1.1 200 OK", done.stderr[-2000:]

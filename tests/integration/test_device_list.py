@@ -6,9 +6,14 @@ import threading
 from pathlib import Path
 
 import grpc
+import pytest
 
 from api import deviceplugin_pb2 as pb
-from device_plugin.devices import Health
+from api import deviceplugin_pb2_grpc as pb_grpc
+from device_plugin.composition import build_resources
+from device_plugin.config.model import Config
+from device_plugin.devices import DeviceListSnapshot, Health
+from device_plugin.kubelet.servicer import DevicePluginServicer, SocketServer
 from device_plugin.kubelet.standin import ListedDevice
 from device_plugin.nvml.backends import open_backend
 
@@ -92,3 +97,35 @@ def test_no_topology_at_all_when_a_numa_node_is_unknown(plugin_dir: Path) -> Non
     finally:
         node.manager.stop()
         node.kubelet.stop()
+
+
+def test_a_change_made_while_the_feeder_thread_starts_still_reaches_the_stream(
+    plugin_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The feeder thread may start late (a busy node): a change made before its first look is not lost."""
+    (resource,) = build_resources(open_backend("dgx1-v100"), Config())
+    gpu3 = open_backend("dgx1-v100").gpus()[3].uuid
+    feeder_may_look = threading.Event()
+    snapshot = resource.snapshot
+
+    def snapshot_with_a_late_feeder() -> DeviceListSnapshot:
+        if threading.current_thread().name.startswith("feed-"):
+            feeder_may_look.wait(WAIT_S)
+        return snapshot()
+
+    monkeypatch.setattr(resource, "snapshot", snapshot_with_a_late_feeder)
+    server = SocketServer(DevicePluginServicer(resource))
+    path = plugin_dir / "late-feeder.sock"
+    server.start(path)
+    try:
+        with grpc.insecure_channel(f"unix://{path}") as channel:
+            stream = pb_grpc.DevicePluginStub(channel).ListAndWatch(pb.Empty(), timeout=3.0)
+            assert all(d.health == "Healthy" for d in next(stream).devices)
+            resource.set_gpu_health(3, Health.UNHEALTHY, "Xid 79")
+            feeder_may_look.set()
+            second = next(stream)  # lost before the fix: DEADLINE_EXCEEDED
+            assert [d.ID for d in second.devices if d.health == "Unhealthy"] == [gpu3]
+            stream.cancel()
+    finally:
+        feeder_may_look.set()
+        server.stop(0.0)
