@@ -6,8 +6,8 @@ sel = not-available | must. The first candidate (found at C speed by operator.in
 opens the top tie block of criteria 1-4; its end is found by bisection on the keys. When the
 candidates are few compared with the list (few GPUs free), they are enumerated instead and sorted by
 their precomputed rank in `order[k]`, which gives the same tie block without scanning the list. Only the
-candidates of that block are compared on criterion 5 (fragmentation), then criterion 6 (their order
-in the block, Python's max keeps the first of equals).
+candidates of that block are compared on criterion 5 (fragmentation, a per-mask table built at start-up),
+then criterion 6 (their order in the block, Python's max keeps the first of equals).
 
 Bound: criterion 5 is evaluated over at most TIE_CAP tied candidates (the first ones in criterion-6
 order). No shipped machine comes near it (its largest tie block is 140 sets); a 16-GPU machine with
@@ -22,7 +22,6 @@ from bisect import bisect_right
 from itertools import combinations, islice
 from math import comb
 
-from device_plugin.allocator.objective import FRAG_SIZES, pack_frag
 from device_plugin.allocator.tables import ExactTables
 
 TIE_CAP = 4096
@@ -30,32 +29,9 @@ TIE_CAP = 4096
 _ENUMERATE_COST = 12
 
 
-def partner_sum(tables: ExactTables, remaining: int) -> int:
-    """P(R) of criterion 5: every free GPU's fastest free partner, summed (MB/s)."""
-    if remaining & (remaining - 1) == 0:
-        return 0
-    halves = tables.partner_max
-    low, high, shift, low_mask = halves.low, halves.high, halves.shift, halves.low_mask
-    total = 0
-    todo = remaining
-    while todo:
-        bit = todo & -todo
-        todo ^= bit
-        v = bit.bit_length() - 1
-        others = remaining ^ bit
-        a, b = low[v][others & low_mask], high[v][others >> shift]
-        total += a if a > b else b
-    return total
-
-
 def fragmentation(tables: ExactTables, remaining: int) -> int:
-    """frag(R) of criterion 5, packed so that larger is better."""
-    rings = tuple(tables.best_ring[j][remaining] if j in tables.best_ring else 0 for j in FRAG_SIZES)
-    return pack_frag(rings, partner_sum(tables, remaining))
-
-
-def _ring_part(tables: ExactTables, remaining: int) -> tuple[int, ...]:
-    return tuple(tables.best_ring[j][remaining] if j in tables.best_ring else 0 for j in FRAG_SIZES)
+    """frag(R) of criterion 5, packed so that larger is better (precomputed per mask at start-up)."""
+    return tables.frag[remaining]
 
 
 def tie_block(tables: ExactTables, available: int, must: int, size: int, start: int = 0) -> tuple[list[int], int]:
@@ -77,16 +53,11 @@ def tie_block(tables: ExactTables, available: int, must: int, size: int, start: 
 
 
 def pick(tables: ExactTables, available: int, block: list[int]) -> int:
-    """Criterion 5 then 5 among a tie block (non-empty)."""
+    """Criterion 5 then 6 among a tie block (non-empty): one table lookup per candidate."""
     if len(block) == 1:
         return block[0]
-    # Two phases: the Qj part is a table lookup; P (O(|R|)) only for those still tied.
-    rings = [_ring_part(tables, available ^ m) for m in block]
-    top = max(rings)
-    finalists = [m for m, r in zip(block, rings, strict=True) if r == top]
-    if len(finalists) == 1:
-        return finalists[0]
-    return max(finalists, key=lambda m: partner_sum(tables, available ^ m))
+    frag = tables.frag
+    return max(block, key=lambda m: frag[available ^ m])  # max keeps the first of equals: criterion 6
 
 
 def _enumerated_block(tables: ExactTables, available: int, must: int, size: int) -> list[int] | None:
