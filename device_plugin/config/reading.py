@@ -97,7 +97,8 @@ def load_yaml_text(text: str, *, source: str = "<text>") -> Any:
         _check_events(text)
         return yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as error:
-        where = f" at line {error.problem_mark.line + 1}, column {error.problem_mark.column + 1}"
+        mark = error.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = error.problem or error.context or "invalid"
         raise ConfigError(FIELD, f"{short(source)} is not valid YAML/JSON: {one_line(problem, 120)}{where}") from None
     except yaml.YAMLError as error:

@@ -72,6 +72,8 @@ def newest_resource_version(client: k8s.ApiClient) -> str:
 
 def node_uid(client: k8s.ApiClient, node_name: str) -> str:
     node = k8s.CoreV1Api(client).read_node(node_name, _request_timeout=REQUEST_TIMEOUT_S)
+    if node.metadata is None or not node.metadata.uid:
+        raise PluginError(f"node {node_name} has no metadata.uid: cannot own our ResourceSlices")
     return str(node.metadata.uid)
 
 

@@ -182,7 +182,8 @@ class SlicePublisher:
             field_selector=f"spec.nodeName={self._node},spec.driver={self._driver}",
             _request_timeout=REQUEST_TIMEOUT_S,
         )
-        return [o for o in body.get("items", []) if o.get("spec", {}).get("driver") == self._driver]
+        items = body.get("items", []) if isinstance(body, dict) else []
+        return [o for o in items if o.get("spec", {}).get("driver") == self._driver]
 
     def _our_slices(self) -> list[str]:
         if self.api_version is None:

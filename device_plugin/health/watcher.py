@@ -31,7 +31,7 @@ from device_plugin.nvml.health_types import EventWatch, HealthEventKind, HealthS
 
 log = logging.getLogger("device_plugin.health.watcher")
 
-TransitionListener = Callable[[HealthTransition], None]
+TransitionListener = Callable[[HealthTransition], object]  # what a listener returns is ignored
 
 
 class HealthWatcher:

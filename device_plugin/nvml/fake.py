@@ -167,9 +167,12 @@ class FakeNvml(FakeMigMixin):
     def pcie_path(self, pci_bus_id: str) -> tuple[str, ...] | None:
         """NicSource: the described PCIe path of a GPU or NIC by bus id; None for any other device."""
         bus_id = normalise_pci_bus_id(pci_bus_id)
-        for device in (*self._description.gpus, *self._description.nics):
-            if device.pci_bus_id == bus_id:
-                return device.pcie if isinstance(device, GpuDescription) else device.pcie_path
+        for gpu in self._description.gpus:
+            if gpu.pci_bus_id == bus_id:
+                return gpu.pcie
+        for nic in self._description.nics:
+            if nic.pci_bus_id == bus_id:
+                return nic.pcie_path
         return None
 
     def telemetry(self, index: int) -> GpuTelemetry:
