@@ -16,10 +16,10 @@ paths draw, and a NIC under a GPU's host bridge must sit on that GPU's NUMA node
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from device_plugin.errors import MachineDescriptionError
-from device_plugin.nvml.description_fields import integer, kind, string
+from device_plugin.nvml.description_fields import integer, kind, mapping, string
 from device_plugin.nvml.pcie_paths import socket_name
 from device_plugin.nvml.types import NicInfo, normalise_pci_bus_id
 
@@ -54,13 +54,7 @@ def parse_nics(raw: object, gpu_paths: Sequence[tuple[str, tuple[str, ...], int 
 
 def _parse_nic(raw: object, index: int) -> NicInfo:
     where = f"nics[{index}]"
-    if not isinstance(raw, Mapping):
-        raise MachineDescriptionError(where, f"must be a mapping, not {kind(raw)}")
-    for key in raw:
-        if key not in NIC_KEYS:
-            raise MachineDescriptionError(f"{where}.{key}", f"unknown key; allowed: {', '.join(sorted(NIC_KEYS))}")
-    if "name" not in raw:
-        raise MachineDescriptionError(f"{where}.name", "is required")
+    raw = mapping(raw, where, NIC_KEYS, ("name",))
     name = string(raw["name"], f"{where}.name")
     if not _NAME.match(name):
         raise MachineDescriptionError(f"{where}.name", f"{name!r} is not an RDMA device name like mlx5_0")
