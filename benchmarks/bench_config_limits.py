@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from device_plugin.config.model import load_config
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
 from tests.adversarial.test_config_file_limits import alias_bomb, deep_block_mapping, indented
 
 MIB = 1024 * 1024

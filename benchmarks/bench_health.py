@@ -24,10 +24,10 @@ from pathlib import Path
 from _common import target_line
 
 from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
-from device_plugin.devices import Device
+from device_plugin.core.devices import Device
+from device_plugin.core.ids import format_replica_id
 from device_plugin.health.config import HealthConfig
 from device_plugin.health.watcher import HealthWatcher
-from device_plugin.ids import format_replica_id
 from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.fake import FakeNvml

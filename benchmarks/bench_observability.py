@@ -37,7 +37,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
-from device_plugin.devices import Device, Health
+from device_plugin.core.devices import Device, Health
 from device_plugin.health.state import HealthTransition
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.telemetry import GpuTelemetry, TelemetrySource

@@ -24,7 +24,7 @@ from _common import target_line
 
 from device_plugin.allocation_protocols import EnvVarResponseBuilder, device_sort_key
 from device_plugin.allocation_request import ValidatedRequest, validate_preferred
-from device_plugin.devices import Device
+from device_plugin.core.devices import Device
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.resources import ResourceManager
 from timeslice.model import Placement

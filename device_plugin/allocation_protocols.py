@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from device_plugin.allocation_request import ValidatedRequest
-from device_plugin.devices import ContainerAllocation, Device
-from device_plugin.ids import parse_device_id
+from device_plugin.core.devices import ContainerAllocation, Device
+from device_plugin.core.ids import parse_device_id
 
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from device_plugin.devices import Device
-from device_plugin.errors import InvalidRequestError, UnknownDeviceError
-from device_plugin.short_text import bounded_ids
+from device_plugin.core.devices import Device
+from device_plugin.core.errors import InvalidRequestError, UnknownDeviceError
+from device_plugin.core.short_text import bounded_ids
 
 _SEAL = object()  # held only by validate_preferred
 

@@ -23,8 +23,8 @@ from device_plugin.allocation_protocols import AllocationPolicy, ResponseBuilder
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config.model import Config
-from device_plugin.devices import Device
-from device_plugin.ids import parse_device_id
+from device_plugin.core.devices import Device
+from device_plugin.core.ids import parse_device_id
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.resources import ResourceManager

@@ -28,7 +28,7 @@ from device_plugin.composition import Node, build_node, envvar_conflicts
 from device_plugin.config.file_reload import ConfigFileReload, ConfigLoader
 from device_plugin.config.model import Config
 from device_plugin.config.reload import keep_restart_only, serving_settings
-from device_plugin.errors import PluginError
+from device_plugin.core.errors import PluginError
 from device_plugin.health.watcher import HealthWatcher
 from device_plugin.kubelet.lifecycle import LifecycleTiming, PluginManager
 from device_plugin.node_health import NodeHealth

@@ -20,10 +20,10 @@ from collections.abc import Iterable, Sequence
 
 from device_plugin.allocation_protocols import AllocationPolicy, ResponseBuilder, device_sort_key
 from device_plugin.allocation_request import check_choice, validate_preferred
-from device_plugin.devices import ContainerAllocation, Device, DeviceListSnapshot, Health
-from device_plugin.errors import InvalidRequestError, UnhealthyDeviceError, UnknownDeviceError
+from device_plugin.core.devices import ContainerAllocation, Device, DeviceListSnapshot, Health
+from device_plugin.core.errors import InvalidRequestError, UnhealthyDeviceError, UnknownDeviceError
+from device_plugin.core.short_text import bounded_ids
 from device_plugin.health.state import HealthTransition
-from device_plugin.short_text import bounded_ids
 
 log = logging.getLogger(__name__)
 

@@ -30,9 +30,9 @@ from types import MappingProxyType
 
 from device_plugin.allocation_protocols import VISIBLE_DEVICES_ENV, device_sort_key
 from device_plugin.config.model import Flags
-from device_plugin.devices import ContainerAllocation, Device, DeviceSpec, Mount
-from device_plugin.errors import ConfigError
-from device_plugin.ids import parse_device_id
+from device_plugin.core.devices import ContainerAllocation, Device, DeviceSpec, Mount
+from device_plugin.core.errors import ConfigError
+from device_plugin.core.ids import parse_device_id
 
 VOLUME_MOUNTS_ROOT = "/var/run/nvidia-container-devices"
 DEFAULT_CDI_ANNOTATION_PREFIX = "cdi.k8s.io/"

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from device_plugin.allocation_protocols import ValidatedRequest
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision, DecisionHook
-from device_plugin.devices import Device
+from device_plugin.core.devices import Device
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from enum import StrEnum
 
 from device_plugin.allocation_protocols import ValidatedRequest, device_sort_key
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
 from device_plugin.allocation_protocols import device_sort_key
-from device_plugin.devices import Device
-from device_plugin.errors import ConfigError
+from device_plugin.core.devices import Device
+from device_plugin.core.errors import ConfigError
 from device_plugin.nvml.mig_types import MigDevice
 from device_plugin.nvml.types import GpuInfo
 

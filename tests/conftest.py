@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from device_plugin.errors import NvmlUnavailableError
+from device_plugin.core.errors import NvmlUnavailableError
 from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.protocol import NvmlBackend

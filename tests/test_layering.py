@@ -63,10 +63,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.topology",),
     ("device_plugin.config", "device_plugin.allocation_protocols"),
     ("device_plugin.allocation_request",),
-    ("device_plugin.devices", "device_plugin.ids", "device_plugin.gpu_models"),
     ("device_plugin.nvml",),
-    ("device_plugin.errors",),
-    ("device_plugin.short_text",),
+    ("device_plugin.core",),
     ("api",),
 )
 # Modules that live outside their unit's folder (see the docstring): module -> unit.
@@ -95,10 +93,10 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
 RESTRICTED = {"api": ("device_plugin.kubelet", "device_plugin.dra")}
 # What mig/ and timeslice/ may import besides themselves and the standard library.
 VALUE_TYPES = (
-    "device_plugin.devices",
-    "device_plugin.ids",
-    "device_plugin.errors",
-    "device_plugin.short_text",
+    "device_plugin.core.devices",
+    "device_plugin.core.ids",
+    "device_plugin.core.errors",
+    "device_plugin.core.short_text",
     "device_plugin.allocation_protocols",
     "device_plugin.nvml.types",
     "device_plugin.nvml.mig_types",

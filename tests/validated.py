@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from device_plugin.allocation_protocols import device_sort_key
 from device_plugin.allocation_request import ValidatedRequest, validate_preferred
-from device_plugin.devices import Device
+from device_plugin.core.devices import Device
 
 
 def validated(

@@ -14,8 +14,8 @@ from dataclasses import replace
 from typing import Any
 
 from device_plugin.config.sharing import MPS_NOT_SUPPORTED, parse_sharing_section
-from device_plugin.errors import ConfigError
-from device_plugin.short_text import short
+from device_plugin.core.errors import ConfigError
+from device_plugin.core.short_text import short
 from timeslice.model import DeviceSelection, GpuRef, Placement, SelectionEntry, SelectionKind, SharingConfig
 
 __all__ = ["MPS_NOT_SUPPORTED", "parse_sharing", "resolve_sharing"]

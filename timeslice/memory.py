@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from device_plugin.errors import PluginError
+from device_plugin.core.errors import PluginError
 from timeslice.replicas import AdvertisedResources
 
 NO_MEMORY_ISOLATION_WARNING = (

@@ -24,9 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from device_plugin.allocation_protocols import ValidatedRequest
-from device_plugin.devices import Device
-from device_plugin.errors import InvalidRequestError
-from device_plugin.ids import parse_device_id
+from device_plugin.core.devices import Device
+from device_plugin.core.errors import InvalidRequestError
+from device_plugin.core.ids import parse_device_id
 from timeslice.model import Placement
 from timeslice.replicas import KUBELET_CHOSEN_ADVICE, SharedResource
 

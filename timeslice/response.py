@@ -14,9 +14,9 @@ import logging
 from collections.abc import Sequence
 
 from device_plugin.allocation_protocols import ResponseBuilder
-from device_plugin.devices import ContainerAllocation, Device
-from device_plugin.errors import InvalidRequestError
-from device_plugin.ids import parse_device_id
+from device_plugin.core.devices import ContainerAllocation, Device
+from device_plugin.core.errors import InvalidRequestError
+from device_plugin.core.ids import parse_device_id
 from timeslice.replicas import KUBELET_CHOSEN_ADVICE, SharedResource
 
 log = logging.getLogger(__name__)

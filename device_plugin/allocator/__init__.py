@@ -19,7 +19,7 @@ from device_plugin.allocator.nic import NicGroups
 from device_plugin.allocator.objective import FragmentationScore, SetScore, key_ring, pack_key
 from device_plugin.allocator.ring import ring_of_set
 from device_plugin.allocator.tables import MAX_EXACT_GPUS, build_tables
-from device_plugin.errors import InvalidRequestError
+from device_plugin.core.errors import InvalidRequestError
 from device_plugin.topology.model import Topology
 
 __all__ = ["MAX_EXACT_GPUS", "AllocationDecision", "Allocator", "Explanation", "InvalidRequestError"]

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from device_plugin.allocator import Allocator
-from device_plugin.errors import ConfigError, InvalidRequestError, PluginError
+from device_plugin.core.errors import ConfigError, InvalidRequestError, PluginError
 from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.topology.build import build_topology

@@ -27,9 +27,9 @@ from device_plugin.commands._view import VISIBLE, allocate_summary
 from device_plugin.commands.run import configure_logging
 from device_plugin.composition import GPU_RESOURCE, Node, build_node, envvar_conflicts
 from device_plugin.config.model import Config
+from device_plugin.core.devices import Device
+from device_plugin.core.errors import PluginError
 from device_plugin.daemon import Daemon
-from device_plugin.devices import Device
-from device_plugin.errors import PluginError
 from device_plugin.health.config import HealthConfig
 from device_plugin.kubelet.lifecycle import LifecycleTiming
 from device_plugin.kubelet.registration import Backoff

@@ -15,7 +15,7 @@ import sys
 
 from device_plugin.commands._machine import fail
 from device_plugin.config.model import config_file_path, load_config
-from device_plugin.errors import PluginError
+from device_plugin.core.errors import PluginError
 
 NAME = "dra"
 HELP = "Dynamic Resource Allocation driver tools: `dra slices` prints the ResourceSlices of this node."

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from device_plugin.commands._compose import add_config_arguments, composed_node
-from device_plugin.errors import ConfigError, PluginError
+from device_plugin.core.errors import ConfigError, PluginError
 from device_plugin.observability.labels import FeaturesFileWriter, compute_labels, format_features_file
 
 NAME = "labels"

@@ -18,8 +18,8 @@ from typing import Any
 
 from device_plugin.config.model import CLI_SETTINGS, Config, config_file_path, load_config
 from device_plugin.config.watch import ConfigFileWatch
+from device_plugin.core.errors import ConfigError, NvmlUnavailableError, PluginError
 from device_plugin.daemon import Daemon
-from device_plugin.errors import ConfigError, NvmlUnavailableError, PluginError
 from device_plugin.health.fake_events import FakeEventsTail
 from device_plugin.log_writer import flush as flush_log_writer
 from device_plugin.log_writer import in_background

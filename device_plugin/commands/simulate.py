@@ -12,7 +12,7 @@ from pathlib import Path
 
 from device_plugin.allocator.simulation import SimulationResult, generate_workload, parse_trace, policies, replay
 from device_plugin.commands._machine import add_machine_argument, build_allocator, fail
-from device_plugin.errors import ConfigError, PluginError
+from device_plugin.core.errors import ConfigError, PluginError
 
 NIC_SIZES = (4, 8)  # the pods that go multi-node, whose GPUs all want a GPUDirect-close NIC
 NAME = "simulate"

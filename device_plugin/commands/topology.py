@@ -11,7 +11,7 @@ import json
 
 from device_plugin.commands._compose import Composed, add_config_arguments, composed_node
 from device_plugin.commands._machine import add_machine_argument, fail
-from device_plugin.errors import PluginError
+from device_plugin.core.errors import PluginError
 from device_plugin.topology.build import build_topology
 from device_plugin.topology.model import Topology
 from mig.render import render_mig_tree

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from device_plugin.config.model import Config, check_labels_file
 from device_plugin.config.reading import read_regular_file
-from device_plugin.errors import ConfigError, PluginError
+from device_plugin.core.errors import ConfigError, PluginError
 
 log = logging.getLogger("device_plugin.daemon")  # the daemon's log lines, as before the split
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from device_plugin.config.schema import TOP_LEVEL, Field, sections
-from device_plugin.errors import ConfigError
-from device_plugin.short_text import short
+from device_plugin.core.errors import ConfigError
+from device_plugin.core.short_text import short
 
 
 def from_text(fields: Mapping[str, Field], path: str, text: str, *, origin: str) -> Any:

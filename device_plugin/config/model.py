@@ -45,10 +45,10 @@ from device_plugin.config.schema import (
 from device_plugin.config.sections import check_imex, check_resources, check_sharing
 from device_plugin.config.sharing import parse_sharing_section, sharing_as_file
 from device_plugin.config.sharing_model import SharingConfig
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
+from device_plugin.core.short_text import short
 from device_plugin.health.config import ENV_VARS as HEALTH_ENV_VARS
 from device_plugin.health.config import HealthConfig, parse_health_config
-from device_plugin.short_text import short
 
 DEFAULT_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
 DESCRIBE_LIMIT = 8192  # characters of the effective-config log line

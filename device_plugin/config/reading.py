@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from device_plugin.errors import ConfigError
-from device_plugin.short_text import one_line, short, short_path
+from device_plugin.core.errors import ConfigError
+from device_plugin.core.short_text import one_line, short, short_path
 
 MAX_CONFIG_BYTES = 1024 * 1024
 MAX_DEPTH = 32

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from device_plugin.config.reading import read_regular_file
-from device_plugin.errors import ConfigError
-from device_plugin.short_text import short_path
+from device_plugin.core.errors import ConfigError
+from device_plugin.core.short_text import short_path
 
 MAX_EXISTING_BYTES = 1024 * 1024  # the old content is read only to skip unchanged writes
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from device_plugin.errors import ConfigError
-from device_plugin.short_text import short
+from device_plugin.core.errors import ConfigError
+from device_plugin.core.short_text import short
 
 SUPPORTED_VERSION = "v1"
 # /metrics, /healthz, /readyz. 9100-9999 is crowded with exporters (9400 is dcgm-exporter's).

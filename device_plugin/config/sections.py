@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from device_plugin.errors import ConfigError
-from device_plugin.short_text import short
+from device_plugin.core.errors import ConfigError
+from device_plugin.core.short_text import short
 
 
 def _mapping(field: str, value: Any, allowed: tuple[str, ...]) -> dict[str, Any]:

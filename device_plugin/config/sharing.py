@@ -30,8 +30,8 @@ from device_plugin.config.sharing_model import (
     SharingConfig,
     TimeSlicingConfig,
 )
-from device_plugin.errors import ConfigError
-from device_plugin.short_text import short
+from device_plugin.core.errors import ConfigError
+from device_plugin.core.short_text import short
 
 ROOT = "sharing"
 DEFAULT_DOMAIN = "nvidia.com"

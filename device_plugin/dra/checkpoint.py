@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
 
 FORMAT_VERSION = 1
 

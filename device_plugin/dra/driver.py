@@ -25,7 +25,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from device_plugin.config.model import Config
-from device_plugin.devices import Health
+from device_plugin.core.devices import Health
 from device_plugin.dra.checkpoint import Checkpoint
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.dra.inventory import DraDevice, build_devices

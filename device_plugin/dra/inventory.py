@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_plugin.allocator import Allocator
+from device_plugin.core.gpu_models import model_facts
 from device_plugin.dra.partitions import Partitions, compute_partitions
-from device_plugin.gpu_models import model_facts
 from device_plugin.nvml.mig_profiles import profile_table
 from device_plugin.nvml.mig_types import MigDevice
 from device_plugin.nvml.protocol import NvmlBackend

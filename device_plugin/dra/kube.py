@@ -18,8 +18,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from device_plugin.core.errors import PluginError
 from device_plugin.dra.slices import API_VERSIONS, GROUP
-from device_plugin.errors import PluginError
 
 REQUEST_TIMEOUT_S = 5.0
 

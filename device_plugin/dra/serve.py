@@ -20,11 +20,11 @@ from prometheus_client import CollectorRegistry
 
 from device_plugin.config.model import Config, config_file_path
 from device_plugin.config.watch import ConfigFileWatch
+from device_plugin.core.errors import NvmlUnavailableError, PluginError
 from device_plugin.dra.driver import DraDriver
 from device_plugin.dra.inventory import sysfs_pcie_root
 from device_plugin.dra.kube import api_client
 from device_plugin.dra.reporting import dra_endpoint, dra_labels, dra_metrics, refresh_dra_labels
-from device_plugin.errors import NvmlUnavailableError, PluginError
 from device_plugin.health.fake_events import FakeEventsTail
 from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.fake import FakeNvml

@@ -21,8 +21,8 @@ from typing import Any
 
 from device_plugin.config.declare import SETTING, Reload, setting
 from device_plugin.config.schema import BOOL, Field, Seconds
-from device_plugin.errors import ConfigError
-from device_plugin.short_text import short
+from device_plugin.core.errors import ConfigError
+from device_plugin.core.short_text import short
 
 DISABLE_ENV = "DP_DISABLE_HEALTHCHECKS"
 ENABLE_ENV = "DP_ENABLE_HEALTHCHECKS"

@@ -46,7 +46,7 @@ import threading
 import time
 from pathlib import Path
 
-from device_plugin.errors import RegistrationError
+from device_plugin.core.errors import RegistrationError
 from device_plugin.kubelet.lifecycle_state import (
     LIVE,
     PROBE_MAX_AGE_S,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from device_plugin.errors import MachineDescriptionError
+from device_plugin.core.errors import MachineDescriptionError
 from device_plugin.nvml.machine_description import MachineDescription, load_machine_file, parse_machine_yaml
 
 _SUFFIX = ".yaml"

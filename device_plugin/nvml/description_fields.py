@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from device_plugin.errors import MachineDescriptionError
+from device_plugin.core.errors import MachineDescriptionError
 
 
 def mapping(value: object, field: str, allowed: frozenset[str], required: tuple[str, ...]) -> Mapping[str, Any]:

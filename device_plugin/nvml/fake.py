@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_plugin.errors import NvmlError
+from device_plugin.core.errors import NvmlError
 from device_plugin.nvml.catalog import load_machine_description
 from device_plugin.nvml.fake_faults import FakeEventWatch, FakeFaults
 from device_plugin.nvml.fake_mig import FakeMigMixin

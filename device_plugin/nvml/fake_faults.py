@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from device_plugin.errors import NvmlError
+from device_plugin.core.errors import NvmlError
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult, frozen_failures
 
 # NVML return codes (nvmlReturn_t), so callers see the same `code` as with the real library.

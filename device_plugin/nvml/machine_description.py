@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from device_plugin.errors import MachineDescriptionError
+from device_plugin.core.errors import MachineDescriptionError
 from device_plugin.nvml import description_fields as read
 from device_plugin.nvml.link_description import (
     NvLinkBundle,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from device_plugin.errors import MachineDescriptionError
+from device_plugin.core.errors import MachineDescriptionError
 from device_plugin.nvml.mig_profiles import profile_table
 from device_plugin.nvml.mig_types import MigProfile, MigProfileTable
 

@@ -1,7 +1,7 @@
 """The NvmlBackend protocol: the narrow contract between the plugin and the hardware.
 
 Both the real backend (pynvml) and the fake one (a machine-description file) implement it, and the
-contract tests in tests/nvml run against both. Methods raise device_plugin.errors.NvmlError with
+contract tests in tests/nvml run against both. Methods raise device_plugin.core.errors.NvmlError with
 context on failure; they never return a silent default.
 """
 

@@ -1,7 +1,7 @@
 """RealNvml: the NvmlBackend over nvidia-ml-py (pynvml). The only module in the project that imports pynvml.
 
 Every pynvml call goes through RealNvml._call, the one choke point that turns pynvml.NVMLError into
-device_plugin.errors.NvmlError naming the call, the device and NVML's return code. NUMA nodes do not
+device_plugin.core.errors.NvmlError naming the call, the device and NVML's return code. NUMA nodes do not
 come from NVML but from sysfs (`<sys_root>/bus/pci/devices/<bdf>/numa_node`), with the root injectable.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import pynvml
 
-from device_plugin.errors import NvmlError, NvmlUnavailableError
+from device_plugin.core.errors import NvmlError, NvmlUnavailableError
 from device_plugin.nvml.health_types import ProbeResult
 from device_plugin.nvml.mig_types import MigDevice, MigMode
 from device_plugin.nvml.real_health import RealEventWatch, RealHealth

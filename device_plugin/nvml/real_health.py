@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from device_plugin.errors import NvmlError
+from device_plugin.core.errors import NvmlError
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult, frozen_failures
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from device_plugin.errors import NvmlError
+from device_plugin.core.errors import NvmlError
 from device_plugin.nvml.mig_profiles import GI_1_SLICE_REV1, GI_2_SLICE_REV1, memory_gb_for_name, profile_name
 from device_plugin.nvml.mig_types import MigDevice, MigMode, mig_device_sort_key
 from device_plugin.nvml.types import GpuInfo

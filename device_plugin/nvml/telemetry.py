@@ -36,5 +36,5 @@ class GpuTelemetry:
 @runtime_checkable
 class TelemetrySource(Protocol):
     def telemetry(self, index: int) -> GpuTelemetry:
-        """Live readings of GPU `index`; raises device_plugin.errors.NvmlError when the GPU cannot be read."""
+        """Live readings of GPU `index`; raises device_plugin.core.errors.NvmlError when the GPU cannot be read."""
         ...

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from device_plugin.devices import DeviceListSnapshot, Health
-from device_plugin.errors import NvmlError
+from device_plugin.core.devices import DeviceListSnapshot, Health
+from device_plugin.core.errors import NvmlError
 from device_plugin.nvml.telemetry import GpuTelemetry, TelemetrySource
 from device_plugin.nvml.types import GpuInfo
 

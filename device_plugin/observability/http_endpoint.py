@@ -31,7 +31,7 @@ from typing import TypeVar
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from device_plugin.errors import ConfigError, PluginError
+from device_plugin.core.errors import ConfigError, PluginError
 from device_plugin.observability.http_serving import ConnectionServer, HttpLimits, Reply
 
 __all__ = [

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from device_plugin.config.model import DEFAULT_DEVICE_PLUGIN_DIR
 from device_plugin.config.safe_write import write_atomically
-from device_plugin.errors import PluginError
-from device_plugin.gpu_models import mig_capable, model_facts
+from device_plugin.core.errors import PluginError
+from device_plugin.core.gpu_models import mig_capable, model_facts
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo, SystemInfo
 from device_plugin.topology.nvlink_groups import nvlink_summary

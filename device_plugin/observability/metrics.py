@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
-from device_plugin.devices import Device, DeviceListSnapshot
-from device_plugin.errors import InvalidRequestError, PluginError, UnhealthyDeviceError, UnknownDeviceError
+from device_plugin.core.devices import Device, DeviceListSnapshot
+from device_plugin.core.errors import InvalidRequestError, PluginError, UnhealthyDeviceError, UnknownDeviceError
+from device_plugin.core.ids import parse_device_id
 from device_plugin.health.state import HealthTransition
-from device_plugin.ids import parse_device_id
 from device_plugin.nvml.telemetry import TelemetrySource
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.observability.collectors import DeviceInventoryCollector, GpuTelemetryCollector

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from device_plugin.errors import MachineDescriptionError
+from device_plugin.core.errors import MachineDescriptionError
 from device_plugin.nvml.types import PcieLevel
 
 # GPUDirect RDMA is fast when GPU and NIC meet below the host bridge (PIX or PXB in nvidia-smi topo -m).

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from device_plugin.config.model import load_config
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
 
 HANG_GUARD_S = 20.0  # not a performance bound: a hang fails the test instead of stopping the suite
 MAX_MESSAGE = 300  # characters of str(ConfigError) for every case below

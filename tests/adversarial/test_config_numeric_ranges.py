@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from device_plugin.config.model import load_config, parse_config
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
 
 H = "gpuDevicePlugin.health"
 NAN, INF = float("nan"), float("inf")

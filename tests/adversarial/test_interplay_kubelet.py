@@ -22,8 +22,8 @@ import yaml
 from api import deviceplugin_pb2 as pb
 from device_plugin.composition import build_node, envvar_conflicts
 from device_plugin.config.model import Config, DaemonSettings, parse_config
+from device_plugin.core.errors import InvalidRequestError
 from device_plugin.daemon import Daemon
-from device_plugin.errors import InvalidRequestError
 from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.backends import open_backend

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from device_plugin.config.model import load_config
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
 from device_plugin.observability.labels import FeaturesFileWriter
 
 CHECKPOINT = "kubelet_internal_checkpoint"

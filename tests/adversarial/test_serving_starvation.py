@@ -18,7 +18,7 @@ import pytest
 
 from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
-from device_plugin.devices import Health
+from device_plugin.core.devices import Health
 from tests.integration.conftest import Node, start_node
 
 CONTRACT_S = 1.0  # the bound on Allocate / GetPreferredAllocation while streams are open

@@ -8,7 +8,7 @@ import pytest
 
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
-from device_plugin.devices import Device
+from device_plugin.core.devices import Device
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.topology.build import build_topology
 from device_plugin.whole_gpu_selection import TopologyPolicy, require_whole_gpus

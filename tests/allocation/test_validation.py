@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from device_plugin.errors import InvalidRequestError
+from device_plugin.core.errors import InvalidRequestError
 from tests.allocation.machines import allocator_of
 
 BAD = [

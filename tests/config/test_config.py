@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.config.model import Config, config_file_path, load_config
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
 
 NVIDIA_EXAMPLE = """\
 version: v1

@@ -8,7 +8,7 @@ import pytest
 
 from device_plugin.cli import main
 from device_plugin.config.model import load_config
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
 
 
 def test_defaults_keep_the_device_plugin_mode_and_nvidias_driver_name() -> None:

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
-from device_plugin.devices import Device, DeviceListSnapshot
+from device_plugin.core.devices import Device, DeviceListSnapshot
+from device_plugin.core.ids import format_replica_id
 from device_plugin.health.config import HealthConfig
-from device_plugin.ids import format_replica_id
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.resources import ResourceManager
 

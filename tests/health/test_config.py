@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
 from device_plugin.health.config import DEFAULT_IGNORED_XIDS, HealthConfig, parse_health_config
 
 

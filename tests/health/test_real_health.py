@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.errors import NvmlError
+from device_plugin.core.errors import NvmlError
 from device_plugin.health.watcher import HealthWatcher
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, HealthSource, ProbeResult

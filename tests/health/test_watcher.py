@@ -11,8 +11,8 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from device_plugin.devices import DeviceListSnapshot, Health
-from device_plugin.errors import NvmlError
+from device_plugin.core.devices import DeviceListSnapshot, Health
+from device_plugin.core.errors import NvmlError
 from device_plugin.health.config import HealthConfig
 from device_plugin.health.state import HealthTransition
 from device_plugin.health.watcher import HealthWatcher, TransitionListener

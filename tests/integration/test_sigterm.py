@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.composition import GPU_RESOURCE
-from device_plugin.errors import NvmlUnavailableError
+from device_plugin.core.errors import NvmlUnavailableError
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.backends import open_backend
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from device_plugin.allocation_protocols import VISIBLE_DEVICES_ENV, EnvVarResponseBuilder
-from device_plugin.devices import Device
+from device_plugin.core.devices import Device
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.resources import ResourceManager
 from mig.discovery import discover

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from device_plugin.errors import MachineDescriptionError, NvmlError
+from device_plugin.core.errors import MachineDescriptionError, NvmlError
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.machine_description import parse_machine_description
 from device_plugin.nvml.mig_types import MigMode

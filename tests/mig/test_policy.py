@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from device_plugin.devices import Device
+from device_plugin.core.devices import Device
 from device_plugin.nvml.fake import FakeNvml
 from mig.discovery import discover
 from mig.policy import MigAllocationPolicy, MigPlacement, lowest_index_gpus

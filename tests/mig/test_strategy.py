@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
 from device_plugin.nvml.fake import FakeNvml
 from mig.discovery import discover
 from mig.strategy import MigStrategy, build_resources, mig_resource

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from device_plugin.cli import main
-from device_plugin.errors import MachineDescriptionError
+from device_plugin.core.errors import MachineDescriptionError
 from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.types import PcieLevel

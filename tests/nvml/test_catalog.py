@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.errors import MachineDescriptionError, NvmlUnavailableError
+from device_plugin.core.errors import MachineDescriptionError, NvmlUnavailableError
 from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml

@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-from device_plugin.errors import NvmlError
+from device_plugin.core.errors import NvmlError
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import PcieLevel, normalise_pci_bus_id

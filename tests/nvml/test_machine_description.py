@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from device_plugin.errors import MachineDescriptionError
+from device_plugin.core.errors import MachineDescriptionError
 from device_plugin.nvml.link_description import NvLinkBundle
 from device_plugin.nvml.machine_description import (
     DEFAULT_DRIVER_VERSION,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from device_plugin.errors import NvmlError, NvmlUnavailableError
+from device_plugin.core.errors import NvmlError, NvmlUnavailableError
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.real import RealNvml, format_cuda_version, read_numa_node

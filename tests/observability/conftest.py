@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
-from device_plugin.devices import Device
+from device_plugin.core.devices import Device
 from device_plugin.health.config import HealthConfig
 from device_plugin.node_health import NodeHealth
 from device_plugin.nvml.fake import FakeNvml

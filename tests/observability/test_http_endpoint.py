@@ -6,7 +6,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from device_plugin.config.schema import DEFAULT_METRICS_ADDRESS
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
 from device_plugin.observability.http_endpoint import (
     EndpointProbeResult,
     HttpEndpoint,

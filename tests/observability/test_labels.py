@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.cli import main
-from device_plugin.gpu_models import model_facts
+from device_plugin.core.gpu_models import model_facts
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.labels import (

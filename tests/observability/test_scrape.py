@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
-from device_plugin.devices import Device, Health
-from device_plugin.errors import InvalidRequestError, NvmlError, UnhealthyDeviceError
+from device_plugin.core.devices import Device, Health
+from device_plugin.core.errors import InvalidRequestError, NvmlError, UnhealthyDeviceError
 from device_plugin.health.config import HealthConfig
 from device_plugin.health.state import HealthTransition
 from device_plugin.node_health import NodeHealth

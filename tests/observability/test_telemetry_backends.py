@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from device_plugin.errors import NvmlError
+from device_plugin.core.errors import NvmlError
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import IDLE_POWER_W, IDLE_TEMPERATURE_C, FakeNvml
 from device_plugin.nvml.real import RealNvml

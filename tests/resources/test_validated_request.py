@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from device_plugin.allocation_request import ValidatedRequest
-from device_plugin.devices import Device
+from device_plugin.core.devices import Device
 from tests.validated import validated
 
 # Canonical order is by GPU index, then ID: "z" (GPU 0) sorts before "a" (GPU 1).

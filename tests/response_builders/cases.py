@@ -1,6 +1,6 @@
 """The Allocate cases the golden files pin: named nodes (Device values) x strategy settings.
 
-Devices are plain value types (device_plugin.devices.Device), as the ResourceManager hands them to a
+Devices are plain value types (device_plugin.core.devices.Device), as the ResourceManager hands them to a
 ResponseBuilder; the UUIDs are fixed so the golden files are stable.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from device_plugin.devices import Device
-from device_plugin.ids import format_replica_id
+from device_plugin.core.devices import Device
+from device_plugin.core.ids import format_replica_id
 from device_plugin.response_builders import DeviceIdStrategy, DeviceListStrategy, DeviceNodes, ResponseSettings
 
 GPU_UUIDS = tuple(f"GPU-0000000{i}-aaaa-bbbb-cccc-00000000000{i}" for i in range(4))

@@ -14,7 +14,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from device_plugin.devices import ContainerAllocation
+from device_plugin.core.devices import ContainerAllocation
 from device_plugin.kubelet.servicer import allocation_to_pb
 
 GOLDEN_DIR = Path(__file__).parent / "golden"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.config.model import parse_config
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
 from device_plugin.response_builders import (
     DeviceIdStrategy,
     DeviceListStrategy,

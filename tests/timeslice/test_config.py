@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from device_plugin.errors import ConfigError
+from device_plugin.core.errors import ConfigError
 from tests.timeslice.node import SERVER_8
 from timeslice.config import MPS_NOT_SUPPORTED, parse_sharing
 from timeslice.model import Placement, SelectionKind

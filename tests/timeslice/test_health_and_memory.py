@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
-from device_plugin.devices import Health
-from device_plugin.errors import PluginError, UnhealthyDeviceError
+from device_plugin.core.devices import Health
+from device_plugin.core.errors import PluginError, UnhealthyDeviceError
 from device_plugin.resources import ResourceManager
 from tests.timeslice.node import SERVER_8, WORKSTATION_4, base_devices, gpus, mig_devices
 from timeslice.config import parse_sharing

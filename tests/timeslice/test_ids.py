@@ -1,4 +1,4 @@
-"""Replica IDs "<id>::<n>": formatted and parsed by device_plugin.ids, carried by replica_devices."""
+"""Replica IDs "<id>::<n>": formatted and parsed by device_plugin.core.ids, carried by replica_devices."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from device_plugin.devices import Device, Health
-from device_plugin.ids import DeviceId, format_replica_id, parse_device_id
+from device_plugin.core.devices import Device, Health
+from device_plugin.core.ids import DeviceId, format_replica_id, parse_device_id
 from timeslice.replicas import replica_devices
 
 # Base IDs as NVML produces them never contain ':' ("GPU-<uuid>", "MIG-<uuid>", legacy "MIG-GPU-<uuid>/gi/ci").

@@ -10,8 +10,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from device_plugin.allocation_protocols import EnvVarResponseBuilder
-from device_plugin.devices import Device
-from device_plugin.errors import InvalidRequestError
+from device_plugin.core.devices import Device
+from device_plugin.core.errors import InvalidRequestError
 from device_plugin.resources import ResourceManager
 from tests.timeslice.node import base_devices, machine_gpus
 from tests.validated import validated

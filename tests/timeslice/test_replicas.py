@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from device_plugin.errors import ConfigError
-from device_plugin.ids import parse_device_id
+from device_plugin.core.errors import ConfigError
+from device_plugin.core.ids import parse_device_id
 from tests.timeslice.node import SERVER_8, base_devices, mig_devices
 from timeslice.config import parse_sharing
 from timeslice.replicas import MAX_DEVICE_ID_LENGTH, share_resource, share_resources

@@ -6,7 +6,7 @@ one function (device_plugin.server.status_for); nothing else needs to know about
 
 from __future__ import annotations
 
-from device_plugin.short_text import one_line
+from device_plugin.core.short_text import one_line
 
 
 class PluginError(Exception):
@@ -33,7 +33,7 @@ class ConfigError(PluginError):
     """A configuration value that cannot be used; `field` names it (dotted path).
 
     Both parts are cut to one bounded line: they may quote keys and values from a hostile file.
-    Callers quote values with device_plugin.short_text.short; this is the safety net.
+    Callers quote values with device_plugin.core.short_text.short; this is the safety net.
     """
 
     def __init__(self, field: str, message: str) -> None:
