@@ -9,8 +9,8 @@ import time
 
 import _common  # noqa: F401  (puts the checkout on sys.path)
 
-from device_plugin.allocation_protocols import device_sort_key
-from device_plugin.allocation_request import validate_preferred
+from device_plugin.allocation.protocols import device_sort_key
+from device_plugin.allocation.request import validate_preferred
 from device_plugin.nvml.fake import FakeNvml
 from mig.discovery import discover
 from mig.policy import MigAllocationPolicy, MigPlacement

@@ -19,7 +19,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from device_plugin.allocation_protocols import AllocationPolicy, ResponseBuilder
+from device_plugin.allocation.protocols import AllocationPolicy, ResponseBuilder
+from device_plugin.allocation.resources import ResourceManager
+from device_plugin.allocation.response_builders import StrategyResponseBuilder, response_settings, scan_device_nodes
+from device_plugin.allocation.whole_gpu_selection import TopologyPolicy, require_whole_gpus
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config.model import Config
@@ -27,10 +30,7 @@ from device_plugin.core.devices import Device
 from device_plugin.core.ids import parse_device_id
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
-from device_plugin.resources import ResourceManager
-from device_plugin.response_builders import StrategyResponseBuilder, response_settings, scan_device_nodes
 from device_plugin.topology.build import build_topology
-from device_plugin.whole_gpu_selection import TopologyPolicy, require_whole_gpus
 from mig.discovery import MigInventory, discover
 from mig.policy import MigAllocationPolicy, MigPlacement
 from mig.strategy import build_resources as mig_resources

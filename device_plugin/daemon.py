@@ -24,6 +24,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from device_plugin.allocation.resources import ResourceManager
 from device_plugin.composition import Node, build_node, envvar_conflicts
 from device_plugin.config.file_reload import ConfigFileReload, ConfigLoader
 from device_plugin.config.model import Config
@@ -43,7 +44,6 @@ from device_plugin.node_reporting import (
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.observability.http_endpoint import HttpEndpoint
-from device_plugin.resources import ResourceManager
 
 log = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
+from device_plugin.allocation.resources import ResourceManager
 from device_plugin.health.config import HealthConfig
 from device_plugin.health.state import HealthTransition
 from device_plugin.health.watcher import HealthWatcher
@@ -19,7 +20,6 @@ from device_plugin.nvml.health_types import HealthSource
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.observability.metrics import PluginMetrics
-from device_plugin.resources import ResourceManager
 
 log = logging.getLogger(__name__)
 

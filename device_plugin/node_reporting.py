@@ -13,6 +13,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from device_plugin.allocation.resources import ResourceManager
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.composition import Node
 from device_plugin.config.model import Config
@@ -34,7 +35,6 @@ from device_plugin.observability.labels import (
     refresh_features_file,
 )
 from device_plugin.observability.metrics import PluginMetrics
-from device_plugin.resources import ResourceManager
 from mig.strategy import MigStrategy
 
 

@@ -1,6 +1,6 @@
 """GetPreferredAllocation for MIG resources: which MIG devices, on which parent GPUs.
 
-Boundary: an AllocationPolicy (device_plugin.allocation_protocols) over value types; pure and deterministic.
+Boundary: an AllocationPolicy (device_plugin.allocation.protocols) over value types; pure and deterministic.
 Its input is a ValidatedRequest: IDs, subsets and size were checked once, by the resource.
 
 NVIDIA balances MIG picks per MIG UUID, so "distributed" does not balance parent GPUs and ties are
@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 
-from device_plugin.allocation_protocols import ValidatedRequest, device_sort_key
+from device_plugin.allocation.protocols import ValidatedRequest, device_sort_key
 from device_plugin.core.errors import ConfigError
 
 log = logging.getLogger(__name__)

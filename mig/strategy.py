@@ -22,7 +22,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
-from device_plugin.allocation_protocols import device_sort_key
+from device_plugin.allocation.protocols import device_sort_key
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import ConfigError
 from device_plugin.nvml.mig_types import MigDevice

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from device_plugin.allocation_protocols import device_sort_key
-from device_plugin.allocation_request import ValidatedRequest, validate_preferred
+from device_plugin.allocation.protocols import device_sort_key
+from device_plugin.allocation.request import ValidatedRequest, validate_preferred
 from device_plugin.core.devices import Device
 
 

@@ -1,6 +1,6 @@
 """GetPreferredAllocation for time-sliced replicas: which physical devices a k-replica request lands on.
 
-Boundary: an AllocationPolicy (device_plugin.allocation_protocols) over value types; pure and deterministic.
+Boundary: an AllocationPolicy (device_plugin.allocation.protocols) over value types; pure and deterministic.
 Its input is a ValidatedRequest: IDs, subsets and size were checked once, by the resource.
 
 A *unit* is the device behind replicas (a GPU, or a MIG device), named by the base of the replica ID.
@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from device_plugin.allocation_protocols import ValidatedRequest
+from device_plugin.allocation.protocols import ValidatedRequest
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import InvalidRequestError
 from device_plugin.core.ids import parse_device_id

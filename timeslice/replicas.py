@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-from device_plugin.allocation_protocols import device_sort_key
+from device_plugin.allocation.protocols import device_sort_key
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.ids import REPLICA_SEPARATOR, format_replica_id, parse_device_id

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from device_plugin.allocation_protocols import ResponseBuilder
+from device_plugin.allocation.protocols import ResponseBuilder
 from device_plugin.core.devices import ContainerAllocation, Device
 from device_plugin.core.errors import InvalidRequestError
 from device_plugin.core.ids import parse_device_id

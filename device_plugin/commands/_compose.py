@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from device_plugin.allocation.resources import ResourceManager
 from device_plugin.composition import Node, build_node
 from device_plugin.config.model import Config
 from device_plugin.nvml.protocol import NvmlBackend
-from device_plugin.resources import ResourceManager
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:

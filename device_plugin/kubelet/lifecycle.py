@@ -46,6 +46,7 @@ import threading
 import time
 from pathlib import Path
 
+from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.errors import RegistrationError
 from device_plugin.kubelet.lifecycle_state import (
     LIVE,
@@ -61,7 +62,6 @@ from device_plugin.kubelet.plugin_dir_watch import DirectoryEvents, KubeletWatch
 from device_plugin.kubelet.registration import KUBELET_SOCKET_NAME, RegistrationAbandoned, SelfProbe, register
 from device_plugin.kubelet.served import Served, serve
 from device_plugin.kubelet.servicer import DevicePluginServicer
-from device_plugin.resources import ResourceManager
 
 log = logging.getLogger(__name__)
 S = State

@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from device_plugin.allocation.resources import ResourceManager
 from device_plugin.kubelet.plugin_dir import (
     DirectoryUnusable,
     bind_private,
@@ -20,7 +21,6 @@ from device_plugin.kubelet.plugin_dir import (
     socket_name,
 )
 from device_plugin.kubelet.servicer import DevicePluginServicer, RpcObserver, SocketServer, StreamEndedCallback
-from device_plugin.resources import ResourceManager
 
 log = logging.getLogger(__name__)
 

@@ -28,11 +28,11 @@ import grpc
 
 from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
+from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import ContainerAllocation, Device
 from device_plugin.core.errors import InvalidRequestError, PluginError
 from device_plugin.core.short_text import bounded_text
 from device_plugin.kubelet import event_loop
-from device_plugin.resources import ResourceManager
 
 log = logging.getLogger(__name__)
 

@@ -6,12 +6,12 @@ import logging
 
 import pytest
 
+from device_plugin.allocation.whole_gpu_selection import TopologyPolicy, require_whole_gpus
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.core.devices import Device
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.topology.build import build_topology
-from device_plugin.whole_gpu_selection import TopologyPolicy, require_whole_gpus
 from tests.validated import validated
 
 
@@ -28,7 +28,7 @@ def test_policy_maps_ids_and_reports_the_decision(caplog: pytest.LogCaptureFixtu
     devices = _devices("workstation-4gpu")
     by_index = {d.gpu_indices[0]: d.id for d in devices.values()}
     available = [by_index[2], by_index[0], by_index[1]]  # kubelet order is arbitrary
-    with caplog.at_level(logging.INFO, logger="device_plugin.whole_gpu_selection"):
+    with caplog.at_level(logging.INFO, logger="device_plugin.allocation.whole_gpu_selection"):
         chosen = policy.choose(validated(devices, available, [], 1))
     assert chosen == (by_index[2],)
     assert [d.chosen for d in decisions] == [(2,)]

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from device_plugin.allocation.response_builders import parse_device_id_strategy, parse_device_list_strategies
 from device_plugin.config.model import parse_config
-from device_plugin.response_builders import parse_device_id_strategy, parse_device_list_strategies
 from tests.deploy.conftest import DEPLOY_DIR, KUSTOMIZATIONS, only
 
 REPO = DEPLOY_DIR.parent

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from device_plugin.allocation.resources import ResourceManager
 from device_plugin.health.config import HealthConfig
 from device_plugin.health.fake_events import FakeEventsTail
 from device_plugin.health.watcher import HealthWatcher
@@ -21,7 +22,6 @@ from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.standin import KubeletStandIn, ListedDevice
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
-from device_plugin.resources import ResourceManager
 from tests.timing import FAST_LIFECYCLE
 
 from .conftest import FAST, WAIT_S, replicas, whole_gpus

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
+from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import DeviceListSnapshot, Health
 from device_plugin.core.errors import NvmlError
 from device_plugin.health.config import HealthConfig
@@ -18,7 +19,6 @@ from device_plugin.health.state import HealthTransition
 from device_plugin.health.watcher import HealthWatcher, TransitionListener
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import EventWatch, HealthEvent, HealthEventKind, ProbeResult
-from device_plugin.resources import ResourceManager
 
 from .conftest import (
     FAST,

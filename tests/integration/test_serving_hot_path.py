@@ -12,12 +12,12 @@ import sys
 
 import pytest
 
+from device_plugin.allocation.whole_gpu_selection import TopologyPolicy
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.composition import gpu_devices
 from device_plugin.nvml.backends import open_backend
 from device_plugin.topology.build import build_topology
-from device_plugin.whole_gpu_selection import TopologyPolicy
 from tests.validated import validated
 
 
@@ -39,12 +39,14 @@ def test_a_cached_decision_equals_a_fresh_one_and_each_request_is_reported(
         must = sorted(rng.sample(available, rng.randint(0, min(2, size))), key=ids.index)
         requests.append((available, must, size))
     requests += requests  # every request twice: the second answer comes from the cache
-    with caplog.at_level(logging.INFO, logger="device_plugin.whole_gpu_selection"):
+    with caplog.at_level(logging.INFO, logger="device_plugin.allocation.whole_gpu_selection"):
         for available, must, size in requests:
             fresh = TopologyPolicy(allocator).choose(validated(devices, available, must, size))
             assert cached.choose(validated(devices, available, must, size)) == fresh
     assert len(heard) == len(requests)
-    assert len([r for r in caplog.records if r.name == "device_plugin.whole_gpu_selection"]) == 2 * len(requests)
+    assert len([r for r in caplog.records if r.name == "device_plugin.allocation.whole_gpu_selection"]) == 2 * len(
+        requests
+    )
 
 
 @pytest.mark.parametrize("log_format", ["text", "json"])

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from device_plugin.allocation_protocols import VISIBLE_DEVICES_ENV, EnvVarResponseBuilder
+from device_plugin.allocation.protocols import VISIBLE_DEVICES_ENV, EnvVarResponseBuilder
+from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Device
 from device_plugin.nvml.fake import FakeNvml
-from device_plugin.resources import ResourceManager
 from mig.discovery import discover
 from mig.policy import MigAllocationPolicy
 from mig.strategy import build_resources

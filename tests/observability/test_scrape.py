@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from device_plugin.allocation_protocols import EnvVarResponseBuilder, LowestIndexPolicy
+from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestIndexPolicy
+from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Device, Health
 from device_plugin.core.errors import InvalidRequestError, NvmlError, UnhealthyDeviceError
 from device_plugin.health.config import HealthConfig
@@ -12,7 +13,6 @@ from device_plugin.health.state import HealthTransition
 from device_plugin.node_health import NodeHealth
 from device_plugin.nvml.fake import IDLE_TEMPERATURE_C
 from device_plugin.observability.metrics import health_reason_code, result_label
-from device_plugin.resources import ResourceManager
 
 from .conftest import RESOURCE, Served
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from device_plugin.allocation_request import ValidatedRequest
+from device_plugin.allocation.request import ValidatedRequest
 from device_plugin.core.devices import Device
 from tests.validated import validated
 

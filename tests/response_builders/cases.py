@@ -9,9 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from device_plugin.allocation.response_builders import (
+    DeviceIdStrategy,
+    DeviceListStrategy,
+    DeviceNodes,
+    ResponseSettings,
+)
 from device_plugin.core.devices import Device
 from device_plugin.core.ids import format_replica_id
-from device_plugin.response_builders import DeviceIdStrategy, DeviceListStrategy, DeviceNodes, ResponseSettings
 
 GPU_UUIDS = tuple(f"GPU-0000000{i}-aaaa-bbbb-cccc-00000000000{i}" for i in range(4))
 MIG_UUIDS = ("MIG-11111111-2222-3333-4444-000000000000", "MIG-11111111-2222-3333-4444-000000000001")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from device_plugin.response_builders import StrategyResponseBuilder
+from device_plugin.allocation.response_builders import StrategyResponseBuilder
 from tests.response_builders.cases import CASES, MIG_INDICES, Case
 from tests.response_builders.golden_io import GOLDEN_DIR, UPDATE, check_golden, to_wire
 

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.config.model import parse_config
-from device_plugin.core.errors import ConfigError
-from device_plugin.response_builders import (
+from device_plugin.allocation.response_builders import (
     DeviceIdStrategy,
     DeviceListStrategy,
     DeviceNodes,
@@ -20,6 +18,8 @@ from device_plugin.response_builders import (
     response_settings,
     scan_device_nodes,
 )
+from device_plugin.config.model import parse_config
+from device_plugin.core.errors import ConfigError
 from tests.response_builders.cases import CA, CC, INDEX, MIG_INDICES, TWO_GPUS, E, V, gpu, mig, s
 
 PARSE_CASES = [

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from device_plugin.allocation_protocols import VISIBLE_DEVICES_ENV, EnvVarResponseBuilder
+from device_plugin.allocation.protocols import VISIBLE_DEVICES_ENV, EnvVarResponseBuilder
+from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.errors import InvalidRequestError
-from device_plugin.resources import ResourceManager
 from tests.timeslice.node import SERVER_8, base_devices
 from timeslice.config import parse_sharing
 from timeslice.policy import ReplicaPolicy

@@ -16,7 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
-from device_plugin.allocation_protocols import ValidatedRequest
+from device_plugin.allocation.protocols import ValidatedRequest
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision, DecisionHook
 from device_plugin.core.devices import Device

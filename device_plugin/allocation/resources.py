@@ -1,7 +1,7 @@
 """ResourceManager: one advertised resource's devices and health, under one lock.
 
 It validates kubelet requests against the current device list (GetPreferredAllocation through
-device_plugin.allocation_request, the one place a request is checked), delegates the choice to an
+device_plugin.allocation.request, the one place a request is checked), delegates the choice to an
 AllocationPolicy and the response to a ResponseBuilder, and wakes ListAndWatch streams (one
 Condition) whenever the list changes. No gRPC here: the servicer translates.
 
@@ -18,8 +18,8 @@ import logging
 import threading
 from collections.abc import Iterable, Sequence
 
-from device_plugin.allocation_protocols import AllocationPolicy, ResponseBuilder, device_sort_key
-from device_plugin.allocation_request import check_choice, validate_preferred
+from device_plugin.allocation.protocols import AllocationPolicy, ResponseBuilder, device_sort_key
+from device_plugin.allocation.request import check_choice, validate_preferred
 from device_plugin.core.devices import ContainerAllocation, Device, DeviceListSnapshot, Health
 from device_plugin.core.errors import InvalidRequestError, UnhealthyDeviceError, UnknownDeviceError
 from device_plugin.core.short_text import bounded_ids

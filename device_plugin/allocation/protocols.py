@@ -1,7 +1,7 @@
 """How a resource chooses devices for GetPreferredAllocation, and what Allocate hands a container.
 
 Two small protocols with their foundation implementations:
-- AllocationPolicy.choose(): pick `size` devices for a ValidatedRequest (device_plugin.allocation_request;
+- AllocationPolicy.choose(): pick `size` devices for a ValidatedRequest (device_plugin.allocation.request;
   the policy trusts it and checks nothing again). The topology-aware policy (whole_gpu_selection) and
   the MIG / replica policies implement it too.
 - ResponseBuilder.build(): the ContainerAllocation for a set of devices (env, mounts, CDI ...).
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from device_plugin.allocation_request import ValidatedRequest
+from device_plugin.allocation.request import ValidatedRequest
 from device_plugin.core.devices import ContainerAllocation, Device
 from device_plugin.core.ids import parse_device_id
 

@@ -28,7 +28,7 @@ from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 
-from device_plugin.allocation_protocols import VISIBLE_DEVICES_ENV, device_sort_key
+from device_plugin.allocation.protocols import VISIBLE_DEVICES_ENV, device_sort_key
 from device_plugin.config.model import Flags
 from device_plugin.core.devices import ContainerAllocation, Device, DeviceSpec, Mount
 from device_plugin.core.errors import ConfigError
