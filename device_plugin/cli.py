@@ -11,8 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from device_plugin import process_signals
 from device_plugin.commands import COMMAND_MODULES
+from device_plugin.process import signals as process_signals
 
 
 def build_parser() -> argparse.ArgumentParser:

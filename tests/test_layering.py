@@ -52,7 +52,7 @@ DIAGRAM = ROOT / "docs" / "architecture.md"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.cli",),
     ("device_plugin.commands",),
-    ("device_plugin.daemon", "device_plugin.process_signals", "device_plugin.log_writer"),
+    ("device_plugin.daemon", "device_plugin.process"),
     ("device_plugin.node_health", "device_plugin.node_reporting"),
     ("device_plugin.composition", "device_plugin.kubelet", "device_plugin.dra"),
     ("mig", "timeslice"),

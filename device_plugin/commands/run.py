@@ -21,12 +21,12 @@ from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.core.errors import ConfigError, NvmlUnavailableError, PluginError
 from device_plugin.daemon import Daemon
 from device_plugin.health.fake_events import FakeEventsTail
-from device_plugin.log_writer import flush as flush_log_writer
-from device_plugin.log_writer import in_background
 from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.http_endpoint import EndpointBindError
-from device_plugin.process_signals import install as install_signal_handlers
+from device_plugin.process.log_writer import flush as flush_log_writer
+from device_plugin.process.log_writer import in_background
+from device_plugin.process.signals import install as install_signal_handlers
 
 NAME = "run"
 HELP = "Run the device plugin daemon (real NVML, or a simulated machine with --machine)."
@@ -79,7 +79,7 @@ def configure_logging(log_format: str, level: str = "INFO") -> None:
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
-    root.handlers[:] = [in_background(handler)]  # off the RPC path: see device_plugin.log_writer
+    root.handlers[:] = [in_background(handler)]  # off the RPC path: see device_plugin.process.log_writer
     root.setLevel(level.upper())
 
 
