@@ -52,9 +52,8 @@ DIAGRAM = ROOT / "docs" / "architecture.md"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.cli",),
     ("device_plugin.commands",),
-    ("device_plugin.daemon", "device_plugin.process"),
-    ("device_plugin.node_health", "device_plugin.node_reporting"),
-    ("device_plugin.composition", "device_plugin.kubelet", "device_plugin.dra"),
+    ("device_plugin.node", "device_plugin.process"),
+    ("device_plugin.kubelet", "device_plugin.dra"),
     ("mig", "timeslice"),
     ("device_plugin.allocation",),
     ("device_plugin.observability",),
@@ -80,8 +79,7 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "urllib3": ("device_plugin.dra",),  # the kubernetes client's transport errors (is it an outage?)
     "prometheus_client": (
         "device_plugin.observability",
-        "device_plugin.daemon",
-        "device_plugin.node_reporting",
+        "device_plugin.node",
         "device_plugin.dra",
     ),
     "watchdog": ("device_plugin.kubelet", "device_plugin.config"),

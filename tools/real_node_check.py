@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from device_plugin.config.model import load_config  # noqa: E402
-from device_plugin.daemon import Daemon  # noqa: E402
 from device_plugin.kubelet.standin import KubeletStandIn  # noqa: E402
+from device_plugin.node.daemon import Daemon  # noqa: E402
 from device_plugin.nvml.backends import open_backend  # noqa: E402
 
 WAIT_S = 30.0

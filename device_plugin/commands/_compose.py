@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from device_plugin.allocation.resources import ResourceManager
-from device_plugin.composition import Node, build_node
 from device_plugin.config.model import Config
+from device_plugin.node.composition import Node, build_node
 from device_plugin.nvml.protocol import NvmlBackend
 
 

@@ -25,15 +25,15 @@ from pathlib import Path
 from device_plugin.commands._compose import add_config_arguments, load_cli_config
 from device_plugin.commands._view import VISIBLE, allocate_summary
 from device_plugin.commands.run import configure_logging
-from device_plugin.composition import GPU_RESOURCE, Node, build_node, envvar_conflicts
 from device_plugin.config.model import Config
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import PluginError
-from device_plugin.daemon import Daemon
 from device_plugin.health.config import HealthConfig
 from device_plugin.kubelet.lifecycle import LifecycleTiming
 from device_plugin.kubelet.registration import Backoff
 from device_plugin.kubelet.standin import KubeletStandIn, PluginConnection
+from device_plugin.node.composition import GPU_RESOURCE, Node, build_node, envvar_conflicts
+from device_plugin.node.daemon import Daemon
 from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind

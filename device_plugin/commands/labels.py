@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from device_plugin.node_reporting import label_options  # deferred: keeps `--help` free of the daemon's imports
+    from device_plugin.node.reporting import label_options  # deferred: keeps `--help` free of the daemon's imports
 
     try:
         with composed_node(args) as composed:

@@ -19,8 +19,8 @@ from typing import Any
 from device_plugin.config.model import CLI_SETTINGS, Config, config_file_path, load_config
 from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.core.errors import ConfigError, NvmlUnavailableError, PluginError
-from device_plugin.daemon import Daemon
 from device_plugin.health.fake_events import FakeEventsTail
+from device_plugin.node.daemon import Daemon
 from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.http_endpoint import EndpointBindError

@@ -4,7 +4,7 @@ Boundary: change detection (a digest of the content, read bounded and non-blocki
 content is reported once and the running config is kept. A valid content the daemon could not serve on
 the GPUs it found (a `sharing` entry naming a GPU that is gone) is handed back (unserved) and offered again
 at the next look, so it applies once the GPUs allow. What a change means for the running daemon
-(re-serve, apply now, or wait for a restart) is device_plugin/daemon.py's decision.
+(re-serve, apply now, or wait for a restart) is device_plugin/node/daemon.py's decision.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from device_plugin.config.model import Config, check_labels_file
 from device_plugin.config.reading import read_regular_file
 from device_plugin.core.errors import ConfigError, PluginError
 
-log = logging.getLogger("device_plugin.daemon")  # the daemon's log lines, as before the split
+log = logging.getLogger("device_plugin.node.daemon")  # the daemon's log lines, as before the split
 
 ConfigLoader = Callable[[], Config]
 

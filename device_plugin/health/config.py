@@ -2,7 +2,7 @@
 
 Boundary: parsing and validating the `health` config section and the NVIDIA-compatible env vars into
 one frozen value; no NVML, no threads. The config loader (device_plugin/config/model.py) hands the raw
-mapping of the section to parse_health_config; the daemon (device_plugin/node_health.py) hands the result
+mapping of the section to parse_health_config; the daemon (device_plugin/node/health_routing.py) hands the result
 to the HealthWatcher.
 
 Env vars (read from the injected env mapping, as NVIDIA's plugin reads them; they add to the file):

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from device_plugin.config.model import Config, load_config
-from device_plugin.daemon import Daemon
 from device_plugin.kubelet.standin import KubeletStandIn
+from device_plugin.node.daemon import Daemon
 from device_plugin.nvml.fake import FakeNvml
 from tests.adversarial.test_config_file_limits import alias_bomb, indented
 from tests.daemon.harness import FAST_HEALTH, TIMING
@@ -101,7 +101,7 @@ def test_a_refused_reload_keeps_the_running_config(
     before = running.daemon.node.layout()
     breaks(running)
     outcome: dict[str, object] = {}
-    with caplog.at_level(logging.ERROR, logger="device_plugin.daemon"):
+    with caplog.at_level(logging.ERROR, logger="device_plugin.node.daemon"):
         thread = threading.Thread(target=lambda: outcome.update(changed=running.daemon.rebuild()), daemon=True)
         thread.start()
         thread.join(HANG_GUARD_S)

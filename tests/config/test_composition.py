@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.composition import GPU_RESOURCE, build_node, build_resources
 from device_plugin.config.model import load_config
 from device_plugin.core.errors import ConfigError
+from device_plugin.node.composition import GPU_RESOURCE, build_node, build_resources
 from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.real import RealNvml

@@ -58,12 +58,12 @@ def test_a_bad_sharing_section_is_refused_at_load_and_an_absent_gpu_at_build(
     node.kubelet.wait_for_connection(GPU, timeout_s=WAIT_S)
     shared = "version: v1\nsharing: {timeSlicing: {resources: [{name: %s, replicas: 2, rename: part%s}]}}\n"
     node.config_file.write_text(shared % ("amd.com/gpu", ""))  # not shareable: the config does not load
-    with caplog.at_level(logging.ERROR, logger="device_plugin.daemon"):
+    with caplog.at_level(logging.ERROR, logger="device_plugin.node.daemon"):
         assert not node.daemon.rebuild()
     assert "config file changed but is invalid" in caplog.text and "resources[0].name" in caplog.text
     caplog.clear()
     node.config_file.write_text(shared % (GPU, ", devices: [99]"))  # loads; this node has no GPU 99
-    with caplog.at_level(logging.ERROR, logger="device_plugin.daemon"):
+    with caplog.at_level(logging.ERROR, logger="device_plugin.node.daemon"):
         assert not node.daemon.rebuild()
     assert "rebuilding the resources failed" in caplog.text and "no GPU with index 99" in caplog.text
     assert {r.resource_name for r in node.daemon.node.resources} == {GPU}

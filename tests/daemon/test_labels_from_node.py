@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from device_plugin.composition import build_node
 from device_plugin.config.model import load_config
-from device_plugin.node_reporting import label_options
+from device_plugin.node.composition import build_node
+from device_plugin.node.reporting import label_options
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.labels import compute_labels
 

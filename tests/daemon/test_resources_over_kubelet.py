@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from device_plugin.config.model import load_config
-from device_plugin.daemon import Daemon
 from device_plugin.kubelet.standin import KubeletStandIn
+from device_plugin.node.daemon import Daemon
 from device_plugin.nvml.fake import FakeNvml
 from tests.mig.test_strategy import H100_MIG_MIXED_RESOURCES
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from device_plugin.allocation.resources import ResourceManager
-from device_plugin.composition import GPU_RESOURCE, build_resources
 from device_plugin.config.model import Config
 from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.standin import KubeletStandIn, PluginConnection
+from device_plugin.node.composition import GPU_RESOURCE, build_resources
 from device_plugin.nvml.backends import open_backend
 from tests.timing import FAST_LIFECYCLE
 

@@ -10,11 +10,11 @@ import pytest
 
 from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
-from device_plugin.composition import build_resources
 from device_plugin.config.model import Config
 from device_plugin.core.devices import DeviceListSnapshot, Health
 from device_plugin.kubelet.servicer import DevicePluginServicer, SocketServer
 from device_plugin.kubelet.standin import ListedDevice
+from device_plugin.node.composition import build_resources
 from device_plugin.nvml.backends import open_backend
 
 from .conftest import WAIT_S, Node, start_node

@@ -13,8 +13,8 @@ import pytest
 from api import deviceplugin_pb2 as pb
 from device_plugin.allocation.protocols import EnvVarResponseBuilder, ValidatedRequest
 from device_plugin.allocation.resources import ResourceManager
-from device_plugin.composition import GPU_RESOURCE, gpu_devices
 from device_plugin.core.devices import Health
+from device_plugin.node.composition import GPU_RESOURCE, gpu_devices
 from device_plugin.nvml.backends import open_backend
 
 from .conftest import WAIT_S, Node, start_node

@@ -15,7 +15,7 @@ from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestInde
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Device
 from device_plugin.health.config import HealthConfig
-from device_plugin.node_health import NodeHealth
+from device_plugin.node.health_routing import NodeHealth
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness
 from device_plugin.observability.metrics import PluginMetrics

@@ -10,7 +10,7 @@ from device_plugin.core.devices import Device, Health
 from device_plugin.core.errors import InvalidRequestError, NvmlError, UnhealthyDeviceError
 from device_plugin.health.config import HealthConfig
 from device_plugin.health.state import HealthTransition
-from device_plugin.node_health import NodeHealth
+from device_plugin.node.health_routing import NodeHealth
 from device_plugin.nvml.fake import IDLE_TEMPERATURE_C
 from device_plugin.observability.metrics import health_reason_code, result_label
 

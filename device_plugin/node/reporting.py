@@ -1,6 +1,6 @@
 """What the daemon reports about the node it serves: metrics, the HTTP endpoint, the node-labels file.
 
-Boundary: building and refreshing these outputs from a Node (device_plugin/composition.py) and the config.
+Boundary: building and refreshing these outputs from a Node (device_plugin/node/composition.py) and the config.
 The inventory and the GPU gauges read through callables the daemon points at what it serves now, so a
 rescan that finds other GPUs or devices shows at the next scrape. MIG resources are told apart by the
 resource's own `is_mig` (set at composition), never by their names. No gRPC, no threads of its own.
@@ -15,9 +15,9 @@ from prometheus_client import CollectorRegistry
 
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.allocator.decision import AllocationDecision
-from device_plugin.composition import Node
 from device_plugin.config.model import Config
 from device_plugin.kubelet.lifecycle import PluginManager
+from device_plugin.node.composition import Node
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.telemetry import TelemetrySource
 from device_plugin.nvml.types import GpuInfo

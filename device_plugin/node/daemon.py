@@ -9,7 +9,7 @@ changed or disappeared are stopped first (each sends an empty list, so no stale 
 the new ones are served and registered. After a hardware change, resources whose devices are the
 same keep serving untouched; after a config change every resource is served afresh (its policy or
 Allocate answer may differ). Every rescan hands the GPUs it found to the health watch and the GPU gauges.
-Health routing is device_plugin/node_health.py; metrics, endpoint and labels device_plugin/node_reporting.py.
+Health routing is device_plugin/node/health_routing.py; metrics, endpoint and labels device_plugin/node/reporting.py.
 No gRPC here: lifecycle does that.
 """
 
@@ -25,15 +25,15 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from device_plugin.allocation.resources import ResourceManager
-from device_plugin.composition import Node, build_node, envvar_conflicts
 from device_plugin.config.file_reload import ConfigFileReload, ConfigLoader
 from device_plugin.config.model import Config
 from device_plugin.config.reload import keep_restart_only, serving_settings
 from device_plugin.core.errors import PluginError
 from device_plugin.health.watcher import HealthWatcher
 from device_plugin.kubelet.lifecycle import LifecycleTiming, PluginManager
-from device_plugin.node_health import NodeHealth
-from device_plugin.node_reporting import (
+from device_plugin.node.composition import Node, build_node, envvar_conflicts
+from device_plugin.node.health_routing import NodeHealth
+from device_plugin.node.reporting import (
     decision_hook,
     labels_writer,
     node_endpoint,
