@@ -25,9 +25,9 @@ from _common import target_line
 
 from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.allocation.resources import ResourceManager
+from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device
 from device_plugin.core.ids import format_replica_id
-from device_plugin.health.config import HealthConfig
 from device_plugin.health.watcher import HealthWatcher
 from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.standin import KubeletStandIn

@@ -7,26 +7,18 @@ unit, imports are free, but no module may take part in an import cycle (anywhere
 including deferred ones inside functions and `if TYPE_CHECKING:` ones: each is a dependency.
 
 Where this order differs from a plain reading of the layout, and why:
-- cli, commands/, and daemon are three layers, not one: cli dispatches to commands/, and commands/run
-  builds the Daemon, so they import each other in that order. process_signals and log_writer (used by
-  cli and commands/run, importing nothing of ours) sit beside the daemon. node_health and node_reporting
-  are the daemon's parts (health routing; metrics, probes and labels), a layer of their own below it.
-- composition sits beside kubelet/ and dra/, not above them: it builds ResourceManagers and never needs
-  the kubelet side; the daemon wires the two together. Side by side, neither may import the other.
-- observability/ > health/ > whole_gpu_selection, mig/, timeslice/, response_builders > allocator/ >
-  topology/: labels need the topology; the whole-GPU policy needs the allocator; the allocator needs the
+- cli, commands/ and node/ are three layers: cli dispatches to commands/, and commands/run builds the
+  node's daemon. process/ (signals, log output; used by cli and commands/run, importing nothing of
+  ours) sits beside node/.
+- mig/ and timeslice/ sit above allocation/: they implement its policy protocol for their sharing modes
+  and read its ValidatedRequest; allocation/ never names them (node/composition picks the policy).
+- observability/ > health/ > allocator/ > topology/: labels need the topology; the allocator needs the
   topology; health transitions are what metrics and labels report, so health sits below observability.
-  mig/, timeslice/ and response_builders use none of the others.
-- health/config.py counts in the config unit (PLACED_IN): it is the `health` section of the config
-  (config/model.py builds it at load, and it uses config/schema.py's field checks), kept beside the
-  health code it configures, as the layout asks. The rest of health/ (state machine, watcher) sits
-  far above config.
-- allocation_protocols sits beside config/ and above devices/ids: it is the shape of a policy, built
-  from device and ID value types. allocation_request (the one validation of a request, and the sealed
-  ValidatedRequest it makes) sits just below it: the protocol's input type.
-- errors sits below nvml/: every layer, the hardware boundary included, raises the project's errors,
-  and errors.py imports nothing but short_text. short_text (a dependency-free helper)
-  sits at the very bottom of our code, above only the generated api/.
+- core/ (errors among its value types) sits below nvml/: every layer, the hardware boundary included,
+  raises the project's errors, and core/ imports nothing of ours.
+Every layer names folders (units are packages), except cli, the console script. No module is placed
+outside its folder's unit. Dynamic imports (importlib, __import__) are refused outside cli.py: every
+dependency is an import statement this test can read.
 
 THIRD_PARTY names, for each third-party package, the units that may import it; a third-party import
 that the table does not list fails, so a new dependency gets a home on purpose. mig/ and timeslice/ see
@@ -65,8 +57,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.core",),
     ("api",),
 )
-# Modules that live outside their unit's folder (see the docstring): module -> unit.
-PLACED_IN = {"device_plugin.health.config": "device_plugin.config"}
 # device_plugin/__init__.py holds only a docstring; it belongs to no layer and must import nothing.
 LAYERLESS = "device_plugin"
 
@@ -160,9 +150,7 @@ def read_source() -> Source:
 # ---- the rules ---------------------------------------------------------------------------------
 
 
-def unit_of(module: str, layers: Sequence[Sequence[str]] = LAYERS, placed: Mapping[str, str] = PLACED_IN) -> str | None:
-    if module in placed:
-        return placed[module]
+def unit_of(module: str, layers: Sequence[Sequence[str]] = LAYERS) -> str | None:
     units = [u for layer in layers for u in layer if module == u or module.startswith(u + ".")]
     return max(units, key=len, default=None)
 
@@ -171,16 +159,14 @@ def layer_index(layers: Sequence[Sequence[str]]) -> dict[str, int]:
     return {unit: i for i, layer in enumerate(layers) for unit in layer}
 
 
-def direction_violations(
-    edges: Mapping[str, Iterable[str]], layers: Sequence[Sequence[str]], placed: Mapping[str, str]
-) -> list[str]:
+def direction_violations(edges: Mapping[str, Iterable[str]], layers: Sequence[Sequence[str]]) -> list[str]:
     """Each import that points up, or sideways to another unit of the same layer."""
     index = layer_index(layers)
     found = []
     for module, targets in sorted(edges.items()):
-        source_unit = unit_of(module, layers, placed)
+        source_unit = unit_of(module, layers)
         for target in sorted(targets):
-            target_unit = unit_of(target, layers, placed)
+            target_unit = unit_of(target, layers)
             if source_unit is None or target_unit is None or source_unit == target_unit:
                 continue  # unplaced modules fail their own test
             here, there = index[source_unit], index[target_unit]
@@ -270,7 +256,9 @@ def test_every_unit_holds_modules() -> None:
     assert len(units) == len(set(units)), "a unit is listed twice"
     empty = [u for u in units if not any(unit_of(m) == u for m in SOURCE.modules)]
     assert empty == [], f"LAYERS names units with no module: {empty}"
-    assert all(m in SOURCE.modules for m in PLACED_IN), PLACED_IN
+    packages = [u for u in units if u != "device_plugin.cli"]
+    modules_as_units = [u for u in packages if not (ROOT / u.replace(".", "/")).is_dir()]
+    assert modules_as_units == [], f"every layer names folders only (cli.py aside): {modules_as_units}"
 
 
 def test_the_package_root_imports_nothing() -> None:
@@ -279,8 +267,37 @@ def test_the_package_root_imports_nothing() -> None:
 
 
 def test_no_import_points_up_or_sideways() -> None:
-    found = direction_violations(SOURCE.edges, LAYERS, PLACED_IN)
+    found = direction_violations(SOURCE.edges, LAYERS)
     assert found == [], "\n".join(found)
+
+
+DYNAMIC_IMPORTERS = ("device_plugin.cli",)  # the console script may load its subcommands lazily
+
+
+def dynamic_imports(path: Path) -> list[int]:
+    """Lines of calls that import by name at run time: importlib.import_module(...), __import__(...)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in ("import_module", "__import__"):
+            found.append(node.lineno)
+    return found
+
+
+def test_no_dynamic_import_outside_the_console_script() -> None:
+    found = [
+        f"{m}:{line}" for m, p in SOURCE.modules.items() if m not in DYNAMIC_IMPORTERS for line in dynamic_imports(p)
+    ]
+    assert found == [], f"import these with an import statement (the layering test cannot see them): {found}"
+
+
+def test_the_dynamic_import_check_sees_one(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import importlib\nimportlib.import_module('x')\nm = __import__('y')\n", encoding="utf-8")
+    assert dynamic_imports(sample) == [2, 3]
 
 
 def test_no_import_cycle() -> None:
@@ -336,13 +353,11 @@ TOY_LAYERS = (("top",), ("left", "right"), ("bottom",))
         ({"bottom": {"top.a"}, "top.a": set()}, ["bottom imports top.a: up from layer 2 to layer 0"]),
         ({"left.b": {"right"}, "right": set()}, ["left.b imports right: sideways, left and right share a layer"]),
         ({"left.b": {"left.c"}, "left.c": set()}, []),
-        ({"bottom.x": {"left"}, "left": set(), "bottom": set()}, []),
     ],
-    ids=["downward-is-fine", "upward-fails", "sideways-fails", "inside-a-unit-is-fine", "placed-module-moves-unit"],
+    ids=["downward-is-fine", "upward-fails", "sideways-fails", "inside-a-unit-is-fine"],
 )
 def test_direction_rule_on_toy_graphs(edges: dict[str, set[str]], expected: list[str]) -> None:
-    placed = {"bottom.x": "top"}  # for the last case: bottom.x counts in `top`, so it may import `left`
-    assert direction_violations(edges, TOY_LAYERS, placed) == expected
+    assert direction_violations(edges, TOY_LAYERS) == expected
 
 
 @pytest.mark.parametrize(
@@ -365,9 +380,7 @@ def spelled(unit: str) -> str:
     """How the diagram writes a unit: a path under device_plugin/ (or the repository root), '/' for a package."""
     path = unit.removeprefix("device_plugin.").replace(".", "/")
     is_package = (ROOT / unit.replace(".", "/")).is_dir()
-    placed = [m for m, u in PLACED_IN.items() if u == unit]
-    extra = "".join(f" + {m.removeprefix('device_plugin.').replace('.', '/')}.py" for m in placed)
-    return (f"{path}/" if is_package else path) + extra
+    return f"{path}/" if is_package else path
 
 
 def diagram_layers(text: str) -> list[list[str]]:

@@ -25,10 +25,10 @@ from pathlib import Path
 from device_plugin.commands._compose import add_config_arguments, load_cli_config
 from device_plugin.commands._view import VISIBLE, allocate_summary
 from device_plugin.commands.run import configure_logging
+from device_plugin.config.health import HealthConfig
 from device_plugin.config.model import Config
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import PluginError
-from device_plugin.health.config import HealthConfig
 from device_plugin.kubelet.lifecycle import LifecycleTiming
 from device_plugin.kubelet.registration import Backoff
 from device_plugin.kubelet.standin import KubeletStandIn, PluginConnection

@@ -1,11 +1,11 @@
 """How a config field is declared: once, on its dataclass attribute, with everything the sources need.
 
-A field of the config dataclasses (config/model.py, health/config.py) is written
+A field of the config dataclasses (config/model.py, config/health.py) is written
 `name: type = setting(key, kind, default=..., reload=..., env=..., cli=...)`. The declaration (a
 frozen Setting in the attribute's metadata) holds the file key, the check and text parser (`kind`),
 the environment variable, the command-line flag and the reload class. Everything else is derived from
 it by walking the dataclasses (declared()): the schema table and env map (config/model.py), the
-argparse flags (commands/run.py), the health section's keys (health/config.py), the reload rules
+argparse flags (commands/run.py), the health section's keys (config/health.py), the reload rules
 (config/reload.py) and the docs table test. Nested sections are `section(key, Class)` attributes.
 
 Boundary: declarations and the walk only; no checking of values (config/schema.py) and no loading.

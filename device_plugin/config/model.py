@@ -2,7 +2,7 @@
 
 Each field is declared once, on its dataclass attribute (config/declare.py): file key, check, default,
 env var, CLI flag and reload class. NVIDIA's `flags` are declared in config/flags.py, our
-`gpuDevicePlugin` section here, its `health` keys in health/config.py. The schema table (FIELDS), the
+`gpuDevicePlugin` section here, its `health` keys in config/health.py. The schema table (FIELDS), the
 env map (ENV_FIELDS) and the flags `run` adds (CLI_SETTINGS) are derived from the declarations.
 Precedence: CLI > env > file > default. Env and CLI values are turned into file-shaped values first
 (errors name the variable or flag and the field), merged into the file's mapping, and the result is
@@ -23,6 +23,8 @@ from typing import Any
 
 from device_plugin.config.declare import SECTION, SETTING, CliFlag, Reload, declared, section, setting
 from device_plugin.config.flags import Flags
+from device_plugin.config.health import ENV_VARS as HEALTH_ENV_VARS
+from device_plugin.config.health import HealthConfig, parse_health_config
 from device_plugin.config.merge import from_text, put, walk
 from device_plugin.config.reading import load_config_file
 from device_plugin.config.safe_write import check_write_target
@@ -47,8 +49,6 @@ from device_plugin.config.sharing import parse_sharing_section, sharing_as_file
 from device_plugin.config.sharing_model import SharingConfig
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short
-from device_plugin.health.config import ENV_VARS as HEALTH_ENV_VARS
-from device_plugin.health.config import HealthConfig, parse_health_config
 
 DEFAULT_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
 DESCRIBE_LIMIT = 8192  # characters of the effective-config log line
@@ -116,7 +116,7 @@ class DaemonSettings:
     )
     # Allocate sets GPU_DEVICE_PLUGIN_NICS (the allocated GPUs' close RDMA NICs)
     nic_hints: bool = setting("nicHints", BOOL, default=False, reload=Reload.NEXT_RESERVE, env="NIC_HINTS")
-    # parsed by device_plugin.health.config, with the DP_* env vars
+    # parsed by device_plugin.config.health, with the DP_* env vars
     health: HealthConfig = setting(
         "health", RAW_MAPPING, default_factory=HealthConfig, reload=Reload.RESTART, section_env=HEALTH_ENV_VARS
     )
@@ -177,7 +177,7 @@ def _plain(value: Any) -> Any:
 # ---- derived from the declarations -----------------------------------------------------------
 
 SETTINGS = declared(Config)  # every declared field, in declaration order
-HEALTH_PATH = f"{OUR_SECTION}.health"  # a leaf here: health/config.py parses inside it
+HEALTH_PATH = f"{OUR_SECTION}.health"  # a leaf here: config/health.py parses inside it
 # Every leaf key by dotted path. Sections (mappings of keys) are the prefixes that appear here.
 FIELDS: dict[str, Field] = {d.path: d.setting.kind for d in SETTINGS}
 ENV_FIELDS: dict[str, str] = {d.setting.env: d.path for d in SETTINGS if d.setting.env}

@@ -151,7 +151,7 @@ STR = Field(_str, _text)
 PATH = Field(lambda field, value: Path(_str(field, value)), _text)
 STRATEGY_LIST = Field(_strategy_list, _strategy_text)
 DNS_SUBDOMAIN = Field(_dns_subdomain, _dns_subdomain)
-RAW_MAPPING = Field(_mapping, _no_text)  # a section another parser reads (health/config.py)
+RAW_MAPPING = Field(_mapping, _no_text)  # a section another parser reads (config/health.py)
 FROZEN_MAPPING = Field(lambda field, value: MappingProxyType(dict(_mapping(field, value))), _no_text)
 choice = _choice
 

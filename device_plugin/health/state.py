@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
+from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Health
-from device_plugin.health.config import HealthConfig
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult
 
 log = logging.getLogger("device_plugin.health.watcher")

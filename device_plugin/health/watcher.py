@@ -23,9 +23,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import NvmlError
-from device_plugin.health.config import HealthConfig
 from device_plugin.health.state import GpuHealthState, HealthStateMachine, HealthTransition
 from device_plugin.nvml.health_types import EventWatch, HealthEventKind, HealthSource, ProbeResult
 

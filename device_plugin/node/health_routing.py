@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 
 from device_plugin.allocation.resources import ResourceManager
-from device_plugin.health.config import HealthConfig
+from device_plugin.config.health import HealthConfig
 from device_plugin.health.state import HealthTransition
 from device_plugin.health.watcher import HealthWatcher
 from device_plugin.nvml.health_types import HealthSource

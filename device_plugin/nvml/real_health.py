@@ -3,7 +3,7 @@
 Boundary: this module never imports pynvml. RealNvml passes its `_call(function, *args, device=...)`,
 which resolves the pynvml function, calls it and turns pynvml errors into NvmlError with NVML's code;
 everything here is in terms of those NvmlErrors and NVML's C ABI values below. What is critical is not
-decided here: every Xid is reported (device_plugin/health/config.py ignores application Xids).
+decided here: every Xid is reported (device_plugin/config/health.py ignores application Xids).
 
 Events: one event set; each GPU registers Xid critical errors and double-bit ECC errors, masked by what
 it supports (single-bit ECC is never registered: it is corrected). Probes: the handle by UUID still

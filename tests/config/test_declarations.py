@@ -14,9 +14,9 @@ import pytest
 
 from device_plugin.commands.run import CLI_FIELDS, add_arguments, load_effective_config
 from device_plugin.config.declare import Reload
+from device_plugin.config.health import KNOWN_KEYS, HealthConfig
 from device_plugin.config.model import EMPTY_MEANS_OFF_ENV, ENV_FIELDS, FIELDS, SETTINGS, Config, DaemonSettings
 from device_plugin.config.reload import keep_restart_only, reload_class, serving_settings
-from device_plugin.health.config import KNOWN_KEYS, HealthConfig
 
 P, D = "flags.plugin", "gpuDevicePlugin"
 ENV = {

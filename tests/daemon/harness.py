@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from device_plugin.config.health import HealthConfig
 from device_plugin.config.model import Config, load_config
-from device_plugin.health.config import HealthConfig
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.node.daemon import Daemon
 from device_plugin.nvml.fake import FakeNvml

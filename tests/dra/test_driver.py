@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from device_plugin.config.health import HealthConfig
 from device_plugin.config.model import Config
 from device_plugin.dra.driver import DraDriver
 from device_plugin.dra.kube import api_client
-from device_plugin.health.config import HealthConfig
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from tests.dra.api_standin import ApiStandin

@@ -9,9 +9,9 @@ import pytest
 
 from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.allocation.resources import ResourceManager
+from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device, DeviceListSnapshot
 from device_plugin.core.ids import format_replica_id
-from device_plugin.health.config import HealthConfig
 from device_plugin.nvml.fake import FakeNvml
 
 WAIT_S = 10.0  # failure bound for anything that should happen promptly; never a performance claim

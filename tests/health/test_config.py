@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from device_plugin.config.health import DEFAULT_IGNORED_XIDS, HealthConfig, parse_health_config
 from device_plugin.core.errors import ConfigError
-from device_plugin.health.config import DEFAULT_IGNORED_XIDS, HealthConfig, parse_health_config
 
 
 def test_defaults_ignore_the_application_xids() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.allocation.resources import ResourceManager
-from device_plugin.health.config import HealthConfig
+from device_plugin.config.health import HealthConfig
 from device_plugin.health.fake_events import FakeEventsTail
 from device_plugin.health.watcher import HealthWatcher
 from device_plugin.kubelet.lifecycle import PluginManager

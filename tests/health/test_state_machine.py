@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from device_plugin.config.health import HealthConfig, parse_health_config
 from device_plugin.core.devices import Health
-from device_plugin.health.config import HealthConfig, parse_health_config
 from device_plugin.health.state import HealthStateMachine, HealthTransition
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult
 

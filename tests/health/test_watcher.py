@@ -12,9 +12,9 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from device_plugin.allocation.resources import ResourceManager
+from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import DeviceListSnapshot, Health
 from device_plugin.core.errors import NvmlError
-from device_plugin.health.config import HealthConfig
 from device_plugin.health.state import HealthTransition
 from device_plugin.health.watcher import HealthWatcher, TransitionListener
 from device_plugin.nvml.fake import FakeNvml

@@ -6,9 +6,9 @@ import pytest
 
 from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.allocation.resources import ResourceManager
+from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device, Health
 from device_plugin.core.errors import InvalidRequestError, NvmlError, UnhealthyDeviceError
-from device_plugin.health.config import HealthConfig
 from device_plugin.health.state import HealthTransition
 from device_plugin.node.health_routing import NodeHealth
 from device_plugin.nvml.fake import IDLE_TEMPERATURE_C
