@@ -3,8 +3,10 @@
 Boundary: the threads and the fan-out. Decisions are the pure HealthStateMachine's
 (device_plugin/health/state.py); faults come from a HealthSource (FakeNvml or RealNvml, see
 device_plugin/nvml/health_types.py). Listeners are the one way out: the daemon routes each transition
-to its ResourceManagers and then to the metrics, the DRA driver republishes its slices. The watcher
-knows nothing of resources. Two daemon threads:
+to its ResourceManagers and then to the metrics, the DRA front-end republishes its slices. The watcher
+knows nothing of resources. Transitions are decided under the watcher's lock and delivered by a
+TransitionDispatcher (health/dispatch.py) on its own thread, in the order decided, never under the lock:
+a slow listener delays later deliveries only, never a probe, an event or a rescan. Two daemon threads:
 - the event thread keeps one NVML event watch open and feeds each event to the machine the moment it
   arrives, so a transition reaches the listeners (and ListAndWatch) without waiting for a probe round;
 - the probe thread probes every GPU each `probe_interval_s`, and at once after a recovery hint.
@@ -26,12 +28,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import NvmlError
+from device_plugin.health.dispatch import TransitionDispatcher
 from device_plugin.health.state import GpuHealthState, HealthStateMachine, HealthTransition
 from device_plugin.nvml.health_types import EventWatch, HealthEventKind, HealthSource, ProbeResult
 
 log = logging.getLogger("device_plugin.health.watcher")
 
 TransitionListener = Callable[[HealthTransition], object]  # what a listener returns is ignored
+REPLAY_WAIT_S = 5.0  # how long replay() waits for its delivery (a hung listener must not hold a rescan)
 
 
 class HealthWatcher:
@@ -51,6 +55,7 @@ class HealthWatcher:
         self._lock = threading.RLock()  # guards the machine, the GPU list and the listeners
         self._machine = HealthStateMachine(self._indices, config)
         self._listeners = list(listeners)
+        self._dispatcher = TransitionDispatcher()
         self._stop = threading.Event()
         self._probe_wake = threading.Event()
         self._gpus_changed = threading.Event()  # the event thread reopens its watch over the new list
@@ -72,21 +77,33 @@ class HealthWatcher:
             return self._indices
 
     def add_listener(self, listener: TransitionListener) -> None:
-        """Called with every transition, in order, under the watcher's lock; a failing one is logged."""
+        """Called with every later transition, in order, on the dispatch thread; a failing one is logged."""
         with self._lock:
             self._listeners.append(listener)
 
     def replay(self, listener: TransitionListener) -> None:
-        """Call `listener` with a transition to the current state of every GPU that is not Healthy.
+        """Tell `listener` of a transition to the current state of every GPU that is not Healthy, and wait.
 
-        For listeners that start all Healthy after the watcher did (ResourceManagers a rebuild made). Under
-        the lock, so no transition slips between the replay and the next one the listener is told of.
+        For listeners that start all Healthy after the watcher did (ResourceManagers a rebuild made). Queued
+        under the lock, so no transition slips between the replay and the next one the listener is told of;
+        waits (up to REPLAY_WAIT_S) until delivered, so the caller serves them at the current health.
         """
         with self._lock:
             now_s = self._clock()
-            for index, state in self._machine.states().items():
-                if state.health is not Health.HEALTHY:
-                    _tell(listener, HealthTransition(index, Health.HEALTHY, state.health, state.reason, now_s))
+            replayed = [
+                HealthTransition(index, Health.HEALTHY, state.health, state.reason, now_s)
+                for index, state in self._machine.states().items()
+                if state.health is not Health.HEALTHY
+            ]
+            if not replayed:
+                return
+            self._dispatcher.put(lambda: _deliver((listener,), replayed))
+        if not self._dispatcher.wait_delivered(REPLAY_WAIT_S):
+            log.warning("health: a replay was not delivered within %.1f s (a listener is slow)", REPLAY_WAIT_S)
+
+    def wait_delivered(self, timeout_s: float) -> bool:
+        """True once every transition decided before this call has reached the listeners."""
+        return self._dispatcher.wait_delivered(timeout_s)
 
     def set_gpus(self, gpu_indices: Iterable[int]) -> None:
         """Watch these GPUs from now on (a rescan found a different list). Kept GPUs keep their state."""
@@ -131,17 +148,18 @@ class HealthWatcher:
         self._threads = [t for t in self._threads if t.is_alive()]
         if self._threads:
             log.warning("health threads still running after %.1f s: %s", timeout_s, [t.name for t in self._threads])
+        self._dispatcher.stop(max(0.0, deadline - time.monotonic()))
 
     # ---- fan-out -------------------------------------------------------------------------------
 
     def _apply(self, transitions: Iterable[HealthTransition | None]) -> None:
-        """Under the lock, so two threads' transitions for one GPU reach every manager in order."""
+        """Queued under the lock, so two threads' transitions for one GPU reach every listener in order;
+        delivered on the dispatch thread, outside the lock."""
         with self._lock:
-            for transition in transitions:
-                if transition is None:
-                    continue
-                for listener in self._listeners:
-                    _tell(listener, transition)
+            decided = [t for t in transitions if t is not None]
+            if decided:
+                listeners = tuple(self._listeners)
+                self._dispatcher.put(lambda: _deliver(listeners, decided))
 
     # ---- event thread --------------------------------------------------------------------------
 
@@ -244,6 +262,12 @@ class _Backoff:
 
     def reset(self) -> None:
         self._next_s = self._initial_s
+
+
+def _deliver(listeners: Sequence[TransitionListener], transitions: Sequence[HealthTransition]) -> None:
+    for transition in transitions:
+        for listener in listeners:
+            _tell(listener, transition)
 
 
 def _tell(listener: TransitionListener, transition: HealthTransition) -> None:

@@ -36,6 +36,9 @@ def test_a_gpu_found_by_a_rescan_is_served_health_watched_and_measured(late_gpu_
     node.fake.faults.inject(HealthEvent(7, HealthEventKind.XID, xid=79))
     node.kubelet.wait_for(lambda: node.listed(GPU).get(late) == "Unhealthy" or None, WAIT_S)
     counted = {"resource": GPU, "from_health": "Healthy", "to_health": "Unhealthy", "reason": "xid", "xid": "79"}
+    # The resources hear of it first, the metrics count it next: wait for the count, then check it is one.
+    node.kubelet.wait_for(lambda: node.sample("gpu_device_plugin_health_transitions_total", **counted) or None, WAIT_S)
+    assert node.daemon.health.wait_delivered(WAIT_S)
     assert node.sample("gpu_device_plugin_health_transitions_total", **counted) == 1
 
 
@@ -51,4 +54,7 @@ def test_a_gpu_transition_counts_once_however_many_replicas_it_backs(node: Node)
     node.fake.faults.inject(HealthEvent(2, HealthEventKind.DOUBLE_BIT_ECC))
     node.kubelet.wait_for(lambda: sum(1 for h in node.listed(GPU).values() if h == "Unhealthy") == 4 or None, WAIT_S)
     counted = {"resource": GPU, "from_health": "Healthy", "to_health": "Unhealthy", "reason": "unhealthy", "xid": ""}
+    # The resources hear of it first, the metrics count it next: wait for the count, then check it is one.
+    node.kubelet.wait_for(lambda: node.sample("gpu_device_plugin_health_transitions_total", **counted) or None, WAIT_S)
+    assert node.daemon.health.wait_delivered(WAIT_S)
     assert node.sample("gpu_device_plugin_health_transitions_total", **counted) == 1

@@ -265,7 +265,7 @@ def test_listeners_get_each_transition_and_a_broken_one_is_contained(
     fake.faults.inject(HealthEvent(1, HealthEventKind.XID, xid=31, detail="ignored"))
     fake.faults.inject(HealthEvent(1, HealthEventKind.XID, xid=94))
     wait_until(managers[0], gpus_are({1}))
-    watcher.states()  # takes the watcher's lock: the fan-out that the managers saw has reached the listeners
+    assert watcher.wait_delivered(5.0)  # the delivery the managers saw has reached every listener
     assert [(t.gpu_index, t.before, t.after, t.xid) for t in seen] == [(1, Health.HEALTHY, Health.UNHEALTHY, 94)]
 
 
@@ -325,3 +325,46 @@ def test_recovery_follows_the_injected_clock(fake: FakeNvml, managers: list[Reso
         wait_until(managers[0], gpus_are(set()))
     finally:
         watcher.stop()
+
+
+def test_a_blocked_listener_holds_no_lock_and_later_transitions_wait_in_order(
+    fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher
+) -> None:
+    """A listener that takes long (a front-end republishing) must not stall probes, states() or a rescan."""
+    release = threading.Event()
+    entered = threading.Event()
+    seen: list[tuple[int, Health]] = []
+
+    def slow(transition: HealthTransition) -> None:
+        entered.set()
+        release.wait(WAIT_S)
+        seen.append((transition.gpu_index, transition.after))
+
+    watcher.add_listener(slow)
+    try:
+        fake.faults.inject(HealthEvent(1, HealthEventKind.XID, xid=94))
+        assert entered.wait(WAIT_S)
+        # Old code delivered under the watcher's lock: each of these would wait for `release`.
+        done = threading.Event()
+        threading.Thread(target=lambda: (watcher.states(), watcher.set_gpus(range(8)), done.set()), daemon=True).start()
+        assert done.wait(WAIT_S)
+        fake.faults.inject(HealthEvent(2, HealthEventKind.XID, xid=79))
+        fake.faults.set_lost(1)
+        eventually(lambda: watcher.states()[2].health is Health.UNHEALTHY)
+        assert seen == []  # decided, but queued behind the blocked delivery
+    finally:
+        release.set()
+    assert watcher.wait_delivered(WAIT_S)
+    assert seen[:2] == [(1, Health.UNHEALTHY), (2, Health.UNHEALTHY)]
+
+
+def test_after_stop_a_replay_is_delivered_on_the_callers_thread(
+    fake: FakeNvml, managers: list[ResourceManager]
+) -> None:
+    watcher = start(fake, managers)
+    fake.faults.set_lost(3)
+    wait_until(managers[0], gpus_are({3}))
+    watcher.stop()
+    late = whole_gpus(fake)
+    watcher.replay(late.on_health_transition)
+    assert unhealthy_gpus(late.snapshot()) == {3}
