@@ -1,10 +1,14 @@
 # Every target sets itself up: a fresh clone needs only python3 (>= 3.11) and make.
+.DEFAULT_GOAL := help
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test lint typecheck proto bench clean
+.PHONY: help venv demo test lint typecheck proto bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,27 +16,28 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-venv: $(STAMP)
+venv: $(STAMP) ## create .venv and install the package with its test tools (from the Python package index)
 
-demo: $(STAMP)
+demo: $(STAMP) ## the plugin and a kubelet stand-in on a simulated node (ARGS="--machine hgx-h100")
 	$(BIN)/gpu-device-plugin demo $(ARGS)
 
-lint: $(STAMP)
+lint: $(STAMP) ## ruff check and ruff format --check
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(STAMP)
+typecheck: $(STAMP) ## mypy over the package
 	$(BIN)/mypy device_plugin mig timeslice
 
-test: lint $(STAMP)
+test: lint typecheck $(STAMP) ## ruff, mypy and the whole test suite (CI runs exactly this)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # Regenerate the committed gRPC stubs from api/*.proto (device plugin, DRA, plugin registration).
-proto: $(STAMP)
+proto: $(STAMP) ## regenerate the committed gRPC stubs from api/*.proto
 	$(BIN)/python tools/gen_proto.py
 
-bench: $(STAMP)
+bench: $(STAMP) ## every benchmark, printing its figures against the targets
 	$(BIN)/python benchmarks/run_all.py
 
-clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
+clean: ## remove everything the targets built
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis *.egg-info build dist
+	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
