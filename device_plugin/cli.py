@@ -2,43 +2,72 @@
 
 For `run`, signal handlers go in before the subcommand modules are imported (gRPC, prometheus-client
 and YAML take a few hundred ms to load): a SIGHUP or SIGINT in that window must not kill the daemon.
+A mistyped flag is reported by the subcommand it was given to (its usage, and the closest flag it has);
+output into a pipe that closes early (`| head`) ends the command quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from device_plugin.commands import COMMAND_MODULES
+from device_plugin.core.version import package_version
 from device_plugin.process import signals as process_signals
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser, and each subcommand's own parser by name (to report its mistyped flags)."""
     parser = argparse.ArgumentParser(
         prog="gpu-device-plugin",
         description="Kubernetes device plugin for NVIDIA GPUs (topology-aware, MIG, sharing, health recovery).",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = {}
     for module_name in COMMAND_MODULES:
         module = importlib.import_module(module_name)
-        sub = subparsers.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        sub = subparsers.add_parser(module.NAME, help=module.HELP, description=module.HELP, allow_abbrev=False)
         module.add_arguments(sub)
         sub.set_defaults(handler=module.run)
-    return parser
+        commands[module.NAME] = sub
+    return parser, commands
+
+
+def unknown_arguments_message(command: argparse.ArgumentParser, unknown: Sequence[str]) -> str:
+    """'unrecognized arguments: --machnie (did you mean --machine?)', from the subcommand's own flags."""
+    flags = [s for action in command._actions for s in action.option_strings if s.startswith("--")]
+    parts = []
+    for word in unknown:
+        close = difflib.get_close_matches(word.split("=", 1)[0], flags, n=1, cutoff=0.6)
+        parts.append(f"{word} (did you mean {close[0]}?)" if word.startswith("-") and close else word)
+    return "unrecognized arguments: " + " ".join(parts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = [w for w in (sys.argv[1:] if argv is None else argv) if not w.startswith("-")]
     if words[:1] == ["run"]:
         process_signals.install()
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    parser, commands = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    command = commands.get(getattr(args, "command", None) or "")
+    if unknown:
+        (command or parser).error(unknown_arguments_message(command or parser, unknown))
     if getattr(args, "handler", None) is None:
         parser.print_help()
         return 2
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except BrokenPipeError:
+        # The reader went away (`| head`): nothing more to say. Point stdout at /dev/null so the
+        # interpreter's final flush does not raise again on the closed pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
