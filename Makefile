@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: help venv demo test lint typecheck proto bench clean
+.PHONY: help venv demo test lint typecheck proto bench image clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
@@ -37,6 +37,14 @@ proto: $(STAMP) ## regenerate the committed gRPC stubs from api/*.proto
 
 bench: $(STAMP) ## every benchmark, printing its figures against the targets
 	$(BIN)/python benchmarks/run_all.py
+
+# The container image, with whichever builder is installed (docker, podman or buildah: all take `build -t`).
+IMAGE   ?= gpu-device-plugin:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+BUILDER ?= $(firstword $(foreach b,docker podman buildah,$(if $(shell command -v $(b)),$(b))))
+
+image: ## build the container image: make image IMAGE=<registry>/gpu-device-plugin:<tag>
+	@test -n "$(BUILDER)" || { echo "make image: needs docker, podman or buildah on PATH" >&2; exit 2; }
+	$(BUILDER) build -t $(IMAGE) .
 
 clean: ## remove everything the targets built
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis *.egg-info build dist

@@ -1,9 +1,13 @@
-"""A small, honest kustomize stand-in for tests: `resources` plus strategic-merge `patches`, nothing else.
+"""A small, honest kustomize stand-in for tests: `resources`, strategic-merge `patches` and `images`.
 
 Why: CI machines may lack kustomize (and have no network to fetch it). The manifests under deploy/ use
 only these two features, and render() refuses any other kustomization key, so a manifest change that
 needs real kustomize fails loudly here instead of being rendered wrongly. When `kustomize` or `kubectl`
 is on PATH, tests/deploy/test_render.py checks that both renderings agree object for object.
+
+`images` rewrites the image of every container and init container whose image name (without tag or
+digest) matches `name`, to `newName` (if given) with `newTag` or `digest` (if given), as kustomize's image
+transformer does for pod templates.
 
 Strategic merge, as the Kubernetes API defines it for the fields we patch: maps merge recursively; the
 lists containers/initContainers/env/volumes (key `name`), volumeMounts (`mountPath`) and ports
@@ -29,7 +33,8 @@ MERGE_KEYS = {
     "volumeMounts": "mountPath",
     "ports": "containerPort",
 }
-SUPPORTED_KEYS = {"apiVersion", "kind", "resources", "patches"}
+SUPPORTED_KEYS = {"apiVersion", "kind", "resources", "patches", "images"}
+IMAGE_KEYS = {"name", "newName", "newTag", "digest"}
 
 Obj = dict[str, Any]
 
@@ -63,7 +68,30 @@ def render(directory: Path) -> list[Obj]:
             if len(targets) != 1:
                 raise ValueError(f"{directory}: patch {identity(patch)} matches {len(targets)} objects")
             objects[targets[0]] = merge(objects[targets[0]], patch)
+    for image in kustomization.get("images", []):
+        if not set(image) <= IMAGE_KEYS or "name" not in image:
+            raise ValueError(f"{directory}: an `images` entry takes {sorted(IMAGE_KEYS)}, got {image}")
+        for obj in objects:
+            set_image(obj, image)
     return objects
+
+
+def image_name(image: str) -> str:
+    """'reg:5000/x/y:tag' -> 'reg:5000/x/y'; 'y@sha256:..' -> 'y' (a ':' before the last '/' is a port)."""
+    without_digest = image.split("@", 1)[0]
+    head, _, last = without_digest.rpartition("/")
+    return f"{head}/{last.split(':', 1)[0]}" if head else last.split(":", 1)[0]
+
+
+def set_image(obj: Obj, image: dict[str, str]) -> None:
+    pod = obj.get("spec", {}).get("template", {}).get("spec", {})
+    for c in [*pod.get("containers", []), *pod.get("initContainers", [])]:
+        if image_name(c.get("image", "")) != image["name"]:
+            continue
+        name = image.get("newName", image["name"])
+        old_tag = c["image"][len(image_name(c["image"])) :]
+        suffix = f"@{image['digest']}" if "digest" in image else f":{image['newTag']}" if "newTag" in image else old_tag
+        c["image"] = name + suffix
 
 
 def merge(base: Any, patch: Any, field: str = "") -> Any:

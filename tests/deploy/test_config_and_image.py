@@ -23,6 +23,7 @@ EXPECTED = {
     "base": ("none", ("envvar",), None),
     "overlays/cdi": ("none", ("cdi-cri",), None),
     "overlays/fake-gpu": ("none", ("envvar",), None),
+    "overlays/image": ("none", ("envvar",), None),
     "overlays/mig-mixed": ("mixed", ("envvar",), None),
     "overlays/network-policy": ("none", ("envvar",), None),
     "overlays/time-slicing": ("none", ("envvar",), 4),

@@ -22,6 +22,7 @@ def test_every_overlay_is_covered() -> None:
         "base",
         "overlays/cdi",
         "overlays/fake-gpu",
+        "overlays/image",
         "overlays/mig-mixed",
         "overlays/network-policy",
         "overlays/time-slicing",
