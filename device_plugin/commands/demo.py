@@ -124,6 +124,13 @@ def _walk_through(backend: FakeNvml, node: Node, config: Config, args: argparse.
     print(f"Simulated node '{args.machine}': {len(node.gpus)} GPUs ({node.gpus[0].name if node.gpus else 'none'}).")
     served = ", ".join(f"{r.resource_name} ({len(r.snapshot().devices)})" for r in node.resources)
     print(f"Resources served (migStrategy {config.flags.mig_strategy}): {served}. Following {resource}.")
+    mig_gpus = sorted(node.mig.devices_by_gpu)
+    if mig_gpus and config.flags.mig_strategy == "none":
+        print(
+            f"Note: GPUs {', '.join(map(str, mig_gpus))} have MIG enabled, so migStrategy none leaves them out of "
+            "nvidia.com/gpu (a MIG-enabled GPU cannot be handed out whole); --mig-strategy mixed serves their MIG "
+            "devices as nvidia.com/mig-<profile>."
+        )
     for warning in envvar_conflicts(node, config):
         print(f"Note: {warning}")
     print(f"Device-plugin directory: {plugin_dir}")

@@ -167,6 +167,9 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
     )
     printer = _Printer(standin)
     allocated = args.allocate is None
+    if not allocated:
+        print(f"--allocate {args.allocate}: {_waiting_for(args.resource)}", flush=True)
+    told: set[str] = set()  # the registered resources already named in a "not served" note
     try:
         while not stop.is_set():
             try:
@@ -175,7 +178,7 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
                 continue
             printer.report()
             if not allocated:
-                allocated = _try_admit(standin, args)
+                allocated = _try_admit(standin, args, told)
     finally:
         standin.stop()
         (directory / "kubelet.sock").unlink(missing_ok=True)
@@ -183,12 +186,35 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
     return 0
 
 
-def _try_admit(standin: Any, args: argparse.Namespace) -> bool:
-    """Admit once the wanted resource's first list is in; True when done (admitted or refused)."""
+def _waiting_for(resource: str | None) -> str:
+    if resource is None:
+        return f"waiting for the first device list of {GPU_RESOURCE} (or of the first resource that registers)"
+    return f"waiting for the first device list of {resource}"
+
+
+def _not_served_note(wanted: str, names: list[str]) -> str:
+    """Why the wanted resource may never come: the plugin serves other names."""
+    why = (
+        "MIG resources are served only with migStrategy mixed (nvidia.com/mig-<profile>) in the plugin's config"
+        if wanted.startswith("nvidia.com/mig-")
+        else "check the resource name, and the plugin's config (sharing.timeSlicing renames, migStrategy)"
+    )
+    return f"{wanted} is not served: the plugin registered {', '.join(names)}; it may never come ({why})"
+
+
+def _try_admit(standin: Any, args: argparse.Namespace, told: set[str]) -> bool:
+    """Admit once the wanted resource's first list is in; True when done (admitted or refused).
+
+    While other resources are listed but not the wanted one, say so once per new set of names."""
     ready = [c for c in standin.connections if c.lists and not c.stream_ended]
     names = sorted({c.resource_name for c in ready})
     wanted = args.resource or (GPU_RESOURCE if GPU_RESOURCE in names else (names[0] if names else None))
-    if wanted is None or wanted not in names:
+    if wanted is None:
+        return False
+    if wanted not in names:
+        if names and not set(names) <= told:
+            told.update(names)
+            print(_not_served_note(wanted, names), flush=True)
         return False
     _admit(standin, wanted, args.allocate)
     return True

@@ -104,3 +104,25 @@ def test_standin_refuses_a_directory_a_kubelet_serves(plugin_dir: Path, capsys: 
 def test_standin_refuses_a_missing_directory(plugin_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["kubelet-standin", "--dir", str(plugin_dir / "nope")]) == 2
     assert "is not a directory" in capsys.readouterr().out
+
+
+def test_standin_says_what_it_waits_for_and_why_it_may_never_come(plugin_dir: Path) -> None:
+    """docs/running.md's MIG example against a plugin that serves only nvidia.com/gpu (migStrategy none)."""
+    daemon = _start(
+        ["run", "--machine", "h100-mig-mixed", "--device-plugin-dir", str(plugin_dir), "--metrics-address", ""]
+    )
+    standin = _start(
+        ["kubelet-standin", "--dir", str(plugin_dir), "--allocate", "2", "--resource", "nvidia.com/mig-1g.10gb"]
+    )
+    try:
+        lines = Lines(standin)
+        assert "waiting for the first device list of nvidia.com/mig-1g.10gb" in lines.wait_for("--allocate 2:")
+        note = lines.wait_for("is not served")
+        assert "registered nvidia.com/gpu" in note and "migStrategy mixed" in note
+        standin.send_signal(signal.SIGTERM)
+        assert standin.wait(timeout=10) == 0
+    finally:
+        for process in (standin, daemon):
+            if process.poll() is None:
+                process.terminate()
+                process.wait(timeout=10)

@@ -63,6 +63,21 @@ def test_demo_on_an_all_mig_node_says_it_uses_mixed(capsys: pytest.CaptureFixtur
     assert "Allocate -> NVIDIA_VISIBLE_DEVICES=MIG-" in out
 
 
+@pytest.mark.parametrize(
+    ("argv", "noted"),
+    [([], True), (["--mig-strategy", "mixed"], False)],
+    ids=["none-explains-the-missing-gpus", "mixed-has-nothing-to-explain"],
+)
+def test_demo_on_a_mixed_mig_node_explains_the_gpus_left_out(
+    argv: list[str], noted: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--machine", "h100-mig-mixed", *argv, "--fast"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "Note: GPUs 0, 1, 2, 3 have MIG enabled, so migStrategy none leaves them out of nvidia.com/gpu" in out
+    ) is noted
+
+
 def test_demo_with_an_explicit_strategy_that_serves_nothing_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--machine", "a100-mig-7x1g", "--mig-strategy", "none", "--fast"]) == 1
     assert "nothing to serve" in capsys.readouterr().out
