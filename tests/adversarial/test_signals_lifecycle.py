@@ -140,7 +140,13 @@ def test_sigterm_ends_a_start_up_blocked_on_a_fifo_config(work: Path, started: l
     time.sleep(1.0)  # imports done; the config read blocks on the FIFO (or is refused, exit 2)
     stop_s = daemon.stop_time_s()
     # 0: stopped; 2: a config loader that refuses FIFOs refused it before the signal. Never a hang.
-    assert (stop_s < STOP_PROMISE_S, daemon.process.returncode in (0, 2)) == (True, True), daemon.output()
+    # A SIGTERM that lands while the interpreter finalises after the refusal meets the default handler
+    # again (finalisation restores it): -SIGTERM then, but only once the refusal has been printed.
+    refused = "is a FIFO, not a regular file" in daemon.output()
+    allowed = (0, 2, -signal.SIGTERM) if refused else (0, 2)
+    assert (stop_s < STOP_PROMISE_S, daemon.process.returncode in allowed) == (True, True), (
+        f"exit {daemon.process.returncode} after {stop_s:.2f} s\n{daemon.output()}"
+    )
     assert "Traceback" not in daemon.output()
 
 
