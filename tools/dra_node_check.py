@@ -26,7 +26,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from device_plugin.dra.inventory import MAX_ATTRIBUTES_AND_CAPACITIES, build_devices, sysfs_pcie_root  # noqa: E402
+from device_plugin.dra.inventory import MAX_ATTRIBUTES_AND_CAPACITIES, build_devices  # noqa: E402
 from device_plugin.dra.slices import build_slices  # noqa: E402
 from device_plugin.nvml.backends import open_backend  # noqa: E402
 from device_plugin.nvml.protocol import NvmlBackend  # noqa: E402
@@ -105,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         topology = build_topology(backend)
         print(f"driver {info.driver_version}, CUDA {info.cuda_driver_version}; {topology.gpu_count} GPUs")
         print(f"RDMA NICs: {', '.join(topology.nic_names) or 'none seen'}")
-        resolver = sysfs_pcie_root() if args.machine is None else None  # a simulated node has no sysfs
-        devices, _ = build_devices(backend, topology, pcie_root=resolver)
+        devices, _ = build_devices(backend, topology)
         slices = build_slices(devices, node_name=args.node_name, driver_name="gpu.nvidia.com", generation=1)
         for d in device_bodies(slices):
             a = d["attributes"]

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from device_plugin.allocator import exact
-from device_plugin.allocator.bounded import groups_by_threshold, search_bounded
+from device_plugin.allocator.bounded import search_bounded
 from device_plugin.allocator.decision import AllocationDecision, Candidate, Explanation, why_lost
 from device_plugin.allocator.nic import NicGroups
 from device_plugin.allocator.objective import FragmentationScore, SetScore, key_ring, pack_key
@@ -55,9 +55,13 @@ class Allocator:
         self._tables = None
         if self._n <= MAX_EXACT_GPUS:
             ranks = self._nics.ranks(self._n) if self._nics.any else None
-            self._tables = build_tables(self._bw, topology.numa_nodes, ranks)
+            self._tables = build_tables(self._bw, topology.numa_nodes, ranks, tiers=topology.bandwidth_tiers)
         self._best_empty: dict[int, int] = {}
-        self._levels = groups_by_threshold(self._bw) if self._tables is None else ()
+        self._levels = (
+            tuple(tuple(frozenset(group) for group in tier.groups) for tier in topology.bandwidth_tiers)
+            if self._tables is None
+            else ()
+        )
 
     @property
     def topology(self) -> Topology:

@@ -85,29 +85,6 @@ def _grow(
     return sorted(chosen)
 
 
-def groups_by_threshold(bw: tuple[tuple[int, ...], ...]) -> tuple[tuple[frozenset[int], ...], ...]:
-    """For each distinct pair bandwidth, fastest first, the connected components of pairs at >= it."""
-    n = len(bw)
-    levels = []
-    for threshold in sorted({bw[a][b] for a in range(n) for b in range(a + 1, n)}, reverse=True):
-        seen: set[int] = set()
-        groups = []
-        for start in range(n):
-            if start in seen:
-                continue
-            group, frontier = {start}, [start]
-            while frontier:
-                a = frontier.pop()
-                for b in range(n):
-                    if b not in group and b != a and bw[a][b] >= threshold:
-                        group.add(b)
-                        frontier.append(b)
-            seen |= group
-            groups.append(frozenset(group))
-        levels.append(tuple(groups))
-    return tuple(levels)
-
-
 def _grouping(levels: tuple[tuple[frozenset[int], ...], ...], remaining: set[int]) -> tuple[int, ...]:
     return tuple(sum(len(group & remaining) ** 2 for group in groups) for groups in levels)
 
@@ -122,7 +99,7 @@ def search_bounded(
 ) -> tuple[int, ...]:
     """A good valid set for a validated request (available and must sorted ascending).
 
-    `levels` is groups_by_threshold(bw), computed once per machine.
+    `levels` is the Topology's bandwidth tiers as sets (its groups at each speed), computed once per machine.
     """
     must_set = set(must)
     free = [g for g in available if g not in must_set]

@@ -11,9 +11,10 @@ bandwidth >= t. reach[S] is the bitmask of GPUs v such that a path starting at S
 exactly S and ends at v; S has a cycle at t when reach[S] meets the neighbours of its lowest GPU.
 Two shortcuts skip the inner loop for most subsets of real machines: a subset whose slowest pair is
 >= t is a clique at t (every ordering is a path), and a subset spanning two connected components of
-the threshold graph has no path at all. ring(S) is the largest t with a cycle (the smallest distinct
-value always has one: the graph is complete). Cost: O(n 2^n) per threshold in the worst case, on
-every 16-GPU machine we ship far less (benchmarks/bench_allocator.py prints it).
+the threshold graph (the Topology's bandwidth tier at t) has no path at all. ring(S) is the largest t
+with a cycle (the smallest distinct value always has one: the graph is complete). Cost: O(n 2^n) per
+threshold in the worst case, on every 16-GPU machine we ship far less (benchmarks/bench_allocator.py
+prints it).
 
 Per-row minima, maxima and sums over a mask use two half-width lookup tables (low and high bits),
 so each subset costs O(1) for criteria 2 and 3 and for the pair minimum.
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from device_plugin.allocator.objective import FRAG_SIZES, pack_frag, pack_key
+from device_plugin.topology.model import BandwidthTier
 
 MAX_EXACT_GPUS = 16
 _NO_PAIR = 1 << 40  # "no pair yet" for the running minimum of a single GPU
@@ -80,9 +82,15 @@ class ExactTables:
 
 
 def build_tables(
-    bw: tuple[tuple[int, ...], ...], numa: tuple[int | None, ...], nic_ranks: list[int] | None = None
+    bw: tuple[tuple[int, ...], ...],
+    numa: tuple[int | None, ...],
+    nic_ranks: list[int] | None = None,
+    *,
+    tiers: tuple[BandwidthTier, ...],
 ) -> ExactTables:
-    """The tables of a node; `nic_ranks[mask]` is criterion 4 of each subset (None: a node without NICs)."""
+    """The tables of a node; `nic_ranks[mask]` is criterion 4 of each subset (None: a node without NICs).
+
+    `tiers` is the Topology's bandwidth_tiers, computed from the same `bw`."""
     n = len(bw)
     if not 1 <= n <= MAX_EXACT_GPUS:
         raise ValueError(f"exact tables need 1..{MAX_EXACT_GPUS} GPUs, got {n}")
@@ -111,7 +119,7 @@ def build_tables(
             min_pair[mask] = row_min if row_min < min_pair[rest] else min_pair[rest]
             total[mask] = total[rest] + sums.low[v][lo] + sums.high[v][hi]
 
-    ring = _rings(bw, popcount, min_pair)
+    ring = _rings(bw, popcount, min_pair, tiers)
     if nic_ranks is None:
         key = [pack_key(ring[m], total[m], numa_mask[m].bit_count()) for m in range(size)]
     else:
@@ -169,17 +177,19 @@ def _fragmentation(best_ring: dict[int, list[int]], partner_sums: list[int]) -> 
     ]
 
 
-def _rings(bw: tuple[tuple[int, ...], ...], popcount: list[int], min_pair: list[int]) -> list[int]:
+def _rings(
+    bw: tuple[tuple[int, ...], ...], popcount: list[int], min_pair: list[int], tiers: tuple[BandwidthTier, ...]
+) -> list[int]:
     n = len(bw)
     size = 1 << n
     ring = [0] * size
     for mask in range(1, size):
         if popcount[mask] >= 2:
             ring[mask] = min_pair[mask]  # every cycle is at least this fast; raised below where possible
-    values = sorted({bw[a][b] for a in range(n) for b in range(a + 1, n)}, reverse=True)
-    for threshold in values[:-1]:  # at the smallest value every subset is a clique
+    for tier in tiers[:-1]:  # at the smallest value every subset is a clique
+        threshold = tier.min_mbps
         adjacency = [sum(1 << b for b in range(n) if b != a and bw[a][b] >= threshold) for a in range(n)]
-        component = _components(adjacency)
+        component = _component_masks(n, tier)
         adjacency_by_bit = {1 << a: adjacency[a] for a in range(n)}
         reach = [0] * size
         for mask in range(1, size):
@@ -206,24 +216,14 @@ def _rings(bw: tuple[tuple[int, ...], ...], popcount: list[int], min_pair: list[
     return ring
 
 
-def _components(adjacency: list[int]) -> list[int]:
-    """For each GPU, the bitmask of its connected component in the graph given by `adjacency`."""
-    n = len(adjacency)
-    component = [0] * n
-    for start in range(n):
-        if component[start]:
-            continue
-        seen, frontier = 1 << start, 1 << start
-        while frontier:
-            bit = frontier & -frontier
-            frontier ^= bit
-            new = adjacency[bit.bit_length() - 1] & ~seen
-            seen |= new
-            frontier |= new
-        for v in range(n):
-            if seen >> v & 1:
-                component[v] = seen
-    return component
+def _component_masks(n: int, tier: BandwidthTier) -> list[int]:
+    """For each GPU, the bitmask of its group in the tier (the Topology computed the groups)."""
+    masks = [0] * n
+    for group in tier.groups:
+        mask = sum(1 << v for v in group)
+        for v in group:
+            masks[v] = mask
+    return masks
 
 
 def _orders(n: int, key: list[int], popcount: list[int]) -> tuple[tuple[list[int], ...], tuple[list[int], ...]]:

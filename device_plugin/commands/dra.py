@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from device_plugin.dra.inventory import build_devices, sysfs_pcie_root
+    from device_plugin.dra.inventory import build_devices
     from device_plugin.dra.slices import build_slices
     from device_plugin.nvml.backends import open_backend
     from device_plugin.topology.build import build_topology
@@ -47,9 +47,7 @@ def run(args: argparse.Namespace) -> int:
         backend = open_backend(args.machine)
         try:
             topology = build_topology(backend)
-            # Fake machines have no sysfs: pcieRoot is only published where the real path shows it.
-            resolver = sysfs_pcie_root() if args.machine is None else None
-            devices, _ = build_devices(backend, topology, pcie_root=resolver)
+            devices, _ = build_devices(backend, topology)
         finally:
             backend.close()
     except PluginError as error:

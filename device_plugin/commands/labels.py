@@ -42,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         with composed_node(args) as composed:
             options = replace(label_options(composed.node, composed.config), machine_type=args.machine_type)
-            labels = compute_labels(composed.backend, options)
+            allocator = composed.node.allocator
+            labels = compute_labels(composed.backend, options, allocator.topology if allocator is not None else None)
     except ConfigError as error:  # a bad machine, config or flag
         print(f"gpu-device-plugin labels: {error}", file=sys.stderr)
         return 2

@@ -68,11 +68,8 @@ class DraDriver:
         node_name: str,
         kubelet_dir: Path | None = None,
         backoff_max_s: float = 5.0,
-        pcie_root: Callable[[str], str | None] | None = None,
     ) -> None:
-        """`pcie_root` resolves a GPU's PCIe root complex (sysfs on a real node; None: not published)."""
         self._backend = backend
-        self._pcie_root = pcie_root
         self._config = config
         self.driver_name = config.daemon.driver_name
         kubelet_dir = kubelet_dir or Path(config.daemon.device_plugin_dir).parent
@@ -161,7 +158,7 @@ class DraDriver:
     def _build(
         self, topology: Topology, exclude_uuids: frozenset[str] | set[str] = frozenset()
     ) -> tuple[DraDevice, ...]:
-        return build_devices(self._backend, topology, exclude_uuids=exclude_uuids, pcie_root=self._pcie_root)[0]
+        return build_devices(self._backend, topology, exclude_uuids=exclude_uuids)[0]
 
     def _publish(self) -> None:
         self.publisher.request(self.published_devices())

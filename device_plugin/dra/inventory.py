@@ -12,10 +12,8 @@ Attribute names (without a domain: the driver's own) are listed in ATTRIBUTES wi
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from device_plugin.allocator import Allocator
 from device_plugin.core.gpu_models import model_facts
@@ -41,7 +39,7 @@ ATTRIBUTES = {
     "profile": "MIG profile name, MIG devices only (NVIDIA's driver)",
     "parentUUID": "UUID of the MIG device's GPU (NVIDIA's driver)",
     STANDARD + "pciBusID": "PCI address, Kubernetes standard attribute",
-    STANDARD + "pcieRoot": "PCIe root complex pci<domain>:<bus>, standard; only where sysfs shows it",
+    STANDARD + "pcieRoot": "PCIe root complex pci<domain>:<bus>, standard; only where the PCIe tree is known",
     STANDARD + "numaNode": "NUMA node of the GPU; only where the platform reports one",
     "partition2": "greedy best pairs (ours); equal values = one of this node's best pairs",
     "partition4": "greedy best 4-sets (ours)",
@@ -79,37 +77,9 @@ def quantity_mib(mib: int) -> str:
     return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
 
 
-def sysfs_pcie_root(sys_root: Path = Path("/sys")) -> Callable[[str], str | None]:
-    """A resolver bus ID -> "pci<domain>:<bus>" of its root complex, read from the sysfs device path."""
-
-    def resolve(bus_id: str) -> str | None:
-        try:
-            real = os.path.realpath(sys_root / "bus" / "pci" / "devices" / bus_id)
-        except OSError:
-            return None
-        roots = [part for part in Path(real).parts if part.startswith("pci") and ":" in part]
-        return roots[0] if roots else None
-
-    return resolve
-
-
-def nvlink_domains(topology: Topology) -> dict[int, str]:
-    """GPU -> its NVLink connected component (indices joined by '-'); a GPU without NVLink is alone."""
-    n = topology.gpu_count
-    seen: dict[int, str] = {}
-    for start in range(n):
-        if start in seen:
-            continue
-        component, stack = {start}, [start]
-        while stack:
-            a = stack.pop()
-            for b in range(n):
-                if b not in component and b != a and topology.pair(a, b).nvlinks > 0:
-                    component.add(b)
-                    stack.append(b)
-        label = "-".join(str(g) for g in sorted(component))
-        seen.update(dict.fromkeys(component, label))
-    return seen
+def nvlink_domain_text(topology: Topology, gpu: int) -> str:
+    """The GPU's NVLink domain from the Topology as nvlinkDomain publishes it: indices joined by '-'."""
+    return "-".join(str(g) for g in topology.nvlink_domain(gpu))
 
 
 def nic_attributes(topology: Topology, gpu: int) -> list[Attribute]:
@@ -130,7 +100,6 @@ def build_devices(
     topology: Topology,
     *,
     exclude_uuids: Iterable[str] = (),
-    pcie_root: Callable[[str], str | None] | None = None,
 ) -> tuple[tuple[DraDevice, ...], Partitions]:
     """Every healthy device of the node, whole GPUs in partition order, then MIG devices by parent."""
     excluded = set(exclude_uuids)
@@ -139,7 +108,6 @@ def build_devices(
     mig_gpus = {i for i in gpus if (mode := backend.mig_mode(i)) is not None and mode.current}
     whole = [i for i in gpus if i not in mig_gpus and gpus[i].uuid not in excluded]
     partitions = compute_partitions(Allocator(topology), whole) if whole else Partitions({})
-    domains = nvlink_domains(topology)
     common = _common_attributes(system.driver_version, system.cuda_driver_version)
     devices: list[DraDevice] = []
     for index in partitions.order(whole):
@@ -150,8 +118,8 @@ def build_devices(
             for k in sorted(partitions.groups)
             if (g := partitions.group_of(k, index)) is not None
         ]
-        attrs += _pci_attributes(gpu, pcie_root)
-        attrs.append(("nvlinkDomain", "string", domains[index]))
+        attrs += _pci_attributes(gpu, topology)
+        attrs.append(("nvlinkDomain", "string", nvlink_domain_text(topology, index)))
         attrs += nic_attributes(topology, index)
         name = f"gpu-{backend.device_minor(index)}"
         devices.append(DraDevice(name, gpu.uuid, index, tuple(attrs), (("memory", quantity_mib(gpu.memory_mib)),)))
@@ -159,7 +127,7 @@ def build_devices(
         gpu = gpus[index]
         for mig in backend.mig_devices(index):
             if mig.uuid not in excluded and gpu.uuid not in excluded:
-                devices.append(_mig_device(backend, gpu, mig, common, pcie_root))
+                devices.append(_mig_device(backend, gpu, mig, common, topology))
     return tuple(devices), partitions
 
 
@@ -183,16 +151,18 @@ def _gpu_attributes(backend: NvmlBackend, gpu: GpuInfo, common: list[Attribute])
     return attrs + common
 
 
-def _pci_attributes(gpu: GpuInfo, pcie_root: Callable[[str], str | None] | None) -> list[Attribute]:
+def _pci_attributes(gpu: GpuInfo, topology: Topology) -> list[Attribute]:
+    """Bus ID, and from the Topology the PCIe root and NUMA node, each only where it is known."""
     attrs: list[Attribute] = [
         ("pcieBusID", "string", gpu.pci_bus_id),
         (STANDARD + "pciBusID", "string", gpu.pci_bus_id),
     ]
-    root = pcie_root(gpu.pci_bus_id) if pcie_root is not None else None
+    root = topology.pcie_root(gpu.index)
     if root is not None:
         attrs.append((STANDARD + "pcieRoot", "string", root))
-    if gpu.numa_node is not None:
-        attrs.append((STANDARD + "numaNode", "int", gpu.numa_node))
+    numa = topology.numa_nodes[gpu.index]
+    if numa is not None:
+        attrs.append((STANDARD + "numaNode", "int", numa))
     return attrs
 
 
@@ -201,7 +171,7 @@ def _mig_device(
     gpu: GpuInfo,
     mig: MigDevice,
     common: list[Attribute],
-    pcie_root: Callable[[str], str | None] | None,
+    topology: Topology,
 ) -> DraDevice:
     gi_profile = mig.profile.split("c.", 1)[1] if mig.profile[0].isdigit() and "c." in mig.profile else mig.profile
     table = profile_table(gpu.name)
@@ -215,6 +185,6 @@ def _mig_device(
         ("parentUUID", "string", gpu.uuid),
         ("profile", "string", mig.profile),
         *_gpu_attributes(backend, gpu, common),
-        *_pci_attributes(gpu, pcie_root),
+        *_pci_attributes(gpu, topology),
     ]
     return DraDevice(name, mig.uuid, gpu.index, tuple(attrs), (("memory", quantity_mib(mig.memory_mib)),))

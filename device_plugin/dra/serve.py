@@ -22,7 +22,6 @@ from device_plugin.config.model import Config, config_file_path
 from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.core.errors import NvmlUnavailableError, PluginError
 from device_plugin.dra.driver import DraDriver
-from device_plugin.dra.inventory import sysfs_pcie_root
 from device_plugin.dra.kube import api_client
 from device_plugin.dra.reporting import dra_endpoint, dra_labels, dra_metrics, refresh_dra_labels
 from device_plugin.health.fake_events import FakeEventsTail
@@ -58,9 +57,7 @@ def serve(args: argparse.Namespace, config: Config, signals: Signals) -> int:
         log.error("cannot load machine %s: %s", args.machine, error)
         return 2
     try:
-        # A simulated machine has no sysfs: pcieRoot is published only where the real path shows it.
-        pcie_root = sysfs_pcie_root() if args.machine is None else None
-        driver = DraDriver(backend, config, client=client, node_name=node_name, pcie_root=pcie_root)
+        driver = DraDriver(backend, config, client=client, node_name=node_name)
         driver.start()
     except PluginError as error:
         log.error("cannot start the DRA driver: %s", error)

@@ -112,7 +112,8 @@ def labels_writer(labels_file: str, device_plugin_dir: Path) -> FeaturesFileWrit
 
 def refresh_labels(backend: NvmlBackend, node: Node, config: Config, writer: FeaturesFileWriter | None) -> None:
     if writer is not None:
-        refresh_features_file(backend, label_options(node, config), writer)
+        topology = node.allocator.topology if node.allocator is not None else None  # the node's, not rebuilt
+        refresh_features_file(backend, label_options(node, config), writer, topology)
 
 
 def label_options(node: Node, config: Config) -> LabelOptions:

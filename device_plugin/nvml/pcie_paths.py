@@ -1,20 +1,25 @@
-"""PCIe paths: the closest common ancestor of two devices, and turning a sysfs device path into a path.
+"""PCIe paths: the closest common ancestor of two devices, a device's root complex, and sysfs paths as paths.
 
-A path is root first: [0] the CPU socket (NUMA node), [1] the host bridge, [2:] the PCIe switches on the
-way down. Machine descriptions write these by hand; on a real node sysfs_nics.py derives them from the
-resolved sysfs directory of a PCI device. The one rule below ranks GPU-GPU and GPU-NIC pairs alike,
-with the names `nvidia-smi topo -m` uses. Pure functions on strings: no I/O.
+A path is root first: [0] the CPU socket (NUMA node), [1] the host bridge (root complex), [2:] the PCIe
+switches on the way down. Machine descriptions write these by hand; on a real node sysfs_nics.py derives
+them from the resolved sysfs directory of a PCI device. The one rule below ranks GPU-GPU and GPU-NIC pairs
+alike, with the names `nvidia-smi topo -m` uses; `pcie_roots` names each device's root complex in the form
+of Kubernetes' `resource.kubernetes.io/pcieRoot`. Pure functions on strings: no I/O.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from device_plugin.nvml.types import PcieLevel
 
 UNKNOWN_SOCKET = "cpu?"  # [0] of a device whose NUMA node the platform does not report
 _BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _ROOT_BUS = re.compile(r"^pci[0-9a-f]{4,8}:[0-9a-f]{2}$")
+# Root complexes a machine description names in free text get root bus names from this PCI domain up:
+# the description tells which devices share a root complex, not its bus number (see pcie_roots).
+SYNTHETIC_ROOT_DOMAIN = 0xFC00
 
 
 def pcie_level_of_paths(a: tuple[str, ...], b: tuple[str, ...]) -> PcieLevel:
@@ -42,14 +47,48 @@ def path_from_sysfs(parts: tuple[str, ...], numa_node: int | None) -> tuple[str,
     then the device. A switch is named by its upstream port, so two devices below one switch share that
     name whatever downstream port they use. A device right under the root bus (a VM that hides the
     PCIe tree) gets no switches. None when the parts hold no root bus or do not end in a PCI device.
+    [1] is the first root bus on the way (the one Kubernetes' pcieRoot names); behind a nested PCI
+    domain (Intel VMD: `pci0000:00/0000:00:0e.0/pci10000:00/...`) the switches are those below the last.
     """
     roots = [i for i, part in enumerate(parts) if _ROOT_BUS.match(part)]
     if not roots:
         return None
-    root = roots[-1]
-    chain = parts[root + 1 :]
+    chain = parts[roots[-1] + 1 :]
     if not chain or not all(_BUS_ID.match(part) for part in chain):
         return None
     bridges = chain[:-1]  # [root port, up1, down1, up2, down2, ...]
     switches = bridges[1::2]  # upstream ports, root first
-    return (socket_name(numa_node), parts[root], *switches)
+    return (socket_name(numa_node), parts[roots[0]], *switches)
+
+
+def is_root_bus_name(name: str) -> bool:
+    """True for `pci<domain>:<bus>`, the name sysfs gives a root bus (and Kubernetes' pcieRoot uses)."""
+    return bool(_ROOT_BUS.match(name))
+
+
+def pcie_roots(paths: Sequence[tuple[str, ...] | None]) -> tuple[str | None, ...]:
+    """Each device's root complex as `pci<domain>:<bus>`, from its path's host bridge ([1]); None without one.
+
+    A sysfs path's [1] is already the root bus name. A machine description may name a host bridge in
+    free text (`cpu0-rp0`): it says which devices share that root complex but not its bus number, so
+    such a bridge gets a synthetic name, `pcifc00:00`, `pcifc00:01`, ... in order of first use here
+    (domain SYNTHETIC_ROOT_DOMAIN upwards, skipping names the paths use themselves). Equal bridges get
+    equal names, distinct ones distinct names: what matching on pcieRoot relies on. A path with no [1]
+    (only a socket) gives None: the description says nothing of its root complex.
+    """
+    bridges = [path[1] if path is not None and len(path) >= 2 else None for path in paths]
+    taken = {bridge for bridge in bridges if bridge is not None and is_root_bus_name(bridge)}
+    names: dict[str, str] = {}
+    serial = 0
+    for bridge in bridges:
+        if bridge is None or bridge in taken or bridge in names:
+            continue
+        while (name := _synthetic_root(serial)) in taken:
+            serial += 1
+        names[bridge] = name
+        serial += 1
+    return tuple(None if bridge is None else names.get(bridge, bridge) for bridge in bridges)
+
+
+def _synthetic_root(serial: int) -> str:
+    return f"pci{SYNTHETIC_ROOT_DOMAIN + serial // 256:04x}:{serial % 256:02x}"

@@ -1,7 +1,8 @@
 """Node labels: what kind of GPUs this node has and how they are connected.
 
-Boundary: pure computation from an NvmlBackend plus a few configuration values (MIG strategy,
-sharing), and a writer for node-feature-discovery's `features.d` directory. No Kubernetes API.
+Boundary: pure computation from an NvmlBackend (versions, models, memory) and the node's Topology (NVLink
+fabric, NUMA nodes, NICs: never re-derived here) plus a few configuration values (MIG strategy, sharing),
+and a writer for node-feature-discovery's `features.d` directory. No Kubernetes API.
 
 Keys follow NVIDIA gpu-feature-discovery (GFD) so existing node selectors keep working:
 nvidia.com/gpu.{product,memory,count,family,compute.major,compute.minor,replicas,sharing-strategy},
@@ -25,7 +26,8 @@ from device_plugin.core.errors import PluginError
 from device_plugin.core.gpu_models import mig_capable, model_facts
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo, SystemInfo
-from device_plugin.topology.nvlink_groups import nvlink_summary
+from device_plugin.topology.build import build_topology
+from device_plugin.topology.model import Topology
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +80,18 @@ class LabelOptions:
             raise ValueError(f"MIG strategy {self.mig_strategy!r} is not one of {MIG_STRATEGIES}")
 
 
-def compute_labels(backend: NvmlBackend, options: LabelOptions | None = None) -> dict[str, str]:
-    """Every label for this node, as a dict sorted by key. A node without GPUs gets no labels."""
+def compute_labels(
+    backend: NvmlBackend, options: LabelOptions | None = None, topology: Topology | None = None
+) -> dict[str, str]:
+    """Every label for this node, as a dict sorted by key. A node without GPUs gets no labels.
+
+    `topology`: the node's Topology, when the caller has it; None builds it from `backend`."""
     options = options or LabelOptions()
     gpus = tuple(sorted(backend.gpus(), key=lambda g: g.index))
     if not gpus:
         return {}
+    if topology is None:
+        topology = build_topology(backend)
     labels: dict[str, str] = {}
     labels.update(_version_labels(backend.system_info()))
     labels.update(_product_labels(gpus, options))
@@ -93,7 +101,7 @@ def compute_labels(backend: NvmlBackend, options: LabelOptions | None = None) ->
     labels["nvidia.com/mig.strategy"] = options.mig_strategy
     if options.machine_type:
         labels["nvidia.com/gpu.machine"] = options.machine_type.strip().replace(" ", "-")
-    labels.update(_topology_labels(backend, gpus))
+    labels.update(_topology_labels(topology))
     for resource, mig in options.mig_resources.items():  # GFD's keys: nvidia.com/mig-<profile>.<what>
         labels[f"{resource}.count"] = str(mig.count)
         labels[f"{resource}.memory"] = str(mig.memory_mib)
@@ -168,29 +176,33 @@ def _sharing_labels(options: LabelOptions) -> dict[str, str]:
     return labels
 
 
-def _topology_labels(backend: NvmlBackend, gpus: tuple[GpuInfo, ...]) -> dict[str, str]:
-    summary = nvlink_summary(gpus, {g.index: backend.nvlinks(g.index) for g in gpus})
+def nvlink_kind(topology: Topology) -> str:
+    """none | pairs | mesh | nvswitch: NVSwitch when any GPU links into one; else by the largest NVLinked group."""
+    if topology.nvswitch_seen:
+        return "nvswitch"
+    if not topology.nvlinked:
+        return "none"
+    return "pairs" if topology.largest_nvlink_group == 2 else "mesh"
+
+
+def _topology_labels(topology: Topology) -> dict[str, str]:
     labels = {
-        "nvidia.com/gpu.nvlink": summary.kind,
-        "nvidia.com/gpu.nvlink-group-size": str(summary.largest_group),
+        "nvidia.com/gpu.nvlink": nvlink_kind(topology),
+        "nvidia.com/gpu.nvlink-group-size": str(topology.largest_nvlink_group),
     }
-    numa = {g.numa_node for g in gpus if g.numa_node is not None}
+    numa = {node for node in topology.numa_nodes if node is not None}
     if numa:  # unknown on platforms that do not report NUMA: omit rather than claim 0
         labels["nvidia.com/gpu.numa-nodes"] = str(len(numa))
-    labels.update(_nic_labels(backend, gpus))
+    labels.update(_nic_labels(topology))
     return labels
 
 
-def _nic_labels(backend: NvmlBackend, gpus: tuple[GpuInfo, ...]) -> dict[str, str]:
+def _nic_labels(topology: Topology) -> dict[str, str]:
     """RDMA NICs, and the share of GPUs with a GPUDirect-close one (PIX/PXB), as "0.5"; no share without NICs."""
-    from device_plugin.topology.build import nic_levels
-    from device_plugin.topology.model import GPUDIRECT_CLOSE  # deferred: keeps label imports light
-
-    names, levels = nic_levels(backend, gpus)
-    labels = {"nvidia.com/gpu.nic-count": str(len(names))}
-    if names and gpus:
-        close = sum(1 for row in levels if any(level <= GPUDIRECT_CLOSE for level in row))
-        labels["nvidia.com/gpu.nic-close-fraction"] = f"{close / len(gpus):.3g}"
+    labels = {"nvidia.com/gpu.nic-count": str(topology.nic_count)}
+    if topology.nic_count and topology.gpu_count:
+        close = sum(1 for gpu in range(topology.gpu_count) if topology.close_nics(gpu))
+        labels["nvidia.com/gpu.nic-close-fraction"] = f"{close / topology.gpu_count:.3g}"
     return labels
 
 
@@ -227,13 +239,15 @@ class FeaturesFileWriter:
         return changed
 
 
-def refresh_features_file(backend: NvmlBackend, options: LabelOptions, writer: FeaturesFileWriter) -> bool:
+def refresh_features_file(
+    backend: NvmlBackend, options: LabelOptions, writer: FeaturesFileWriter, topology: Topology | None = None
+) -> bool:
     """Recompute and write the labels; for the daemon's periodic refresh and config reloads.
 
     Returns True when the file changed. A failure is logged and leaves the old file in place: stale
     labels are better than none, and a label refresh must never take the daemon down."""
     try:
-        return writer.write(compute_labels(backend, options))
+        return writer.write(compute_labels(backend, options, topology))
     except (PluginError, OSError) as error:
         log.error("node labels not refreshed (%s stays as it was): %s", writer.path, error)
         return False

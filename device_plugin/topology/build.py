@@ -7,9 +7,12 @@ NVSwitch (`("nvswitch", bus_id)`), edges weighted by active link count. From it,
 - NVLinks through NVSwitch: the switches both GPUs reach; each GPU's links into those switches are
   counted and the pair gets the smaller count (the slower end limits the pair);
 - PCIe common ancestor from the backend, NUMA from GpuInfo.
-GPU-NIC levels: when the backend is also a NicSource (FakeNvml, RealNvml), each GPU's PCIe path and each
-NIC's are ranked by device_plugin.nvml.pcie_paths.pcie_level_of_paths, the rule the fake uses for GPU
-pairs. A GPU whose path is unknown gets just its socket, so it is NODE or SYS from every NIC.
+PCIe paths: when the backend is also a NicSource (FakeNvml, RealNvml), the hardware layer hands up each
+GPU's path (the description's, or sysfs's on a real node); the Topology keeps them and derives each
+GPU's PCIe root from them. GPU-NIC levels rank each GPU's path and each NIC's by
+device_plugin.nvml.pcie_paths.pcie_level_of_paths, the rule the fake uses for GPU pairs. A GPU whose path
+is unknown gets just its socket, so it is NODE or SYS from every NIC. On a real node GPU-GPU levels are
+NVML's; tools/pcie_level_check.py shows where NVML and the path rule disagree.
 Links that are inactive, or whose far end is neither a GPU of this node nor an NVSwitch, are ignored.
 """
 
@@ -83,8 +86,15 @@ def _per_link_gbps(gpu: GpuInfo) -> float:
     return gbps
 
 
+def gpu_pcie_paths(backend: NvmlBackend, gpus: tuple[GpuInfo, ...]) -> tuple[tuple[str, ...] | None, ...]:
+    """Each GPU's PCIe path from the hardware layer (None where unknown); empty for a backend without paths."""
+    if not isinstance(backend, NicSource):
+        return ()
+    return tuple(backend.pcie_path(gpu.pci_bus_id) for gpu in gpus)
+
+
 def nic_levels(
-    backend: NvmlBackend, gpus: tuple[GpuInfo, ...]
+    backend: NvmlBackend, gpus: tuple[GpuInfo, ...], paths: tuple[tuple[str, ...] | None, ...]
 ) -> tuple[tuple[str, ...], tuple[tuple[PcieLevel, ...], ...]]:
     """(NIC names, levels[gpu][nic]); both empty when the backend lists no NICs or is no NicSource."""
     if not isinstance(backend, NicSource):
@@ -93,9 +103,9 @@ def nic_levels(
     if not nics:
         return (), ()
     rows = []
-    for gpu in gpus:
-        path = backend.pcie_path(gpu.pci_bus_id) or (socket_name(gpu.numa_node),)
-        rows.append(tuple(pcie_level_of_paths(path, nic.pcie_path) for nic in nics))
+    for gpu, path in zip(gpus, paths, strict=True):
+        known = path or (socket_name(gpu.numa_node),)
+        rows.append(tuple(pcie_level_of_paths(known, nic.pcie_path) for nic in nics))
     return tuple(nic.name for nic in nics), tuple(rows)
 
 
@@ -121,11 +131,14 @@ def build_topology(backend: NvmlBackend) -> Topology:
                 bandwidth_gbps=bandwidth,
             )
             rows[a][b] = rows[b][a] = pair
-    names, levels = nic_levels(backend, gpus)
+    paths = gpu_pcie_paths(backend, gpus)
+    names, levels = nic_levels(backend, gpus, paths or (None,) * n)
     return Topology(
         gpu_names=tuple(gpu.name for gpu in gpus),
         numa_nodes=tuple(gpu.numa_node for gpu in gpus),
         links=tuple(tuple(row) for row in rows),
         nic_names=names,
         nic_levels=levels,
+        gpu_pcie_paths=paths,
+        nvswitch_seen=any(node[0] == "nvswitch" for node in graph.nodes),
     )

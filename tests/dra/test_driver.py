@@ -17,9 +17,11 @@ import pytest
 from device_plugin.config.health import HealthConfig
 from device_plugin.config.model import Config
 from device_plugin.dra.driver import DraDriver
+from device_plugin.dra.inventory import STANDARD, build_devices
 from device_plugin.dra.kube import api_client
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
+from device_plugin.topology.build import build_topology
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
@@ -44,15 +46,13 @@ class Node:
     fake: FakeNvml
     driver: DraDriver | None = None
 
-    def start(self, pcie_root: Callable[[str], str | None] | None = None) -> DraDriver:
+    def start(self) -> DraDriver:
         config = Config()
         config = replace(
             config,
             daemon=replace(config.daemon, device_plugin_dir=str(self.root / "device-plugins"), health=FAST),
         )
-        self.driver = DraDriver(
-            self.fake, config, client=api_client(self.api.host), node_name=NODE, backoff_max_s=0.2, pcie_root=pcie_root
-        )
+        self.driver = DraDriver(self.fake, config, client=api_client(self.api.host), node_name=NODE, backoff_max_s=0.2)
         self.driver.start()
         return self.driver
 
@@ -117,17 +117,23 @@ def test_an_unhealthy_gpu_leaves_the_pool_and_returns_on_recovery(node: Node) ->
 
 
 def test_the_running_driver_publishes_pcie_root_as_dra_slices_prints_it(node: Node) -> None:
-    """On a real node `run --mode dra` and `dra slices` both resolve pcieRoot from sysfs, also after a fault."""
+    """`run --mode dra` and `dra slices` take pcieRoot from the same Topology, also after a fault."""
 
-    def roots() -> list[str | None]:
+    def roots() -> dict[str, str | None]:
         devices = [d for s in node.api.pool(DRIVER, NODE) for d in s["spec"]["devices"]]
-        return [d["attributes"].get("resource.kubernetes.io/pcieRoot", {}).get("string") for d in devices]
+        return {d["name"]: d["attributes"].get("resource.kubernetes.io/pcieRoot", {}).get("string") for d in devices}
 
-    driver = node.start(pcie_root=lambda bus_id: "pci0000:00")
-    assert driver.publisher.wait_synced(10.0) and roots() == ["pci0000:00"] * 8
+    fresh = FakeNvml.from_machine("dgx1-v100")
+    printed = {
+        d.name: dict((a[0], a[2]) for a in d.attributes)[STANDARD + "pcieRoot"]
+        for d in build_devices(fresh, build_topology(fresh))[0]
+    }
+    driver = node.start()
+    assert driver.publisher.wait_synced(10.0) and roots() == printed
+    assert len(set(printed.values())) == 2  # the DGX-1's two host bridges, one per socket
     node.fake.faults.set_lost(3, "test")
     assert eventually(lambda: len(roots()) == 7)
-    assert roots() == ["pci0000:00"] * 7
+    assert roots() == {name: root for name, root in printed.items() if name != "gpu-3"}
 
 
 def test_a_claim_on_a_gpu_that_turned_unhealthy_gets_an_error_naming_it(node: Node) -> None:

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 from itertools import combinations
-from pathlib import Path
 
 import kubernetes_validate
 import pytest
 
 from device_plugin.cli import main
-from device_plugin.dra.inventory import MAX_ATTRIBUTES_AND_CAPACITIES, DraDevice, build_devices, semver, sysfs_pcie_root
+from device_plugin.dra.inventory import MAX_ATTRIBUTES_AND_CAPACITIES, STANDARD, DraDevice, build_devices, semver
 from device_plugin.dra.slices import MAX_DEVICES_PER_SLICE, build_slices
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.machine_description import parse_machine_description
+from device_plugin.nvml.pcie_paths import is_root_bus_name
+from device_plugin.topology.build import build_topology
 from tests.allocation.brute_force import BruteForce
 from tests.allocation.machines import topology_of
 
@@ -158,15 +160,29 @@ def test_versions_become_semver(text: str, expected: str) -> None:
     assert semver(text) == expected
 
 
-def test_pcie_root_is_read_from_the_sysfs_device_path(tmp_path: Path) -> None:
-    device_dir = tmp_path / "devices" / "pci0000:80" / "0000:80:01.0" / "0000:85:00.0"
-    device_dir.mkdir(parents=True)
-    links = tmp_path / "bus" / "pci" / "devices"
-    links.mkdir(parents=True)
-    (links / "0000:85:00.0").symlink_to(device_dir)
-    resolve = sysfs_pcie_root(tmp_path)
-    assert resolve("0000:85:00.0") == "pci0000:80"
-    assert resolve("0000:99:00.0") is None
+@pytest.mark.parametrize("machine", MACHINES, ids=MACHINES)
+def test_every_device_of_a_simulated_machine_carries_its_gpus_pcie_root_from_the_topology(machine: str) -> None:
+    topology = topology_of(machine)
+    devices, _ = devices_of(machine)
+    for device in devices:  # MIG devices too: a MIG device sits where its GPU sits
+        root = attrs(device)[STANDARD + "pcieRoot"]
+        assert root == topology.pcie_root(device.gpu_index) and is_root_bus_name(str(root))
+
+
+UNKNOWN_PLACEMENT = {
+    "name": "cloud-vm",
+    "gpus": [
+        {"model": "NVIDIA L40S", "memory_mib": 46068, "numa_node": None},  # no NUMA, no PCIe tree
+        {"model": "NVIDIA L40S", "memory_mib": 46068, "numa_node": 1, "pcie": ["cpu1", "pci0000:80"]},
+    ],
+}
+
+
+def test_pcie_root_and_numa_node_are_published_only_where_known() -> None:
+    fake = FakeNvml(parse_machine_description(UNKNOWN_PLACEMENT))
+    unknown, known = (attrs(d) for d in sorted(build_devices(fake, build_topology(fake))[0], key=lambda d: d.gpu_index))
+    assert STANDARD + "pcieRoot" not in unknown and STANDARD + "numaNode" not in unknown
+    assert (known[STANDARD + "pcieRoot"], known[STANDARD + "numaNode"]) == ("pci0000:80", 1)
 
 
 @pytest.mark.parametrize("machine", MACHINES, ids=MACHINES)

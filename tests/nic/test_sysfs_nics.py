@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.nvml.pcie_paths import UNKNOWN_SOCKET, pcie_level_of_paths
+from device_plugin.nvml.pcie_paths import UNKNOWN_SOCKET, pcie_level_of_paths, pcie_roots
 from device_plugin.nvml.sysfs_nics import SysfsNics
 from device_plugin.nvml.types import PcieLevel
 
@@ -120,3 +120,31 @@ def test_a_second_root_bus_is_its_own_host_bridge(tmp_path: Path) -> None:
     gpu_path = SysfsNics(tmp_path).pcie_path("0000:81:00.0")
     assert gpu_path == ("cpu1", "pci0000:80")
     assert pcie_level_of_paths(gpu_path, SysfsNics(tmp_path).nics()[0].pcie_path) == PcieLevel.SYSTEM
+
+
+ROOT_CASES = {
+    # chain below the root bus, root bus, the path's host bridge (hence the GPU's pcieRoot)
+    "a GPU under a second root bus": (["0000:80:01.0", "0000:81:00.0"], "pci0000:80", "pci0000:80"),
+    # Intel VMD: a nested PCI domain behind an endpoint of the first root bus; Kubernetes names the first.
+    "a GPU behind a VMD domain has the outer root bus": (
+        ["0000:00:0e.0", "pci10000:00", "10000:00:02.0", "10000:01:00.0", "10000:02:00.0", "10000:03:00.0"],
+        "pci0000:00",
+        "pci0000:00",
+    ),
+}
+
+
+@pytest.mark.parametrize(("chain", "root_bus", "root"), ROOT_CASES.values(), ids=ROOT_CASES.keys())
+def test_the_pcie_root_is_the_first_root_bus_of_the_sysfs_path(
+    tmp_path: Path, chain: list[str], root_bus: str, root: str
+) -> None:
+    add_pci_function(tmp_path, chain, root_bus=root_bus)
+    path = SysfsNics(tmp_path).pcie_path(chain[-1])
+    assert path is not None and path[1] == root
+    assert pcie_roots([path]) == (root,)  # a real root bus name is kept as it is
+
+
+def test_switches_behind_a_vmd_domain_are_those_below_its_root_bus(tmp_path: Path) -> None:
+    chain = ["0000:00:0e.0", "pci10000:00", "10000:00:02.0", "10000:01:00.0", "10000:02:00.0", "10000:03:00.0"]
+    add_pci_function(tmp_path, chain)
+    assert SysfsNics(tmp_path).pcie_path(chain[-1]) == ("cpu0", "pci0000:00", "10000:01:00.0")

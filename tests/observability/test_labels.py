@@ -12,6 +12,7 @@ from device_plugin.cli import main
 from device_plugin.core.gpu_models import model_facts
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.machine_description import parse_machine_description
 from device_plugin.observability.labels import (
     FeaturesFileWriter,
     LabelOptions,
@@ -20,6 +21,7 @@ from device_plugin.observability.labels import (
     format_features_file,
     refresh_features_file,
 )
+from device_plugin.topology.build import build_topology
 
 from .regenerate_golden import GOLDEN_DIR, expected_text
 
@@ -214,3 +216,31 @@ def test_labels_command_refuses_an_output_that_is_not_a_regular_file(
 def test_labels_command_rejects_an_unknown_machine(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["labels", "--machine", "no-such-machine"]) == 2
     assert "unknown machine" in capsys.readouterr().err
+
+
+def _described(nvlinks: list[list[int]], nvswitch: list[dict[str, object]], count: int = 2) -> FakeNvml:
+    gpus = [{"model": "NVIDIA H100 80GB HBM3", "memory_mib": 81559} for _ in range(count)]
+    return FakeNvml(parse_machine_description({"name": "n", "gpus": gpus, "nvlinks": nvlinks, "nvswitch": nvswitch}))
+
+
+NVLINK_EDGES = {
+    "a GPU alone on an NVSwitch: nvswitch, group 1": (
+        _described([], [{"gpus": [0], "links_per_gpu": 18}]),
+        ("nvswitch", "1"),
+    ),
+    "one bridged pair": (_described([[0, 1, 4]], []), ("pairs", "2")),
+    "no links": (_described([], []), ("none", "1")),
+}
+
+
+@pytest.mark.parametrize(("fake", "expected"), NVLINK_EDGES.values(), ids=NVLINK_EDGES.keys())
+def test_nvlink_labels_at_the_edges(fake: FakeNvml, expected: tuple[str, str]) -> None:
+    labels = compute_labels(fake)
+    assert (labels["nvidia.com/gpu.nvlink"], labels["nvidia.com/gpu.nvlink-group-size"]) == expected
+
+
+def test_labels_read_the_topology_they_are_given() -> None:
+    fake = FakeNvml.from_machine("dgx1-v100")
+    assert compute_labels(fake, topology=build_topology(fake)) == compute_labels(fake)
+    other = build_topology(FakeNvml.from_machine("hgx-h100"))  # 8 GPUs too, on an NVSwitch
+    assert compute_labels(fake, topology=other)["nvidia.com/gpu.nvlink"] == "nvswitch"
