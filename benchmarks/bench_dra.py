@@ -31,10 +31,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from _common import percentile, table
+from device_plugin.dra.driver import DraDriver
 
 from device_plugin.allocator import Allocator
 from device_plugin.config.model import Config
-from device_plugin.dra.driver import DraDriver
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.kube import api_client
 from device_plugin.nvml.fake import FakeNvml
