@@ -7,9 +7,11 @@ unit, imports are free, but no module may take part in an import cycle (anywhere
 including deferred ones inside functions and `if TYPE_CHECKING:` ones: each is a dependency.
 
 Where this order differs from a plain reading of the layout, and why:
-- cli, commands/ and node/ are three layers: cli dispatches to commands/, and commands/run builds the
-  node's daemon. process/ (signals, log output; used by cli and commands/run, importing nothing of
-  ours) sits beside node/.
+- cli and commands/ are two layers: cli dispatches to commands/, and commands/run picks the node's
+  front-end and builds its runtime. The front-ends (kubelet/: the device plugin; dra/: the DRA driver)
+  sit above node/, the runtime both modes share: they implement its FrontEnd protocol, and node/ never
+  names them. process/ (signals, log output; used by cli and commands/run, importing nothing of ours)
+  sits beside node/.
 - mig/ and timeslice/ sit above allocation/: they implement its policy protocol for their sharing modes
   and read its ValidatedRequest; allocation/ never names them (node/composition picks the policy).
 - observability/ > health/ > allocator/ > topology/: labels need the topology; the allocator needs the
@@ -44,8 +46,8 @@ DIAGRAM = ROOT / "docs" / "architecture.md"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.cli",),
     ("device_plugin.commands",),
-    ("device_plugin.node", "device_plugin.process"),
     ("device_plugin.kubelet", "device_plugin.dra"),
+    ("device_plugin.node", "device_plugin.process"),
     ("mig", "timeslice"),
     ("device_plugin.allocation",),
     ("device_plugin.observability",),
@@ -67,11 +69,7 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "google": ("api",),  # protobuf, for the generated messages
     "kubernetes": ("device_plugin.dra",),
     "urllib3": ("device_plugin.dra",),  # the kubernetes client's transport errors (is it an outage?)
-    "prometheus_client": (
-        "device_plugin.observability",
-        "device_plugin.node",
-        "device_plugin.dra",
-    ),
+    "prometheus_client": ("device_plugin.observability", "device_plugin.node"),
     "watchdog": ("device_plugin.kubelet", "device_plugin.config"),
     "yaml": ("device_plugin.config", "device_plugin.nvml"),
     "networkx": ("device_plugin.topology",),

@@ -3,7 +3,7 @@
 Usage (on a GPU node, from the checkout): .venv/bin/python tools/real_node_check.py [--mig-strategy S]
 (`--machine NAME` runs the same steps on a simulated machine; the test suite does, so the tool cannot rot.)
 
-Opens real NVML, starts the same Daemon `gpu-device-plugin run` starts (metrics on 127.0.0.1, a
+Opens real NVML, starts the same node runtime `gpu-device-plugin run` starts (metrics on 127.0.0.1, a
 temporary plugin directory), lets the stand-in register it, prints the device list, admits a 1-GPU pod
 (GetPreferredAllocation + Allocate), scrapes /metrics for the GPU gauges, checks every GPU stays
 Healthy for a few seconds of health watching, and stops as SIGTERM would. Reads GPU state only; it
@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from device_plugin.config.model import load_config  # noqa: E402
+from device_plugin.kubelet.front_end import device_plugin_runtime  # noqa: E402
 from device_plugin.kubelet.standin import KubeletStandIn  # noqa: E402
-from device_plugin.node.daemon import Daemon  # noqa: E402
 from device_plugin.nvml.backends import open_backend  # noqa: E402
 
 WAIT_S = 30.0
@@ -42,13 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     env = {"DEVICE_PLUGIN_DIR": str(plugin_dir), "METRICS_ADDRESS": "127.0.0.1:0", "MIG_STRATEGY": args.mig_strategy}
     kubelet = KubeletStandIn(plugin_dir)
     kubelet.start()
-    daemon = Daemon(backend, load_config(env=env))
+    daemon = device_plugin_runtime(backend, load_config(env=env))
     failures: list[str] = []
     try:
         daemon.start()
         info = backend.system_info()
         print(f"driver {info.driver_version}, CUDA {info.cuda_driver_version}; {len(backend.gpus())} GPUs")
-        for resource in daemon.node.resources:
+        for resource in daemon.front_end.node.resources:
             name = resource.resource_name
             connection = kubelet.wait_for_connection(name, timeout_s=WAIT_S)
             listed = connection.lists[-1]

@@ -3,7 +3,7 @@
 Everything runs in this process over real unix sockets in a temporary directory: no GPU, no
 Kubernetes. It walks through registration, the device list, pods of 1, 2 and 4 devices (preferred
 allocation, with the predicted collective bandwidth for whole GPUs, then Allocate), a GPU fault and
-its recovery, a kubelet restart and re-registration, and shutdown. The plugin is the same Daemon
+its recovery, a kubelet restart and re-registration, and shutdown. The plugin is the same node runtime
 `run` starts, with the same config (--config / --mig-strategy, commands._compose); only the
 directory, the metrics endpoint, the labels file and the health timing are the demo's own.
 
@@ -29,11 +29,11 @@ from device_plugin.config.health import HealthConfig
 from device_plugin.config.model import Config
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import PluginError
+from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.kubelet.lifecycle import LifecycleTiming
 from device_plugin.kubelet.registration import Backoff
 from device_plugin.kubelet.standin import KubeletStandIn, PluginConnection
 from device_plugin.node.composition import GPU_RESOURCE, Node, build_node, envvar_conflicts
-from device_plugin.node.daemon import Daemon
 from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
@@ -134,7 +134,7 @@ def _walk_through(backend: FakeNvml, node: Node, config: Config, args: argparse.
     for warning in envvar_conflicts(node, config):
         print(f"Note: {warning}")
     print(f"Device-plugin directory: {plugin_dir}")
-    daemon = Daemon(backend, config, timing=FAST_TIMING if args.fast else None)
+    daemon = device_plugin_runtime(backend, config, timing=FAST_TIMING if args.fast else None)
     kubelet = KubeletStandIn(plugin_dir, seed=1)
     connection: PluginConnection | None = None
     daemon.start()

@@ -1,8 +1,14 @@
-"""`gpu-device-plugin run`: the daemon.
+"""`gpu-device-plugin run`: the daemon, in either mode (device plugin, or DRA driver with `--mode dra`).
 
-Loads the config (CLI > env > file), opens the NVML backend (real, or a named/described machine with
---machine), builds the resources and serves them until SIGTERM/SIGINT. When NVML cannot start it
-exits non-zero, or with failOnInitError=false logs why and waits without serving.
+One start-up path for both: loads the config (CLI > env > file), opens the NVML backend (real, or a
+named/described machine with --machine), picks the front-end by `gpuDevicePlugin.mode` (the device
+plugin's PluginManagers, kubelet/front_end.py; the DRA driver, dra/front_end.py), builds the node
+runtime (node/runtime.py) and serves until SIGTERM/SIGINT. When NVML cannot start it exits non-zero, or
+with failOnInitError=false logs why and waits without serving. A stop that comes during start-up ends it
+at once (exit 0: nothing was served); one while serving gets the graceful budget, and the exit code
+says whether the stop finished (0) or was cut short (1). In mode dra the node name comes from NODE_NAME
+(the downward API's spec.nodeName), the API server from $KUBECONFIG when set, else the pod's service
+account.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +27,9 @@ from device_plugin.config.model import CLI_SETTINGS, Config, config_file_path, l
 from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.core.errors import ConfigError, NvmlUnavailableError, PluginError
 from device_plugin.health.fake_events import FakeEventsTail
-from device_plugin.node.daemon import Daemon
+from device_plugin.kubelet.front_end import DevicePluginFrontEnd
+from device_plugin.node.front_end import FrontEnd
+from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.http_endpoint import EndpointBindError
@@ -35,7 +44,11 @@ log = logging.getLogger("device_plugin")
 
 # CLI flag dest -> config field (dotted path in the config file), from the fields' declarations.
 CLI_FIELDS = {d.setting.cli.dest: d.path for d in CLI_SETTINGS if d.setting.cli is not None}
-STOP_TIMEOUT_S = 3.5  # the daemon's share; the watchers' joins after it keep SIGTERM to exit under 5 s
+STOP_TIMEOUT_S = 3.5  # the runtime's share; the watchers' joins after it keep SIGTERM to exit under 5 s
+STOPPING = {  # what a stop does first, per mode, for the log line
+    "device-plugin": "sending empty device lists and stopping",
+    "dra": "deregistering and deleting our ResourceSlices",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,12 +117,11 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     configure_logging(config.daemon.log_format, args.log_level)
     log.info("effective config (%s): %s", "; ".join(config.sources) or "defaults", config.describe())
-    if config.daemon.mode == "dra":  # one node runs one mode: the DRA driver instead of the device plugin
-        from device_plugin.dra.serve import serve
-
-        return serve(args, config, signals)
     if args.fake_events and not args.machine:
         log.error("--fake-events needs --machine: faults can only be injected into a simulated machine")
+        return 2
+    make_front_end = _front_end_maker(args, config)  # mode dra: NODE_NAME and the API client, checked first
+    if make_front_end is None:
         return 2
     try:
         backend = open_backend(args.machine)
@@ -126,7 +138,9 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     config_file = config_file_path(args.config, os.environ)
     try:
-        daemon = Daemon(backend, config, load_config=lambda: load_effective_config(args), config_file=config_file)
+        runtime = NodeRuntime(
+            backend, config, make_front_end(), load_config=lambda: load_effective_config(args), config_file=config_file
+        )
     except ConfigError as error:
         log.error("config error: %s", error)
         backend.close()
@@ -139,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.fake_events and isinstance(backend, FakeNvml):
         tail = FakeEventsTail(Path(args.fake_events), backend.faults.inject)
         tail.start()
-    watch = ConfigFileWatch(config_file, daemon.request_rescan) if config_file is not None else None
+    watch = ConfigFileWatch(config_file, runtime.request_rescan) if config_file is not None else None
     if not signals.serving():  # a stop arrived during start-up: nothing served yet, nothing to undo
         log.info("received %s during start-up; exiting", signals.received)
         if tail is not None:
@@ -147,8 +161,8 @@ def _run(args: argparse.Namespace) -> int:
         backend.close()
         return 0
     try:
-        daemon.start()
-    except Exception as error:  # the daemon stopped what it had started
+        runtime.start()
+    except Exception as error:  # the runtime stopped what it had started
         if isinstance(error, EndpointBindError):
             log.error(
                 "%s. Free the port, or set gpuDevicePlugin.metricsAddress (METRICS_ADDRESS) to another "
@@ -163,15 +177,32 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     if watch is not None:
         watch.start()
-    signals.on_hangup = daemon.request_rescan
+    signals.on_hangup = runtime.request_rescan
+    log.info("%s serving", runtime.front_end.name)
     signal_name = signals.wait()
     started = time.monotonic()
-    log.info("received %s; sending empty device lists and stopping", signal_name)
-    daemon.stop(timeout_s=STOP_TIMEOUT_S)  # first: the kubelet hears the empty lists as early as possible
+    log.info("received %s; %s", signal_name, STOPPING.get(config.daemon.mode, "stopping"))
+    clean = runtime.stop(timeout_s=STOP_TIMEOUT_S)  # first: the kubelet hears of it as early as possible
     if watch is not None:
         watch.stop()
     if tail is not None:
         tail.stop()
     backend.close()
+    if not clean:
+        log.error("the stop was cut short after %.2f s; exiting 1", time.monotonic() - started)
+        return 1
     log.info("stopped in %.2f s", time.monotonic() - started)
     return 0
+
+
+def _front_end_maker(args: argparse.Namespace, config: Config) -> Callable[[], FrontEnd] | None:
+    """The mode's front-end, made once the backend is open; None (exit 2) when mode dra lacks its node or API."""
+    if config.daemon.mode != "dra":  # one node runs one mode
+        return DevicePluginFrontEnd
+    from device_plugin.dra.front_end import front_end_maker  # deferred: the kubernetes client is for mode dra
+
+    try:
+        return front_end_maker(config, os.environ)
+    except ConfigError as error:
+        log.error("%s", error)
+        return None

@@ -1,10 +1,13 @@
 """One node's GPUs and MIG devices as DRA devices: names, attributes and capacities, in listing order.
 
-Boundary: reads an NvmlBackend and the node's Topology, calls partitions; returns frozen values (no
-Kubernetes objects: `slices` shapes those). Names follow NVIDIA's DRA driver so that DeviceClasses and
-claims written for it keep working: a whole GPU is `gpu-<minor>`, a MIG device
-`gpu-<parent minor>-mig-<GI profile id>-<placement start>-<placement size>`. A GPU in MIG mode is
-published only through its MIG devices (as NVIDIA's driver does), and stays out of the partitions.
+Boundary: reads a NodeInventory (GPUs, MIG devices, Topology and its Allocator: node/inventory.py) and the
+backend's per-device facts (driver version, minor numbers), calls partitions; returns frozen values (no
+Kubernetes objects: `slices` shapes those). The running driver builds its devices from the runtime's
+cached inventory (inventory_devices); `build_devices` reads a backend and a Topology afresh (`dra slices`).
+Names follow NVIDIA's DRA driver so that DeviceClasses and claims written for it keep working: a whole
+GPU is `gpu-<minor>`, a MIG device `gpu-<parent minor>-mig-<GI profile id>-<placement start>-<placement
+size>`. A GPU in MIG mode is published only through its MIG devices (as NVIDIA's driver does), and stays
+out of the partitions.
 
 Attribute names (without a domain: the driver's own) are listed in ATTRIBUTES with their meaning;
 `docs` in docs/dra.md repeats them. The Kubernetes standard attributes live under resource.kubernetes.io.
@@ -18,11 +21,13 @@ from dataclasses import dataclass
 from device_plugin.allocator import Allocator
 from device_plugin.core.gpu_models import model_facts
 from device_plugin.dra.partitions import Partitions, compute_partitions
+from device_plugin.node.inventory import NodeInventory
 from device_plugin.nvml.mig_profiles import profile_table
 from device_plugin.nvml.mig_types import MigDevice
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.topology.model import GPUDIRECT_CLOSE, Topology
+from mig.discovery import discover
 
 STANDARD = "resource.kubernetes.io/"
 ATTRIBUTES = {
@@ -101,13 +106,29 @@ def build_devices(
     *,
     exclude_uuids: Iterable[str] = (),
 ) -> tuple[tuple[DraDevice, ...], Partitions]:
-    """Every healthy device of the node, whole GPUs in partition order, then MIG devices by parent."""
+    """Every device of the node read afresh, minus `exclude_uuids` (left out of the partitions too)."""
+    mig = discover(backend)
+    inventory = NodeInventory(mig.gpus, mig, topology, Allocator(topology) if mig.gpus else None)
+    return inventory_devices(backend, inventory, exclude_uuids=exclude_uuids)
+
+
+def inventory_devices(
+    backend: NvmlBackend,
+    inventory: NodeInventory,
+    *,
+    exclude_uuids: Iterable[str] = (),
+) -> tuple[tuple[DraDevice, ...], Partitions]:
+    """The inventory's devices, whole GPUs in partition order (over the inventory's own Allocator), then
+    MIG devices by parent."""
     excluded = set(exclude_uuids)
     system = backend.system_info()
-    gpus = {g.index: g for g in backend.gpus()}
-    mig_gpus = {i for i in gpus if (mode := backend.mig_mode(i)) is not None and mode.current}
+    gpus = {g.index: g for g in inventory.gpus}
+    mig_gpus = inventory.mig_gpus
     whole = [i for i in gpus if i not in mig_gpus and gpus[i].uuid not in excluded]
-    partitions = compute_partitions(Allocator(topology), whole) if whole else Partitions({})
+    allocator, topology = inventory.allocator, inventory.topology
+    if allocator is None or topology is None:  # no GPUs
+        return (), Partitions({})
+    partitions = compute_partitions(allocator, whole) if whole else Partitions({})
     common = _common_attributes(system.driver_version, system.cuda_driver_version)
     devices: list[DraDevice] = []
     for index in partitions.order(whole):
@@ -125,7 +146,7 @@ def build_devices(
         devices.append(DraDevice(name, gpu.uuid, index, tuple(attrs), (("memory", quantity_mib(gpu.memory_mib)),)))
     for index in sorted(mig_gpus):
         gpu = gpus[index]
-        for mig in backend.mig_devices(index):
+        for mig in inventory.mig.devices_by_gpu[index]:
             if mig.uuid not in excluded and gpu.uuid not in excluded:
                 devices.append(_mig_device(backend, gpu, mig, common, topology))
     return tuple(devices), partitions

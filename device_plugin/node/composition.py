@@ -1,15 +1,15 @@
-"""Composition root: an NVML backend and the effective config become the ResourceManagers to serve.
+"""Composition: a NodeInventory and the effective config become the device-plugin ResourceManagers to serve.
 
 - Whole GPUs are `nvidia.com/gpu` devices (ID = UUID, NUMA node from the backend), chosen by the
-  topology-aware TopologyPolicy (one Allocator per node, its tables built once here).
+  topology-aware TopologyPolicy (the inventory's Allocator: node/inventory.py builds it once per Topology).
 - MIG devices follow flags.migStrategy (mig/): spread or packed over parent GPUs, the parents chosen
   by the same Allocator.
 - `sharing.timeSlicing` turns GPUs into replicas (timeslice/), whose physical GPUs are chosen by the
   same Allocator.
 - Allocate answers follow flags.plugin (device-list strategy, ID strategy, passDeviceSpecs).
 - envvar_conflicts(): what the kubelet will do wrong with the composed resources (two of them in one
-  container under `envvar` alone), as warnings for the daemon to log.
-No gRPC here: lifecycle serves what this returns.
+  container under `envvar` alone), as warnings for the front-end to log.
+No gRPC here: the device-plugin front-end (kubelet/front_end.py) serves what this returns.
 """
 
 from __future__ import annotations
@@ -26,12 +26,11 @@ from device_plugin.allocation.whole_gpu_selection import TopologyPolicy, require
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config.model import Config
-from device_plugin.core.devices import Device
 from device_plugin.core.ids import parse_device_id
+from device_plugin.node.inventory import NodeInventory, scan_inventory
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
-from device_plugin.topology.build import build_topology
-from mig.discovery import MigInventory, discover
+from mig.discovery import MigInventory
 from mig.policy import MigAllocationPolicy, MigPlacement
 from mig.strategy import build_resources as mig_resources
 from timeslice import (
@@ -56,11 +55,22 @@ class Node:
     """Everything the daemon serves for one node, plus what labels and metrics need to know of it."""
 
     resources: tuple[ResourceManager, ...]
-    gpus: tuple[GpuInfo, ...]
+    inventory: NodeInventory
     advertised: AdvertisedResources
-    mig: MigInventory
     replica_memory_mib: Mapping[str, int] = field(default_factory=dict)
-    allocator: Allocator | None = None  # None on a node without GPUs
+
+    @property
+    def gpus(self) -> tuple[GpuInfo, ...]:
+        return self.inventory.gpus
+
+    @property
+    def mig(self) -> MigInventory:
+        return self.inventory.mig
+
+    @property
+    def allocator(self) -> Allocator | None:
+        """None on a node without GPUs."""
+        return self.inventory.allocator
 
     def layout(self) -> Mapping[str, tuple[tuple[str, int | None], ...]]:
         """Resource name -> (device ID, MIG slot or None) per device: what a rescan compares to decide
@@ -79,10 +89,6 @@ def mig_indices(inventory: MigInventory) -> dict[str, tuple[int, int]]:
     }
 
 
-def gpu_devices(gpus: tuple[GpuInfo, ...]) -> list[Device]:
-    return [Device(id=gpu.uuid, gpu_indices=(gpu.index,), numa_node=gpu.numa_node) for gpu in gpus]
-
-
 def build_node(
     backend: NvmlBackend,
     config: Config,
@@ -91,33 +97,45 @@ def build_node(
     on_decision: ResourceDecisionHook | None = None,
     previous: Node | None = None,
 ) -> Node:
-    """`previous`: the node being rebuilt; its Allocator (and precomputed tables) is reused when the
-    topology has not changed, so a periodic rescan costs no precompute."""
-    # A rescan (previous given) rebuilds every minute: its routine lines go to DEBUG.
-    routine = logging.DEBUG if previous is not None else logging.INFO
-    if config.resources and previous is None:
+    """Scan the node and compose its resources. `previous`: the node being rebuilt; its Allocator (and
+    precomputed tables) is reused when the topology has not changed, so a periodic rescan costs no precompute."""
+    inventory = scan_inventory(backend, previous.inventory if previous is not None else None)
+    return compose_node(
+        backend, inventory, config, dev_root=dev_root, on_decision=on_decision, rescan=previous is not None
+    )
+
+
+def compose_node(
+    backend: NvmlBackend,
+    inventory: NodeInventory,
+    config: Config,
+    *,
+    dev_root: Path = Path("/dev"),
+    on_decision: ResourceDecisionHook | None = None,
+    rescan: bool = False,
+) -> Node:
+    """The resources `config` asks for over `inventory`. Raises PluginError (ConfigError) when the config
+    cannot be served on these GPUs (say a `sharing` entry names one that is gone)."""
+    # A rescan rebuilds every minute: its routine lines go to DEBUG.
+    routine = logging.DEBUG if rescan else logging.INFO
+    if config.resources and not rescan:
         log.warning("config 'resources' (custom resource names) is accepted but not applied; serving defaults")
-    inventory = discover(backend)
     gpus = inventory.gpus
     sharing = resolve_sharing(config.sharing, gpus)  # parsed at load; GPU indices and UUIDs checked here
-    if not gpus:
+    allocator, topology = inventory.allocator, inventory.topology
+    if allocator is None or topology is None:
         log.warning("no GPUs found; nothing to serve")
-        return Node((), gpus, share_resources({}, sharing), inventory)
-    topology = build_topology(backend)
-    if previous is not None and previous.allocator is not None and previous.allocator.topology == topology:
-        allocator = previous.allocator
-    else:
-        allocator = Allocator(topology)
-    base = mig_resources(gpus, inventory.devices_by_gpu, config.flags.mig_strategy)
+        return Node((), inventory, share_resources({}, sharing))
+    base = mig_resources(gpus, inventory.mig.devices_by_gpu, config.flags.mig_strategy)
     advertised = share_resources(base, sharing)
     settings = response_settings(config.flags)
     for note in settings.notes():
-        log.log(logging.WARNING if previous is None else logging.DEBUG, "config: %s", note)
+        log.log(logging.DEBUG if rescan else logging.WARNING, "config: %s", note)
     # /dev/nvidia<minor>: the driver's minor number, which need not equal the NVML index.
     minors = {gpu.index: backend.device_minor(gpu.index) for gpu in gpus} if settings.pass_device_specs else None
     hints = topology.close_nic_names() if config.daemon.nic_hints else None
-    builder = StrategyResponseBuilder(settings, scan_device_nodes(dev_root, minors), mig_indices(inventory), hints)
-    mig_ids = set(mig_indices(inventory))
+    builder = StrategyResponseBuilder(settings, scan_device_nodes(dev_root, minors), mig_indices(inventory.mig), hints)
+    mig_ids = set(mig_indices(inventory.mig))
     placement = config.flags.plugin.shared_devices_allocation_policy
     resources = []
     for name, devices in sorted(advertised.devices.items()):
@@ -125,7 +143,7 @@ def build_node(
             log.warning("%s: no devices; not served", name)
             continue
         builder.check_devices(devices)
-        # Decided here, once, and kept on the resource: the daemon (labels) reads ResourceManager.is_mig.
+        # Decided here, once, and kept on the resource: the labels read ResourceManager.is_mig.
         is_mig = name not in advertised.shared and devices[0].id in mig_ids
         if is_mig:
             policy: AllocationPolicy = MigAllocationPolicy(
@@ -143,9 +161,9 @@ def build_node(
             ", ".join(sorted({f"{d.gpu_indices[0]} (NUMA {d.numa_node})" for d in devices})),
         )
     memory_by_id = {gpu.uuid: gpu.memory_mib for gpu in gpus}
-    memory_by_id.update({d.uuid: d.memory_mib for ds in inventory.devices_by_gpu.values() for d in ds})
+    memory_by_id.update({d.uuid: d.memory_mib for ds in inventory.mig.devices_by_gpu.values() for d in ds})
     memory = replica_memory_mib(advertised, memory_by_id)
-    return Node(tuple(resources), gpus, advertised, inventory, memory, allocator)
+    return Node(tuple(resources), inventory, advertised, memory)
 
 
 def _policy_for(
@@ -182,8 +200,3 @@ def envvar_conflicts(node: Node, config: Config) -> tuple[str, ...]:
         "(DEVICE_LIST_STRATEGY) to volume-mounts, cdi-cri or cdi-annotations, or never request two of them in one "
         "container",
     )
-
-
-def build_resources(backend: NvmlBackend, config: Config, *, dev_root: Path = Path("/dev")) -> list[ResourceManager]:
-    """The ResourceManagers alone (tests and the demo)."""
-    return list(build_node(backend, config, dev_root=dev_root).resources)

@@ -1,10 +1,11 @@
-"""NodeHealth: the daemon's one route for health, HealthWatcher -> ResourceManagers -> metrics.
+"""NodeHealth: the runtime's one route for health, HealthWatcher -> the front-end -> metrics.
 
 Boundary: wiring only. The watcher (device_plugin/health/watcher.py) decides and hands each typed
-HealthTransition to one listener here, which applies it to the resources served now (their devices and
-ListAndWatch streams) and then counts it once in the metrics, labelled with the resources it changed and
-the transition's own Xid. A rebuild tells it the GPUs the rescan found (the watcher watches exactly those)
-and the resources it made afresh (they start all Healthy, so the GPUs that are not are replayed to them).
+HealthTransition to one listener here, which gives it to a route (the front-end's on_health: the
+device plugin applies it to the resources served now, the DRA driver marks its devices unhealthy and
+republishes) and then counts it once in the metrics, labelled with the names the route changed and the
+transition's own Xid. A rescan tells it the GPUs it found (the watcher watches exactly those); replay()
+brings something made afresh (a new resource) to the current health.
 """
 
 from __future__ import annotations
@@ -15,13 +16,25 @@ from collections.abc import Callable, Iterable, Sequence
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.health import HealthConfig
 from device_plugin.health.state import HealthTransition
-from device_plugin.health.watcher import HealthWatcher
+from device_plugin.health.watcher import HealthWatcher, TransitionListener
 from device_plugin.nvml.health_types import HealthSource
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.observability.metrics import PluginMetrics
 
 log = logging.getLogger(__name__)
+
+HealthRoute = Callable[[HealthTransition], Sequence[str]]  # applies a transition; the names it changed
+
+
+def resource_route(resources: Callable[[], Sequence[ResourceManager]]) -> HealthRoute:
+    """The device plugin's route: each resource served now (read at each transition, so a rebuild's swap
+    is seen) takes the transition; the names of those whose devices changed."""
+
+    def route(transition: HealthTransition) -> list[str]:
+        return [r.resource_name for r in resources() if r.on_health_transition(transition)]
+
+    return route
 
 
 class NodeHealth:
@@ -31,11 +44,10 @@ class NodeHealth:
         gpus: Iterable[GpuInfo],
         config: HealthConfig,
         *,
-        resources: Callable[[], Sequence[ResourceManager]],
+        route: HealthRoute,
         metrics: PluginMetrics,
     ) -> None:
-        """`resources`: the resources served now (read at each transition, so a rebuild's swap is seen)."""
-        self._resources = resources
+        self._route = route
         self._metrics = metrics
         self.watcher: HealthWatcher | None = None
         if isinstance(backend, HealthSource):
@@ -44,18 +56,19 @@ class NodeHealth:
             log.warning("the NVML backend has no health source: devices are not health-checked")
 
     def deliver(self, transition: HealthTransition) -> None:
-        """The watcher's listener: apply `transition` to the resources served now, then count it once."""
-        # Resources first (the kubelet hears of it), then one count for the physical GPU.
-        changed = [r.resource_name for r in self._resources() if r.on_health_transition(transition)]
+        """The watcher's listener: route `transition` (the kubelet hears of it first), then count it once."""
+        changed = self._route(transition)
         self._metrics.health_transition(transition, changed)
 
-    def rebuilt(self, gpus: Iterable[GpuInfo], fresh: Iterable[ResourceManager] = ()) -> None:
-        """After a rescan: watch `gpus` from now on, and bring `fresh` resources to the current health."""
-        if self.watcher is None:
-            return
-        self.watcher.set_gpus(g.index for g in gpus)
-        for resource in fresh:
-            self.watcher.replay(resource.on_health_transition)
+    def rebuilt(self, gpus: Iterable[GpuInfo]) -> None:
+        """After a rescan: watch `gpus` from now on (a GPU found later is health-watched too)."""
+        if self.watcher is not None:
+            self.watcher.set_gpus(g.index for g in gpus)
+
+    def replay(self, listener: TransitionListener) -> None:
+        """Tell `listener` every watched GPU that is not Healthy now (something made afresh starts Healthy)."""
+        if self.watcher is not None:
+            self.watcher.replay(listener)
 
     def start(self) -> None:
         if self.watcher is not None:

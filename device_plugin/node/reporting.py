@@ -1,14 +1,16 @@
-"""What the daemon reports about the node it serves: metrics, the HTTP endpoint, the node-labels file.
+"""What the runtime reports about the node it serves, in either mode: metrics, the HTTP endpoint, node labels.
 
-Boundary: building and refreshing these outputs from a Node (device_plugin/node/composition.py) and the config.
-The inventory and the GPU gauges read through callables the daemon points at what it serves now, so a
-rescan that finds other GPUs or devices shows at the next scrape. MIG resources are told apart by the
-resource's own `is_mig` (set at composition), never by their names. No gRPC, no threads of its own.
+Boundary: building and refreshing these outputs from the config, the front-end's probes and label inputs,
+and (device-plugin mode) a composed Node (device_plugin/node/composition.py). The inventory and the GPU
+gauges read through callables pointed at what is served now, so a rescan that finds other GPUs or
+devices shows at the next scrape; the DRA front-end has no inventory gauge (no device-plugin resources),
+so its per-resource series stay absent. MIG resources are told apart by the resource's own `is_mig` (set
+at composition), never by their names. No gRPC, no threads of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
@@ -16,17 +18,12 @@ from prometheus_client import CollectorRegistry
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config.model import Config
-from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.node.composition import Node
+from device_plugin.node.front_end import FrontEnd
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.telemetry import TelemetrySource
 from device_plugin.nvml.types import GpuInfo
-from device_plugin.observability.http_endpoint import (
-    EndpointProbeResult,
-    HttpEndpoint,
-    parse_metrics_address,
-    registration_readiness,
-)
+from device_plugin.observability.http_endpoint import HttpEndpoint, parse_metrics_address
 from device_plugin.observability.labels import (
     FeaturesFileWriter,
     LabelOptions,
@@ -34,22 +31,24 @@ from device_plugin.observability.labels import (
     SharingLabelInput,
     refresh_features_file,
 )
-from device_plugin.observability.metrics import PluginMetrics
+from device_plugin.observability.metrics import DeviceSnapshots, PluginMetrics
+from device_plugin.topology.model import Topology
 from mig.strategy import MigStrategy
 
 
 def node_metrics(
     registry: CollectorRegistry,
     backend: NvmlBackend,
-    node: Callable[[], Node],
+    inventory: DeviceSnapshots | None,
     gpus: Callable[[], Iterable[GpuInfo]],
     *,
     gpu_gauges: bool,
 ) -> PluginMetrics:
-    """The daemon's metrics: inventory of `node()`'s resources, gauges of `gpus()`, both read at scrape."""
+    """The runtime's metrics: the inventory gauge from `inventory` (None: none), gauges of `gpus()`, both
+    read at scrape time, process metrics, and the counters the front-end and health routing feed."""
     return PluginMetrics(
         registry,
-        device_snapshots=lambda: {r.resource_name: r.snapshot() for r in node().resources},
+        device_snapshots=inventory,
         gpus=gpus,
         telemetry=backend if isinstance(backend, TelemetrySource) else None,
         gpu_gauges=gpu_gauges,
@@ -81,43 +80,30 @@ def record_replicas(metrics: PluginMetrics, node: Node, resources: Iterable[Reso
         metrics.record_replicas(resource.resource_name, resource.snapshot().devices if shared else (), node.gpus)
 
 
-def node_endpoint(
-    config: Config,
-    registry: CollectorRegistry,
-    metrics: PluginMetrics,
-    managers: Callable[[], Mapping[str, PluginManager]],
-) -> HttpEndpoint | None:
-    """/metrics, /healthz (every resource still serving) and /readyz (registered) on
-    gpuDevicePlugin.metricsAddress; None when that is off."""
+def node_endpoint(config: Config, registry: CollectorRegistry, front_end: FrontEnd) -> HttpEndpoint | None:
+    """/metrics, /healthz and /readyz (the front-end's probes) on gpuDevicePlugin.metricsAddress; None when
+    that is off. Started by the runtime first: a bind failure (EndpointBindError) is fatal."""
     address = parse_metrics_address(config.daemon.metrics_address, field="gpuDevicePlugin.metricsAddress")
     if address is None:
         return None
-
-    def liveness() -> EndpointProbeResult:
-        served = sorted(list(managers().items()))  # a snapshot: a rebuild may be swapping them
-        for name, manager in served:
-            ok, detail = manager.serving()
-            if not ok:
-                return EndpointProbeResult(False, f"{name}: {detail}")
-        return EndpointProbeResult(True, f"serving {len(served)} resources")
-
-    return HttpEndpoint(
-        *address, registry, liveness=liveness, readiness=registration_readiness(metrics.registration_snapshot)
-    )
+    return HttpEndpoint(*address, registry, liveness=front_end.liveness, readiness=front_end.readiness)
 
 
 def labels_writer(labels_file: str, device_plugin_dir: Path) -> FeaturesFileWriter | None:
     return FeaturesFileWriter(Path(labels_file), refuse_under=(device_plugin_dir,)) if labels_file else None
 
 
-def refresh_labels(backend: NvmlBackend, node: Node, config: Config, writer: FeaturesFileWriter | None) -> None:
+def refresh_labels(
+    backend: NvmlBackend, options: LabelOptions, writer: FeaturesFileWriter | None, topology: Topology | None
+) -> None:
+    """`topology`: the node's, not rebuilt (None: the labels read it afresh)."""
     if writer is not None:
-        topology = node.allocator.topology if node.allocator is not None else None  # the node's, not rebuilt
-        refresh_features_file(backend, label_options(node, config), writer, topology)
+        refresh_features_file(backend, options, writer, topology)
 
 
 def label_options(node: Node, config: Config) -> LabelOptions:
-    """What the node labels need to know beyond the backend: sharing and the MIG resources served."""
+    """What the node labels need to know beyond the backend in device-plugin mode: sharing and the MIG
+    resources served."""
     sharing = {
         name: SharingLabelInput(
             "time-slicing",

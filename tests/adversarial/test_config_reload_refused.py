@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from device_plugin.config.model import Config, load_config
+from device_plugin.kubelet.front_end import DevicePluginFrontEnd, device_plugin_runtime
 from device_plugin.kubelet.standin import KubeletStandIn
-from device_plugin.node.daemon import Daemon
+from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
 from tests.adversarial.test_config_file_limits import alias_bomb, indented
 from tests.daemon.harness import FAST_HEALTH, TIMING
@@ -31,7 +32,7 @@ HANG_GUARD_S = 20.0  # a hang fails the test instead of stopping the suite
 
 @dataclass
 class Running:
-    daemon: Daemon
+    daemon: NodeRuntime[DevicePluginFrontEnd]
     config_file: Path
     plugin_dir: Path
 
@@ -52,7 +53,9 @@ def running() -> Iterator[Running]:
     first = replace(first, daemon=replace(first.daemon, device_plugin_dir=plugin_dir))
     kubelet = KubeletStandIn(plugin_dir)
     kubelet.start()
-    daemon = Daemon(FakeNvml.from_machine("dgx1-v100"), first, load_config=load, config_file=config_file, timing=TIMING)
+    daemon = device_plugin_runtime(
+        FakeNvml.from_machine("dgx1-v100"), first, load_config=load, config_file=config_file, timing=TIMING
+    )
     daemon.start()
     yield Running(daemon, config_file, plugin_dir)
     daemon.stop()
@@ -98,16 +101,16 @@ RELOADS: list[tuple[str, Callable[[Running], None], str]] = [
 def test_a_refused_reload_keeps_the_running_config(
     running: Running, breaks: Callable[[Running], None], reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    before = running.daemon.node.layout()
+    before = running.daemon.front_end.node.layout()
     breaks(running)
     outcome: dict[str, object] = {}
-    with caplog.at_level(logging.ERROR, logger="device_plugin.node.daemon"):
+    with caplog.at_level(logging.ERROR, logger="device_plugin.node.runtime"):
         thread = threading.Thread(target=lambda: outcome.update(changed=running.daemon.rebuild()), daemon=True)
         thread.start()
         thread.join(HANG_GUARD_S)
     assert not thread.is_alive(), "the reload hung"
     assert outcome == {"changed": False}
-    assert running.daemon.node.layout() == before
+    assert running.daemon.front_end.node.layout() == before
     assert (running.plugin_dir / CHECKPOINT).read_text() == "the kubelet's"
     refused = [r.getMessage() for r in caplog.records if "keeping the running config" in r.getMessage()]
     assert len(refused) == 1 and reason in refused[0], caplog.text[-2000:]

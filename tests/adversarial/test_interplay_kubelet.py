@@ -22,10 +22,10 @@ import yaml
 from api import deviceplugin_pb2 as pb
 from device_plugin.config.model import Config, DaemonSettings, parse_config
 from device_plugin.core.errors import InvalidRequestError
+from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.node.composition import build_node, envvar_conflicts
-from device_plugin.node.daemon import Daemon
 from device_plugin.nvml.backends import open_backend
 from tests.timing import FAST_LIFECYCLE
 
@@ -88,8 +88,8 @@ def test_the_daemon_logs_the_envvar_warning_at_start(caplog: pytest.LogCaptureFi
     config = _config("flags: {migStrategy: mixed}")
     config = Config(flags=config.flags, daemon=DaemonSettings(metrics_address=""))
     backend = open_backend("h100-mig-mixed")
-    with caplog.at_level(logging.WARNING, logger="device_plugin.node.daemon"):
-        Daemon(backend, config)
+    with caplog.at_level(logging.WARNING, logger="device_plugin.kubelet.front_end"):
+        device_plugin_runtime(backend, config)
     backend.close()
     assert any(
         "NVIDIA_VISIBLE_DEVICES" in r.getMessage() and "nvidia.com/mig-1g.10gb" in r.getMessage()

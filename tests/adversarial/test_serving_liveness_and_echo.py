@@ -21,8 +21,9 @@ from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestInde
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.kubelet import event_loop
 from device_plugin.kubelet.lifecycle import PROBE_MAX_AGE_S
-from device_plugin.node.composition import GPU_RESOURCE, gpu_devices
+from device_plugin.node.composition import GPU_RESOURCE
 from device_plugin.nvml.backends import open_backend
+from tests.composed import gpu_devices
 from tests.daemon.harness import Node as DaemonNode
 from tests.daemon.harness import daemon_node
 from tests.integration.conftest import Node, start_node

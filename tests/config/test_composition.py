@@ -8,10 +8,11 @@ import pytest
 
 from device_plugin.config.model import load_config
 from device_plugin.core.errors import ConfigError
-from device_plugin.node.composition import GPU_RESOURCE, build_node, build_resources
+from device_plugin.node.composition import GPU_RESOURCE, build_node
 from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.real import RealNvml
+from tests.composed import build_resources
 from tests.nvml.nvml_standin import NvmlStandin
 
 TIME_SLICING = """

@@ -1,4 +1,5 @@
-"""The daemon test harness: a Daemon on a simulated machine, a kubelet stand-in, and helpers to read both."""
+"""The daemon test harness: the device-plugin node runtime on a simulated machine, a kubelet stand-in,
+and helpers to read both."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from device_plugin.config.health import HealthConfig
 from device_plugin.config.model import Config, load_config
+from device_plugin.kubelet.front_end import DevicePluginFrontEnd, device_plugin_runtime
 from device_plugin.kubelet.standin import KubeletStandIn
-from device_plugin.node.daemon import Daemon
+from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
 from tests.timing import FAST_LIFECYCLE
 
@@ -38,7 +40,7 @@ sharing:
 @dataclass
 class Node:
     fake: FakeNvml
-    daemon: Daemon
+    daemon: NodeRuntime[DevicePluginFrontEnd]
     kubelet: KubeletStandIn
     config_file: Path
     plugin_dir: Path
@@ -69,7 +71,8 @@ class Node:
 
 
 def daemon_node(request: pytest.FixtureRequest, prepare: Callable[[FakeNvml], None] | None = None) -> Iterator[Node]:
-    """A Daemon on a simulated machine with a kubelet stand-in. Param: a machine name, or (machine, env).
+    """The device-plugin runtime on a simulated machine with a kubelet stand-in. Param: a machine name, or
+    (machine, env).
     `prepare` changes the fake before the daemon first scans it."""
     param = getattr(request, "param", "dgx1-v100")
     machine, extra_env = param if isinstance(param, tuple) else (param, {})
@@ -87,7 +90,7 @@ def daemon_node(request: pytest.FixtureRequest, prepare: Callable[[FakeNvml], No
         prepare(fake)
     kubelet = KubeletStandIn(plugin_dir)
     kubelet.start()
-    daemon = Daemon(fake, load(), load_config=load, config_file=config_file, timing=TIMING)
+    daemon = device_plugin_runtime(fake, load(), load_config=load, config_file=config_file, timing=TIMING)
     daemon.start()
     started = Node(fake, daemon, kubelet, config_file, plugin_dir)
     yield started

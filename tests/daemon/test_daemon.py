@@ -49,7 +49,7 @@ def test_a_valid_config_change_re_serves_and_an_invalid_one_is_ignored(node: Nod
     node.kubelet.wait_for(lambda: any(len(listed) == 0 for listed in old.lists) or None, WAIT_S)
     node.config_file.write_text("version: v1\nflags: {migStrategy: sideways}\n")
     assert not node.daemon.rebuild()
-    assert {r.resource_name for r in node.daemon.node.resources} == {f"{GPU}.shared"}
+    assert {r.resource_name for r in node.daemon.front_end.node.resources} == {f"{GPU}.shared"}
 
 
 def test_a_bad_sharing_section_is_refused_at_load_and_an_absent_gpu_at_build(
@@ -58,15 +58,15 @@ def test_a_bad_sharing_section_is_refused_at_load_and_an_absent_gpu_at_build(
     node.kubelet.wait_for_connection(GPU, timeout_s=WAIT_S)
     shared = "version: v1\nsharing: {timeSlicing: {resources: [{name: %s, replicas: 2, rename: part%s}]}}\n"
     node.config_file.write_text(shared % ("amd.com/gpu", ""))  # not shareable: the config does not load
-    with caplog.at_level(logging.ERROR, logger="device_plugin.node.daemon"):
+    with caplog.at_level(logging.ERROR, logger="device_plugin.node.runtime"):
         assert not node.daemon.rebuild()
     assert "config file changed but is invalid" in caplog.text and "resources[0].name" in caplog.text
     caplog.clear()
     node.config_file.write_text(shared % (GPU, ", devices: [99]"))  # loads; this node has no GPU 99
-    with caplog.at_level(logging.ERROR, logger="device_plugin.node.daemon"):
+    with caplog.at_level(logging.ERROR, logger="device_plugin.node.runtime"):
         assert not node.daemon.rebuild()
     assert "rebuilding the resources failed" in caplog.text and "no GPU with index 99" in caplog.text
-    assert {r.resource_name for r in node.daemon.node.resources} == {GPU}
+    assert {r.resource_name for r in node.daemon.front_end.node.resources} == {GPU}
 
 
 @pytest.mark.parametrize("node", ["h100-mig-mixed"], indirect=True, ids=["h100-mig-mixed"])
@@ -75,7 +75,7 @@ def test_a_mig_re_layout_is_re_advertised_without_a_restart(node: Node) -> None:
     node.config_file.write_text("version: v1\nflags: {migStrategy: mixed}\n")
     assert node.daemon.rebuild()
     node.kubelet.wait_for_connection("nvidia.com/mig-3g.40gb", timeout_s=WAIT_S)
-    before = node.daemon.node.layout()
+    before = node.daemon.front_end.node.layout()
     # The config change re-served every resource: wait for the second nvidia.com/gpu registration.
     whole_gpus = node.kubelet.wait_for_connection(GPU, count=2, timeout_s=WAIT_S)  # GPUs 4-7: not re-laid out
     node.kubelet.wait_for(lambda: bool(whole_gpus.lists) or None, WAIT_S)
@@ -83,7 +83,7 @@ def test_a_mig_re_layout_is_re_advertised_without_a_restart(node: Node) -> None:
     dropped = {d.uuid for d in node.fake.mig_devices(first_mig_gpu)}
     node.fake.set_mig_layout(first_mig_gpu, [{"profile": "7g.80gb", "count": 1}])
     assert node.daemon.rebuild()
-    after = node.daemon.node.layout()
+    after = node.daemon.front_end.node.layout()
     assert len(after["nvidia.com/mig-7g.80gb"]) == len(before.get("nvidia.com/mig-7g.80gb", ())) + 1
     assert not dropped & {device_id for devices in after.values() for device_id, _ in devices}
     listed = node.kubelet.wait_for_connection("nvidia.com/mig-7g.80gb", timeout_s=WAIT_S)
@@ -105,7 +105,7 @@ def test_disabling_mig_on_a_gpu_returns_it_to_whole_gpus_and_empties_its_mig_res
     )
     node.fake.set_mig_layout(parent, [], enabled=False)
     assert node.daemon.rebuild()
-    assert "nvidia.com/mig-7g.80gb" not in node.daemon.node.layout()
+    assert "nvidia.com/mig-7g.80gb" not in node.daemon.front_end.node.layout()
     node.kubelet.wait_for(lambda: (big.stream_ended and big.lists[-1] == ()) or None, WAIT_S)
     whole = node.kubelet.wait_for_connection(GPU, count=3, timeout_s=WAIT_S)
     node.kubelet.wait_for(lambda: len(whole.lists[-1]) == 5 or None, WAIT_S)

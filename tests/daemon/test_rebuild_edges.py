@@ -58,7 +58,7 @@ def test_a_mig_device_whose_slot_moves_is_re_served_with_its_new_index(node: Nod
     node.fake.set_mig_layout(gpu, [{"profile": d.profile, "start": d.placement_start} for d in keep])
     big = next(d for d in node.fake.mig_devices(gpu) if d.profile == "3g.40gb")
     assert node.daemon.rebuild()
-    served = next(r for r in node.daemon.node.resources if r.resource_name == resource)
+    served = next(r for r in node.daemon.front_end.node.resources if r.resource_name == resource)
     assert served.allocate([big.uuid]).envs["NVIDIA_VISIBLE_DEVICES"] == f"{gpu}:{big.slot}"
 
 
@@ -131,7 +131,7 @@ def test_a_reload_the_gpus_cannot_serve_yet_is_applied_once_they_can(node: Node)
     assert not node.daemon.rebuild()  # GPU 6 is not there: the running config keeps serving
     node.fake.set_gpu_count(5)
     assert node.daemon.rebuild()  # a hardware change is still served, with the running config
-    assert node.daemon.node.layout().keys() == {GPU}
+    assert node.daemon.front_end.node.layout().keys() == {GPU}
     node.fake.set_gpu_count(8)
     assert node.daemon.rebuild()
-    assert node.daemon.node.layout().keys() == {GPU, GPU + ".shared"}
+    assert node.daemon.front_end.node.layout().keys() == {GPU, GPU + ".shared"}

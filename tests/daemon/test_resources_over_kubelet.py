@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from device_plugin.config.model import load_config
+from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.kubelet.standin import KubeletStandIn
-from device_plugin.node.daemon import Daemon
 from device_plugin.nvml.fake import FakeNvml
 from tests.mig.test_strategy import H100_MIG_MIXED_RESOURCES
 
@@ -41,7 +41,7 @@ def test_kubelet_sees_the_resources_and_counts(machine: str, config_text: str, e
     config = load_config(config_file=config_file, env={"DEVICE_PLUGIN_DIR": str(plugin_dir), "METRICS_ADDRESS": ""})
     kubelet = KubeletStandIn(plugin_dir)
     kubelet.start()
-    daemon = Daemon(FakeNvml.from_machine(machine), config, timing=TIMING)
+    daemon = device_plugin_runtime(FakeNvml.from_machine(machine), config, timing=TIMING)
     daemon.start()
     try:
         for name, count in expected.items():
@@ -49,7 +49,7 @@ def test_kubelet_sees_the_resources_and_counts(machine: str, config_text: str, e
             kubelet.wait_for(lambda c=connection: bool(c.lists) or None, WAIT_S)
             listed = kubelet.latest_devices(name)
             assert len(listed) == count and all(d.health == "Healthy" for d in listed)
-        assert {r.resource_name for r in daemon.node.resources} == set(expected)
+        assert {r.resource_name for r in daemon.front_end.node.resources} == set(expected)
     finally:
         daemon.stop()
         kubelet.stop()

@@ -1,10 +1,12 @@
-"""The whole DRA driver: fake NVML + health, the DRA kubelet stand-in, the API stand-in; faults and restarts.
+"""The whole DRA driver: the node runtime with the DRA front-end on fake NVML + health, the DRA kubelet
+stand-in, the API stand-in; faults, restarts, rescans and config reloads.
 
 In every case: nothing is prepared twice, no slice is left stale, and errors are clear.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 import time
@@ -15,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from device_plugin.config.health import HealthConfig
-from device_plugin.config.model import Config
-from device_plugin.dra.driver import DraDriver
+from device_plugin.config.model import Config, load_config
+from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra.inventory import STANDARD, build_devices
 from device_plugin.dra.kube import api_client
+from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from device_plugin.topology.build import build_topology
@@ -44,22 +47,39 @@ class Node:
     root: Path
     api: ApiStandin
     fake: FakeNvml
-    driver: DraDriver | None = None
+    runtime: NodeRuntime[DraFrontEnd] | None = None
 
-    def start(self) -> DraDriver:
-        config = Config()
-        config = replace(
-            config,
-            daemon=replace(config.daemon, device_plugin_dir=str(self.root / "device-plugins"), health=FAST),
+    @property
+    def config_file(self) -> Path:
+        return self.root / "config.yaml"
+
+    def load(self) -> Config:
+        """The config file (written by the test, or absent), with the test's directory and fast health."""
+        path = self.config_file if self.config_file.exists() else None
+        config = load_config(config_file=path, env={"METRICS_ADDRESS": ""})
+        daemon = replace(
+            config.daemon, device_plugin_dir=self.root / "device-plugins", health=FAST, rescan_interval_s=3600.0
         )
-        self.driver = DraDriver(self.fake, config, client=api_client(self.api.host), node_name=NODE, backoff_max_s=0.2)
-        self.driver.start()
-        return self.driver
+        return replace(config, daemon=daemon)
 
-    def stop(self) -> None:
-        if self.driver is not None:
-            self.driver.stop()
-            self.driver = None
+    def start(self) -> DraFrontEnd:
+        config = self.load()
+        client = api_client(self.api.host)
+        front_end = DraFrontEnd.for_config(config, client, node_name=NODE, backoff_max_s=0.2)
+        self.runtime = NodeRuntime(self.fake, config, front_end, load_config=self.load, config_file=self.config_file)
+        self.runtime.start()
+        return front_end
+
+    def rescan(self) -> bool:
+        assert self.runtime is not None
+        return self.runtime.rebuild()
+
+    def stop(self) -> bool:
+        clean = True
+        if self.runtime is not None:
+            clean = self.runtime.stop()
+            self.runtime = None
+        return clean
 
     def kubelet(self) -> DraKubeletStandin:
         return DraKubeletStandin(self.root / "plugins_registry")
@@ -196,20 +216,16 @@ def test_a_mig_relayout_is_republished_at_the_next_rescan(node: Node) -> None:
     before = node.published()
     parent = next(g.index for g in node.fake.gpus() if node.fake.mig_devices(g.index))
     node.fake.set_mig_layout(parent, [{"profile": "7g.80gb", "count": 1}])
-    assert driver.rescan() and driver.publisher.wait_synced(10.0)
+    assert node.rescan() and driver.publisher.wait_synced(10.0)
     after = node.published()
     assert after != before and [n for n in after if n.startswith(f"gpu-{node.fake.device_minor(parent)}-mig-")]
-    assert not driver.rescan()  # nothing changed: nothing republished
+    assert not node.rescan()  # nothing changed: nothing republished
 
 
 def test_metrics_in_dra_mode_show_gpu_gauges_and_count_each_health_transition_once(node: Node) -> None:
-    from prometheus_client import CollectorRegistry
-
-    from device_plugin.dra.reporting import dra_metrics
-
-    driver = node.start()
-    registry = CollectorRegistry()
-    dra_metrics(registry, node.fake, driver, Config())
+    node.start()
+    assert node.runtime is not None
+    registry = node.runtime.registry
     gpu3 = next(g for g in node.fake.gpus() if g.index == 3)
     gauge = registry.get_sample_value(
         "gpu_device_plugin_gpu_memory_total_bytes", {"gpu": "3", "uuid": gpu3.uuid, "model": gpu3.name}
@@ -219,16 +235,97 @@ def test_metrics_in_dra_mode_show_gpu_gauges_and_count_each_health_transition_on
     node.fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=94))
     labels = {"resource": DRIVER, "from_health": "Healthy", "to_health": "Unhealthy", "reason": "xid", "xid": "94"}
     assert eventually(lambda: registry.get_sample_value("gpu_device_plugin_health_transitions_total", labels) == 1)
+    # No device-plugin resources in this mode: no inventory series.
+    assert "gpu_device_plugin_devices" not in {family.name for family in registry.collect()}
 
 
 def test_a_gpu_a_rescan_finds_is_published_health_watched_and_measured(node: Node) -> None:
     node.fake.set_gpu_count(7)
     driver = node.start()
     assert driver.publisher.wait_synced(10.0) and len(node.published()) == 7
-    changed: list[bool] = []
-    driver.on_devices_changed = lambda: changed.append(True)
     node.fake.set_gpu_count(8)
-    assert driver.rescan() and changed == [True]
-    assert eventually(lambda: len(node.published()) == 8) and len(driver.gpus()) == 8
+    assert node.rescan()
+    assert node.runtime is not None and len(node.runtime.inventory.gpus) == 8
+    assert eventually(lambda: len(node.published()) == 8)
     node.fake.faults.set_lost(7, "test")  # the new GPU is watched: its fault takes it out of the pool
     assert eventually(lambda: len(node.published()) == 7)
+
+
+def test_a_health_transition_marks_the_cached_devices_and_rebuilds_nothing(node: Node) -> None:
+    driver = node.start()
+    assert driver.publisher.wait_synced(10.0) and node.runtime is not None
+    inventory, devices = node.runtime.inventory, driver.devices()
+    before = {d["name"]: d["attributes"] for s in node.api.pool(DRIVER, NODE) for d in s["spec"]["devices"]}
+    node.fake.faults.set_lost(3, "test")
+    assert eventually(lambda: "gpu-3" not in node.published())
+    # The same inventory (and Allocator) and the same device list: only the unhealthy GPU is left out, and
+    # the others keep their partition values.
+    assert node.runtime.inventory is inventory and node.runtime.inventory.allocator is inventory.allocator
+    assert driver.devices() is devices and "gpu-3" in driver.device_uuids() and "gpu-3" in driver.unhealthy()
+    after = {d["name"]: d["attributes"] for s in node.api.pool(DRIVER, NODE) for d in s["spec"]["devices"]}
+    assert after == {name: attributes for name, attributes in before.items() if name != "gpu-3"}
+
+
+def test_a_rescan_that_finds_nothing_new_publishes_nothing(node: Node) -> None:
+    driver = node.start()
+    assert driver.publisher.wait_synced(10.0) and node.runtime is not None
+    requests, generation = len(node.api.requests), driver.publisher.generation
+    assert not node.rescan()
+    assert driver.publisher.wait_synced(1.0)
+    assert len(node.api.requests) == requests and driver.publisher.generation == generation
+
+
+def labels_of(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+RUNNING = "version: v1\ngpuDevicePlugin:\n  mode: dra\n"
+RELOADS = [
+    # (edit of the file, what the log says, what the running config holds after)
+    ("labelsFile: {labels}", "labels file now", lambda c, labels: c.daemon.labels_file == str(labels)),
+    (
+        "mode: device-plugin",
+        "gpuDevicePlugin.mode changed; it takes effect when the plugin restarts",
+        lambda c, labels: c.daemon.mode == "dra",
+    ),
+    (
+        "driverName: gpu.example.com",
+        "gpuDevicePlugin.driverName changed; it takes effect when the plugin restarts",
+        lambda c, labels: c.daemon.driver_name == DRIVER,
+    ),
+    (
+        "rescanIntervalSeconds: -1",
+        "config file changed but is invalid, keeping the running config: gpuDevicePlugin.rescanIntervalSeconds",
+        lambda c, labels: c.daemon.rescan_interval_s == 3600.0,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("edit", "logged", "holds"),
+    RELOADS,
+    ids=["labels-file-applies-at-once", "mode-needs-a-restart", "driver-name-needs-a-restart", "invalid-is-refused"],
+)
+def test_a_config_file_edit_reaches_dra_mode(
+    node: Node,
+    caplog: pytest.LogCaptureFixture,
+    edit: str,
+    logged: str,
+    holds: Callable[[Config, Path], bool],
+) -> None:
+    node.config_file.write_text(RUNNING)
+    driver = node.start()
+    assert driver.publisher.wait_synced(10.0) and node.runtime is not None
+    labels = node.root / "features.d" / "gpu"
+    labels.parent.mkdir()
+    kept = "" if edit.startswith("mode:") else "  mode: dra\n"  # a key appears once
+    node.config_file.write_text(f"version: v1\ngpuDevicePlugin:\n{kept}  {edit.format(labels=labels)}\n")
+    with caplog.at_level(logging.INFO, logger="device_plugin"):
+        assert not node.rescan()  # nothing published changed
+    assert logged in caplog.text
+    assert "applied" not in caplog.text
+    assert holds(node.runtime.config, labels)
+    assert labels.exists() == ("labelsFile" in edit)
+    if labels.exists():
+        assert labels_of(labels)["nvidia.com/gpu.count"] == "8"
+    assert len(node.published()) == 8

@@ -1,4 +1,8 @@
-"""`gpu-device-plugin run --mode dra` as a process: publishes, registers, and cleans up on SIGTERM."""
+"""`gpu-device-plugin run --mode dra` as a process: publishes, registers, and cleans up on SIGTERM.
+
+A SIGTERM while serving gets the graceful budget (sockets removed, slices deleted, exit 0); when the API
+server stops answering, the stop is cut short and the exit code says so (non-zero).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -41,6 +46,42 @@ def ready(port: int) -> bytes:
             time.sleep(0.05)
 
 
+class HeldApi:
+    """A TCP relay in front of the API stand-in; hold() makes it swallow every request from then on (a hung
+    API server: connections stay open, nothing is answered), on new and pooled connections alike."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self._upstream = upstream_port
+        self.holding = False
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.host = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def hold(self) -> None:
+        self.holding = True
+
+    def close(self) -> None:
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self._upstream))
+            threading.Thread(target=self._pump, args=(client, server), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client), daemon=True).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                if not self.holding:
+                    target.sendall(data)
+        except OSError:
+            pass
+
+
 def test_run_mode_dra_publishes_registers_and_deletes_its_slices_on_sigterm() -> None:
     root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))
     api = ApiStandin().up()
@@ -65,6 +106,8 @@ def test_run_mode_dra_publishes_registers_and_deletes_its_slices_on_sigterm() ->
         assert process.returncode == 0, err
         assert api.pool(DRIVER, NODE) == [] and "deleted the ResourceSlices" in err
         assert not (root / "plugins_registry" / f"{DRIVER}-reg.sock").exists()
+        assert not (root / "plugins" / DRIVER / "dra.sock").exists()
+        assert "during start-up" not in err and "stopped in" in err
     finally:
         if process.poll() is None:
             process.kill()
@@ -93,3 +136,36 @@ def test_run_mode_dra_exits_1_naming_a_metrics_address_it_cannot_bind() -> None:
     assert done.returncode == 1
     assert address in done.stderr and "Traceback" not in done.stderr
     assert api.pool(DRIVER, NODE) == []  # what it published before the refusal is deleted again
+
+
+def test_sigterm_in_mode_dra_with_a_hung_api_server_is_cut_short_and_exits_non_zero() -> None:
+    """Serving, not start-up: the stop gets the graceful budget, removes the sockets, and when the slices
+    cannot be deleted within it the exit code tells the cut-short stop apart from a clean one."""
+    root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))
+    api = ApiStandin().up()
+    api.add_node(NODE)
+    relay = HeldApi(api.port)
+    env = {**os.environ, "NODE_NAME": NODE, "KUBECONFIG": str(kubeconfig(root / "kubeconfig", relay.host))}
+    command = [sys.executable, "-m", "device_plugin.cli", "run", "--machine", "dgx1-v100", "--mode", "dra"]
+    command += ["--device-plugin-dir", str(root / "device-plugins"), "--metrics-address", ""]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        DraKubeletStandin(root / "plugins_registry").wait_for_plugin(timeout_s=30)
+        deadline = time.monotonic() + 30
+        while not api.pool(DRIVER, NODE) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(api.pool(DRIVER, NODE)[0]["spec"]["devices"]) == 8
+        relay.hold()
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode != 0, err
+        assert "during start-up" not in err
+        assert not (root / "plugins_registry" / f"{DRIVER}-reg.sock").exists()
+        assert not (root / "plugins" / DRIVER / "dra.sock").exists()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        relay.close()
+        api.down()
+        shutil.rmtree(root, ignore_errors=True)

@@ -14,8 +14,8 @@ from device_plugin.config.model import Config
 from device_plugin.core.devices import DeviceListSnapshot, Health
 from device_plugin.kubelet.servicer import DevicePluginServicer, SocketServer
 from device_plugin.kubelet.standin import ListedDevice
-from device_plugin.node.composition import build_resources
 from device_plugin.nvml.backends import open_backend
+from tests.composed import build_resources
 
 from .conftest import WAIT_S, Node, start_node
 

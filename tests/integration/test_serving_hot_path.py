@@ -15,9 +15,9 @@ import pytest
 from device_plugin.allocation.whole_gpu_selection import TopologyPolicy
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
-from device_plugin.node.composition import gpu_devices
 from device_plugin.nvml.backends import open_backend
 from device_plugin.topology.build import build_topology
+from tests.composed import gpu_devices
 from tests.validated import validated
 
 

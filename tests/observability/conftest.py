@@ -15,7 +15,7 @@ from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestInde
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device
-from device_plugin.node.health_routing import NodeHealth
+from device_plugin.node.health_routing import NodeHealth, resource_route
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness
 from device_plugin.observability.metrics import PluginMetrics
@@ -81,7 +81,9 @@ def served() -> Iterator[Served]:
         telemetry=backend,
     )
     # The daemon's health route, fed transitions by the test instead of a running watcher.
-    health = NodeHealth(backend, backend.gpus(), HealthConfig(), resources=lambda: [resource], metrics=metrics)
+    health = NodeHealth(
+        backend, backend.gpus(), HealthConfig(), route=resource_route(lambda: [resource]), metrics=metrics
+    )
     liveness = [EndpointProbeResult(True, "1 gRPC server serving")]
     endpoint = HttpEndpoint(
         "127.0.0.1",

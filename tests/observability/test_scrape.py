@@ -10,7 +10,7 @@ from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device, Health
 from device_plugin.core.errors import InvalidRequestError, NvmlError, UnhealthyDeviceError
 from device_plugin.health.state import HealthTransition
-from device_plugin.node.health_routing import NodeHealth
+from device_plugin.node.health_routing import NodeHealth, resource_route
 from device_plugin.nvml.fake import IDLE_TEMPERATURE_C
 from device_plugin.observability.metrics import health_reason_code, result_label
 
@@ -200,7 +200,11 @@ def test_a_gpu_transition_counts_once_whatever_its_replicas_and_resources(served
         EnvVarResponseBuilder(),
     )
     route = NodeHealth(
-        served.backend, gpus, HealthConfig(), resources=lambda: [served.resource, shared], metrics=served.metrics
+        served.backend,
+        gpus,
+        HealthConfig(),
+        route=resource_route(lambda: [served.resource, shared]),
+        metrics=served.metrics,
     )
     route.deliver(FAIL_79)
     v = served.get("/metrics").value

@@ -1,0 +1,227 @@
+"""The DRA front-end: the node's inventory as DRA devices, published as ResourceSlices and prepared for the kubelet.
+
+Boundary: implements node/front_end.py's FrontEnd with the DRA parts: the Preparer and its gRPC servers
+(kubelet side, dra/grpc_service.py) and the SlicePublisher (API side). The runtime (node/runtime.py)
+owns the inventory, health, rescans, config reloads, metrics, probes' endpoint and labels. What it decides:
+- the devices are derived from the runtime's inventory (its GPUs, MIG devices, Topology and the same
+  Allocator): partitions and attributes are computed once per inventory, never per health change;
+- the published devices are those minus the devices of unhealthy GPUs (a GPU's MIG devices go with it). A
+  health transition only marks them and hands the list to the publisher's thread (request() returns at
+  once), so an unhealthy GPU leaves the pool and comes back on recovery; the partition values stay those
+  of the inventory (a claim that matches on partitionK just finds its group short of the sick GPU);
+- a rescan whose inventory equals the last one costs a comparison and publishes nothing;
+- when the kubelet (re)registers us it may have wiped the node's slices: we reconcile again;
+- the driver name and the kubelet directory (the parent of devicePluginDir: registration socket in
+  plugins_registry/, the DRA socket and the checkpoint in plugins/<driver>/) are read at start only.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.config.config_exception import ConfigException
+
+from device_plugin.config.model import Config
+from device_plugin.core.devices import Health
+from device_plugin.core.errors import ConfigError
+from device_plugin.dra.checkpoint import Checkpoint
+from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
+from device_plugin.dra.inventory import DraDevice, inventory_devices
+from device_plugin.dra.kube import ApiClaimReader, api_client, newest_resource_version
+from device_plugin.dra.prepare import Preparer
+from device_plugin.dra.publisher import SlicePublisher
+from device_plugin.health.state import HealthTransition
+from device_plugin.node.front_end import RuntimeContext
+from device_plugin.node.inventory import NodeInventory
+from device_plugin.observability.http_endpoint import EndpointProbeResult
+from device_plugin.observability.labels import LabelOptions
+
+log = logging.getLogger(__name__)
+
+
+def front_end_maker(config: Config, environ: Mapping[str, str]) -> Callable[[], DraFrontEnd]:
+    """What `run --mode dra` needs before it opens NVML: the node name (NODE_NAME, from the downward API's
+    spec.nodeName) and an API client ($KUBECONFIG when set, else the pod's service account). ConfigError
+    names what is missing."""
+    node_name = environ.get("NODE_NAME", "")
+    if not node_name:
+        raise ConfigError("mode dra", "NODE_NAME is not set; set it from the downward API (fieldRef spec.nodeName)")
+    try:
+        client = api_client()
+    except ConfigException as error:
+        reason = f"no API server to talk to (KUBECONFIG or in-cluster service account): {error}"
+        raise ConfigError("mode dra", reason) from None
+    return lambda: DraFrontEnd.for_config(config, client, node_name=node_name)
+
+
+class _ClaimsInDiscoveredVersion:
+    """ResourceClaims are read in the resource.k8s.io version the publisher discovered (or discover it)."""
+
+    def __init__(self, client: k8s.ApiClient, publisher: SlicePublisher) -> None:
+        self._client = client
+        self._publisher = publisher
+        self._reader: ApiClaimReader | None = None
+
+    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        if self._reader is None:
+            version = self._publisher.api_version or newest_resource_version(self._client)
+            self._reader = ApiClaimReader(self._client, version)
+        return self._reader.get_claim(namespace, name)
+
+
+class DraFrontEnd:
+    name = "DRA driver"
+    inventory_feed = None  # no device-plugin resources in this mode: no inventory gauge
+
+    def __init__(
+        self,
+        client: k8s.ApiClient,
+        *,
+        node_name: str,
+        driver_name: str,
+        kubelet_dir: Path,
+        backoff_max_s: float = 5.0,
+    ) -> None:
+        self.driver_name = driver_name
+        self._context: RuntimeContext | None = None
+        self._lock = threading.Lock()  # guards the device lists and the unhealthy set
+        self._inventory: NodeInventory | None = None
+        self._all: tuple[DraDevice, ...] = ()
+        self._uuids: Mapping[str, str] = {}
+        self._unhealthy_gpus: frozenset[int] = frozenset()
+        self._unhealthy_names: frozenset[str] = frozenset()
+        self._started = False
+        self.publisher = SlicePublisher(
+            client, driver_name=driver_name, node_name=node_name, backoff_max_s=backoff_max_s
+        )
+        self.preparer = Preparer(
+            driver_name=driver_name,
+            pool_name=node_name,
+            reader=_ClaimsInDiscoveredVersion(client, self.publisher),
+            devices=self,
+            checkpoint=Checkpoint(kubelet_dir / "plugins" / driver_name / "checkpoint.json"),
+        )
+        paths = SocketPaths.for_driver(driver_name, kubelet_dir)
+        self.server = DraGrpcServer(driver_name, paths, self.preparer, on_registered=self.publisher.resync)
+
+    @classmethod
+    def for_config(cls, config: Config, client: k8s.ApiClient, *, node_name: str, **options: Any) -> DraFrontEnd:
+        """The driver name and kubelet directory (the parent of devicePluginDir) from `config`."""
+        kubelet_dir = Path(config.daemon.device_plugin_dir).parent
+        return cls(
+            client, node_name=node_name, driver_name=config.daemon.driver_name, kubelet_dir=kubelet_dir, **options
+        )
+
+    # ---- DeviceView (for the Preparer) ---------------------------------------------------------
+
+    def device_uuids(self) -> Mapping[str, str]:
+        return self._uuids  # replaced whole, never changed in place
+
+    def unhealthy(self) -> frozenset[str]:
+        return self._unhealthy_names
+
+    # ---- what is published ---------------------------------------------------------------------
+
+    def devices(self) -> tuple[DraDevice, ...]:
+        """Every device of the inventory, healthy or not, in listing order."""
+        return self._all
+
+    def published_devices(self) -> tuple[DraDevice, ...]:
+        with self._lock:
+            return self._published_locked()
+
+    def _published_locked(self) -> tuple[DraDevice, ...]:
+        if not self._unhealthy_gpus:
+            return self._all
+        return tuple(d for d in self._all if d.gpu_index not in self._unhealthy_gpus)
+
+    # ---- FrontEnd ------------------------------------------------------------------------------
+
+    def attach(self, context: RuntimeContext) -> None:
+        self._context = context
+
+    def apply(self, inventory: NodeInventory, config: Config, *, serving_changed: bool) -> bool:
+        """Republish when the inventory's devices changed. Nothing in our devices depends on a serving setting."""
+        if inventory == self._inventory:
+            return False  # the common rescan: a comparison, nothing built, nothing published
+        assert self._context is not None, "attach() first"
+        devices, _ = inventory_devices(self._context.backend, inventory)
+        with self._lock:
+            self._inventory = inventory
+            if devices == self._all:
+                return False
+            self._all = devices
+            self._uuids = {d.name: d.uuid for d in devices}
+            self._unhealthy_names = frozenset(d.name for d in devices if d.gpu_index in self._unhealthy_gpus)
+            published = self._published_locked()
+            started = self._started
+        if started:
+            log.info("devices changed (MIG layout or GPUs): republishing %d devices", len(published))
+            self.publisher.request(published)
+        return True
+
+    def on_health(self, transition: HealthTransition) -> tuple[str, ...]:
+        """Mark the GPU's devices and hand the republish to the publisher's thread; nothing is rebuilt."""
+        with self._lock:
+            before = self._unhealthy_gpus
+            if transition.after is Health.HEALTHY:
+                self._unhealthy_gpus = before - {transition.gpu_index}
+            else:
+                self._unhealthy_gpus = before | {transition.gpu_index}
+            changed = before != self._unhealthy_gpus
+            if changed:
+                self._unhealthy_names = frozenset(d.name for d in self._all if d.gpu_index in self._unhealthy_gpus)
+                published = self._published_locked()
+                started = self._started
+        if changed:
+            log.info("GPU %d is %s (%s): republishing", transition.gpu_index, transition.after, transition.reason)
+            if started:
+                self.publisher.request(published)
+        return (self.driver_name,)
+
+    def label_options(self, config: Config) -> LabelOptions:
+        return LabelOptions(mig_strategy=config.flags.mig_strategy)
+
+    def liveness(self) -> EndpointProbeResult:
+        ok = self.publisher.running()
+        return EndpointProbeResult(ok, "serving" if ok else f"the slice publisher stopped: {self.publisher.error}")
+
+    def readiness(self) -> EndpointProbeResult:
+        status = self.server.registration.status
+        if status is None or not status[0]:
+            return EndpointProbeResult(False, f"not registered with the kubelet: {status}")
+        if self.publisher.error or not self.publisher.wait_synced(0.0):
+            return EndpointProbeResult(False, f"ResourceSlices not published yet {self.publisher.error}".strip())
+        return EndpointProbeResult(True, f"registered; pool generation {self.publisher.generation}")
+
+    def start(self) -> None:
+        self.publisher.start()
+        with self._lock:
+            self._started = True
+            published = self._published_locked()
+        self.publisher.request(published)
+        self.server.start()
+
+    def stop(self, timeout_s: float) -> bool:
+        """Sockets first (the kubelet deregisters us), then our slices are deleted. False if cut short."""
+        deadline = time.monotonic() + timeout_s
+        self.server.stop(0.5)
+        # The deletes may hang on an unresponsive API server: they get what is left of the budget.
+        unpublishing = threading.Thread(
+            target=self.publisher.stop,
+            kwargs={"timeout_s": max(0.5, deadline - time.monotonic() - 0.5), "unpublish": True},
+            name="dra-unpublish",
+            daemon=True,
+        )
+        unpublishing.start()
+        unpublishing.join(timeout=max(0.1, deadline - time.monotonic()))
+        if unpublishing.is_alive():
+            log.warning("deleting our ResourceSlices did not finish within %.1f s; stopping without it", timeout_s)
+            return False
+        return True
