@@ -16,6 +16,8 @@ Where this order differs from a plain reading of the layout, and why:
   and read its ValidatedRequest; allocation/ never names them (node/composition picks the policy).
 - observability/ > health/ > allocator/ > topology/: labels need the topology; the allocator needs the
   topology; health transitions are what metrics and labels report, so health sits below observability.
+- serving/ sits just below kubelet/ and dra/: both serve kubelet sockets the same way (one event loop,
+  0600 binds, foreign files refused, sockets kept), and neither may import the other.
 - core/ (errors among its value types) sits below nvml/: every layer, the hardware boundary included,
   raises the project's errors, and core/ imports nothing of ours.
 Every layer names folders (units are packages), except cli, the console script. No module is placed
@@ -48,6 +50,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.commands",),
     ("device_plugin.kubelet", "device_plugin.dra"),
     ("device_plugin.node", "device_plugin.process"),
+    ("device_plugin.serving",),
     ("mig", "timeslice"),
     ("device_plugin.allocation",),
     ("device_plugin.observability",),
@@ -65,7 +68,7 @@ LAYERLESS = "device_plugin"
 # Third-party package -> who may import it (unit names, or fnmatch patterns on module names).
 THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "pynvml": ("device_plugin.nvml.real*",),
-    "grpc": ("device_plugin.kubelet", "device_plugin.dra", "api"),
+    "grpc": ("device_plugin.kubelet", "device_plugin.dra", "device_plugin.serving", "api"),
     "google": ("api",),  # protobuf, for the generated messages
     "kubernetes": ("device_plugin.dra",),
     "urllib3": ("device_plugin.dra",),  # the kubernetes client's transport errors (is it an outage?)

@@ -5,7 +5,8 @@ Modules, one job each:
 - inventory: the node's inventory as DRA devices (names and attributes NVIDIA's DRA driver uses, the
   nearest RDMA NIC of each GPU among them).
 - slices: the ResourceSlice objects of one node's pool, in the shape of a chosen resource.k8s.io version.
-- checkpoint, prepare, grpc_service: the kubelet side (registration, NodePrepareResources & co.).
+- checkpoint, prepare, servicers, grpc_service: the kubelet side (registration, NodePrepareResources
+  & co.; the sockets served and kept through device_plugin.serving).
 - kube, publisher: the API-server side through the `kubernetes` client (version discovery, the
   ResourceClaim reader, the ResourceSlice publisher with its retry thread).
 - front_end: the DRA front-end of the node runtime (device_plugin/node/runtime.py), which `run --mode dra`

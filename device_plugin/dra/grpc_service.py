@@ -1,34 +1,48 @@
-"""The kubelet-facing gRPC side: the DRAPlugin service (v1 and v1beta1) and the Registration service.
+"""The DRA driver's two kubelet sockets, served and kept: the DRAPlugin endpoint and the registration socket.
 
-Boundary: translates protobuf messages to Preparer calls and back; owns the two unix sockets:
-`<plugins_registry>/<driver>-reg.sock` (the kubelet's plugin watcher finds it there and calls
-GetInfo) and `<plugins>/<driver>/dra.sock` (the endpoint GetInfo names). GetInfo lists every served
-version as "<proto package last element>.DRAPlugin"; the kubelet picks the newest it knows.
+Boundary: where the sockets go and keeping them there; the servicers (dra/servicers.py) do the
+talking, device_plugin.serving does the binding. `<kubelet>/plugins_registry/<driver>-reg.sock` is
+where the kubelet's plugin watcher finds us (it calls GetInfo); `<kubelet>/plugins/<driver>/dra.sock`
+is the endpoint GetInfo names. GetInfo lists every served version as "<proto package>.DRAPlugin".
+
+Both are served by grpc.aio on the process's one serving loop, bound 0600 whatever the umask. A
+foreign file at either path is refused and left untouched (logged; serving() says so). A thread
+looks every `poll_s`: a socket (or its folder) that was removed is served afresh, the endpoint
+first; the registration socket reappearing makes the kubelet register us again, so its `status` is
+forgotten then. The registration socket is served only while the endpoint is: the kubelet must not
+be sent to an endpoint we cannot serve. stop() removes only sockets that are still ours.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable
-from concurrent import futures
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import grpc
 
-from api import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
+from api import dra_v1_pb2, dra_v1_pb2_grpc
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
-from device_plugin.dra.prepare import ClaimRef, Preparer
+from device_plugin.core.errors import ConfigError
+from device_plugin.dra.prepare import Preparer
+from device_plugin.dra.servicers import SERVED, SUPPORTED_VERSIONS, Offload, Registration, dra_servicer
+from device_plugin.serving.kept_socket import KeptSocket
+from device_plugin.serving.probe import SocketProbe
+from device_plugin.serving.socket_files import too_long
+
+__all__ = ["SUPPORTED_VERSIONS", "DraGrpcServer", "SocketPaths", "check_socket_paths"]
 
 log = logging.getLogger(__name__)
 
-PLUGIN_TYPE = "DRAPlugin"
-SERVED = ((dra_v1_pb2, dra_v1_pb2_grpc, "v1"), (dra_v1beta1_pb2, dra_v1beta1_pb2_grpc, "v1beta1"))
-SUPPORTED_VERSIONS = tuple(f"{version}.DRAPlugin" for _, _, version in SERVED)
+KEEP_POLL_S = 0.5  # how often the sockets are looked at (a removed one is back within this)
+PROBE_TIMEOUT_S = 1.0  # a server slower than this to answer the liveness probe is not answering
+PROBE_MAX_AGE_S = 0.5  # /healthz storms reuse one probe answer this long
+DRIVER_NAME_FIELD = "gpuDevicePlugin.driverName"
 
 
 @dataclass(frozen=True)
@@ -44,62 +58,30 @@ class SocketPaths:
         )
 
 
-def _claims(request: Any) -> list[ClaimRef]:
-    return [ClaimRef(c.namespace, c.uid, c.name) for c in request.claims]
+def check_socket_paths(driver_name: str, paths: SocketPaths) -> None:
+    """ConfigError naming driverName and the kubelet directory when a socket path is too long to bind."""
+    kubelet_dir = paths.registration.parent.parent
+    for path in (paths.endpoint, paths.registration):
+        reason = too_long(path)
+        if reason is not None:
+            raise ConfigError(
+                DRIVER_NAME_FIELD,
+                f"{reason}; shorten driverName {driver_name!r} ({len(os.fsencode(driver_name))} bytes) "
+                f"or the kubelet directory {kubelet_dir} (the parent of devicePluginDir)",
+            )
 
 
-def _dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer) -> Any:
-    class Servicer(pb_grpc.DRAPluginServicer):  # type: ignore[name-defined,misc]
-        def NodePrepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
-            response = pb.NodePrepareResourcesResponse()
-            for uid, result in preparer.prepare(_claims(request)).items():
-                entry = response.claims[uid]
-                entry.error = result.error
-                for d in result.devices:
-                    entry.devices.add(
-                        request_names=d.request_names,
-                        pool_name=d.pool_name,
-                        device_name=d.device_name,
-                        cdi_device_ids=d.cdi_device_ids,
-                    )
-                if result.error:
-                    log.warning("NodePrepareResources: %s", result.error)
-            return response
-
-        def NodeUnprepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
-            response = pb.NodeUnprepareResourcesResponse()
-            for uid, error in preparer.unprepare(_claims(request)).items():
-                response.claims[uid].error = error
-            return response
-
-    return Servicer()
+def _get_info(channel: grpc.Channel, timeout_s: float) -> object:
+    return reg_grpc.RegistrationStub(channel).GetInfo(reg_pb2.InfoRequest(), timeout=timeout_s)
 
 
-class _Registration(reg_grpc.RegistrationServicer):
-    def __init__(self, driver_name: str, endpoint: Path, on_registered: Callable[[], None] | None = None) -> None:
-        self._driver = driver_name
-        self._endpoint = endpoint
-        self._on_registered = on_registered
-        self.status: tuple[bool, str] | None = None  # what the kubelet last told us
-
-    def GetInfo(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return reg_pb2.PluginInfo(
-            type=PLUGIN_TYPE, name=self._driver, endpoint=str(self._endpoint), supported_versions=SUPPORTED_VERSIONS
-        )
-
-    def NotifyRegistrationStatus(self, request: Any, context: grpc.ServicerContext) -> Any:
-        self.status = (request.plugin_registered, request.error)
-        if request.plugin_registered:
-            log.info("DRA driver %s registered with the kubelet", self._driver)
-            if self._on_registered is not None:  # a (re)started kubelet may have wiped our slices
-                self._on_registered()
-        else:
-            log.error("the kubelet refused DRA driver %s: %s", self._driver, request.error)
-        return reg_pb2.RegistrationStatusResponse()
+def _empty_unprepare(channel: grpc.Channel, timeout_s: float) -> object:
+    request = dra_v1_pb2.NodeUnprepareResourcesRequest()  # no claims: answered on the loop, no Preparer call
+    return dra_v1_pb2_grpc.DRAPluginStub(channel).NodeUnprepareResources(request, timeout=timeout_s)
 
 
 class DraGrpcServer:
-    """Both sockets; start() binds them (removing stale files), stop() removes them (the kubelet deregisters)."""
+    """Both sockets; start() serves them and keeps them served, stop() removes them (the kubelet deregisters)."""
 
     def __init__(
         self,
@@ -107,25 +89,81 @@ class DraGrpcServer:
         paths: SocketPaths,
         preparer: Preparer,
         on_registered: Callable[[], None] | None = None,
+        *,
+        poll_s: float = KEEP_POLL_S,
     ) -> None:
+        self.driver_name = driver_name
         self._paths = paths
-        self.registration = _Registration(driver_name, paths.endpoint, on_registered)
-        self._dra = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        for pb, pb_grpc, _ in SERVED:
-            pb_grpc.add_DRAPluginServicer_to_server(_dra_servicer(pb, pb_grpc, preparer), self._dra)
-        self._reg = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-        reg_grpc.add_RegistrationServicer_to_server(self.registration, self._reg)
+        self._poll_s = poll_s
+        self.registration = Registration(driver_name, str(paths.endpoint), on_registered)
+        self._offload = Offload()
+        versions = [(pb_grpc, dra_servicer(pb, pb_grpc, preparer, self._offload)) for pb, pb_grpc, _ in SERVED]
+
+        def add_dra(server: grpc.aio.Server) -> None:
+            for pb_grpc, servicer in versions:
+                pb_grpc.add_DRAPluginServicer_to_server(servicer, server)
+
+        add_registration = partial(reg_grpc.add_RegistrationServicer_to_server, self.registration)
+        self._endpoint = KeptSocket(paths.endpoint, f"DRA driver {driver_name}", add_dra)
+        self._registrar = KeptSocket(paths.registration, f"DRA registration {driver_name}", add_registration)
+        self._probe = SocketProbe(PROBE_TIMEOUT_S, PROBE_MAX_AGE_S)
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        # The DRA endpoint first: the kubelet may call it as soon as the registration socket appears.
-        for server, path in ((self._dra, self._paths.endpoint), (self._reg, self._paths.registration)):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if path.exists():
-                os.unlink(path)
-            server.add_insecure_port(f"unix://{path}")
-            server.start()
+        """Serve both sockets now (the endpoint first) and keep them served. ConfigError: a path too long."""
+        check_socket_paths(self.driver_name, self._paths)
+        self._offload.open()
+        self._stopping.clear()
+        self._keep()
+        self._thread = threading.Thread(target=self._keep_loop, name="dra-sockets", daemon=True)
+        self._thread.start()
 
     def stop(self, grace_s: float = 1.0) -> None:
-        for server, path in ((self._reg, self._paths.registration), (self._dra, self._paths.endpoint)):
-            server.stop(grace_s).wait()
-            path.unlink(missing_ok=True)
+        """Registration socket first (the kubelet deregisters us), then the endpoint; ours only."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+        self._registrar.stop(grace_s)
+        self._endpoint.stop(grace_s)
+        self._probe.close()
+        self._offload.close()
+
+    def serving(self) -> tuple[bool, str]:
+        """Liveness: both sockets are ours, at their paths, and answer (GetInfo; an empty Unprepare)."""
+        if self._thread is None or not self._thread.is_alive():
+            return False, f"the DRA sockets of {self.driver_name} are not kept (not started, or stopped)"
+        for kept in (self._endpoint, self._registrar):
+            problem = kept.problem()
+            if problem:
+                return False, problem
+        for path, name, call in (
+            (self._paths.registration, "GetInfo", _get_info),
+            (self._paths.endpoint, "NodeUnprepareResources", _empty_unprepare),
+        ):
+            ok, detail = self._probe.check(path, name, call)
+            if not ok:
+                return False, detail
+        return True, f"serving DRA driver {self.driver_name} on {self._paths.endpoint}"
+
+    # ---- keeping the sockets -------------------------------------------------------------------
+
+    def _keep_loop(self) -> None:
+        while not self._stopping.wait(self._poll_s):
+            try:
+                self._keep()
+            except Exception:  # the keeper must outlive a surprise; serving() reports what it left undone
+                log.exception("keeping the DRA sockets of %s failed; trying again", self.driver_name)
+
+    def _keep(self) -> None:
+        self._endpoint.keep()
+        if not self._endpoint.intact():
+            if self._registrar.intact():
+                log.warning(
+                    "%s: withdrawing the registration socket while the endpoint is not served", self.driver_name
+                )
+            self._registrar.stop(0.0, problem="not registering while the DRA endpoint is not served")
+            return
+        if self._registrar.keep():
+            self.registration.status = None  # a fresh socket: the kubelet registers us anew

@@ -6,7 +6,7 @@ own plugin (own socket, own Register, own streams), so their lifecycles never de
 Per resource the lifecycle is one state variable, a refused or slow Register cannot hold back
 another resource, and a partial re-serve is "stop that manager, start this one" with no add/remove
 protocol. The cost is a directory watch and a control thread per resource (a node serves a
-handful); all sockets are served on the one process-wide loop (event_loop.py).
+handful); all sockets are served on the one process-wide loop (serving/event_loop.py).
 
 State machine (lifecycle_state.py). The control thread does the work of the state it is in; other
 threads only move the state, which ends whatever wait the control thread is in.
@@ -57,11 +57,12 @@ from device_plugin.kubelet.lifecycle_state import (
     State,
     StateMachine,
 )
-from device_plugin.kubelet.plugin_dir import DirectoryUnusable, describe_os_error, identity, inode, socket_name
+from device_plugin.kubelet.plugin_dir import socket_name
 from device_plugin.kubelet.plugin_dir_watch import DirectoryEvents, KubeletWatcher
 from device_plugin.kubelet.registration import KUBELET_SOCKET_NAME, RegistrationAbandoned, SelfProbe, register
 from device_plugin.kubelet.served import Served, serve
 from device_plugin.kubelet.servicer import DevicePluginServicer
+from device_plugin.serving.socket_files import DirectoryUnusable, describe_os_error, identity, inode
 
 log = logging.getLogger(__name__)
 S = State

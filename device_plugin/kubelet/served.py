@@ -1,8 +1,8 @@
 """One resource served on its own socket: bind it (mode 0600), stop it, and what the lifecycle keeps.
 
 Boundary: the PluginManager decides when; this module does the binding and the stopping. It knows
-the servicer and the socket server by their interfaces (no gRPC import) and the directory through
-device_plugin.kubelet.plugin_dir.
+the servicer and the socket server by their interfaces (no gRPC import) and the socket file through
+device_plugin.serving.socket_files.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_plugin.allocation.resources import ResourceManager
-from device_plugin.kubelet.plugin_dir import (
+from device_plugin.kubelet.plugin_dir import socket_name
+from device_plugin.kubelet.servicer import DevicePluginServicer, RpcObserver, SocketServer, StreamEndedCallback
+from device_plugin.serving.socket_files import (
     DirectoryUnusable,
     bind_private,
     check_not_foreign,
     describe_os_error,
     remove_own_socket,
-    socket_name,
 )
-from device_plugin.kubelet.servicer import DevicePluginServicer, RpcObserver, SocketServer, StreamEndedCallback
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The gRPC DevicePlugin servicer for one resource, and the asyncio server that serves it on a socket.
 
 Serving model (issue 11): every plugin socket is served by a `grpc.aio` server on one process-wide
-event loop thread (device_plugin.kubelet.event_loop). A ListAndWatch stream is a coroutine parked on an
+event loop thread (device_plugin.serving.event_loop). A ListAndWatch stream is a coroutine parked on an
 asyncio event, not a thread, so no number of idle, slow or unread streams from any local client can
 hold back Allocate or GetPreferredAllocation: unary handlers run on the loop as soon as they arrive.
 They are short and CPU-bound, so they run inline (no thread hop on the kubelet's path). One feeder
@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -32,7 +33,8 @@ from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import ContainerAllocation, Device
 from device_plugin.core.errors import InvalidRequestError, PluginError
 from device_plugin.core.short_text import bounded_text
-from device_plugin.kubelet import event_loop
+from device_plugin.serving import event_loop
+from device_plugin.serving.aio_server import AioSocketServer
 
 log = logging.getLogger(__name__)
 
@@ -267,26 +269,14 @@ class SocketServer:
 
     def __init__(self, servicer: DevicePluginServicer) -> None:
         self.servicer = servicer
-        self._server: grpc.aio.Server | None = None
+        add = partial(pb_grpc.add_DevicePluginServicer_to_server, servicer)
+        self._server = AioSocketServer(servicer.resource.resource_name, add)
 
     def start(self, path: Path) -> None:
         """Bind `path` and serve. RuntimeError when gRPC cannot bind it."""
-        self._server = event_loop.run(self._start(path), timeout_s=10.0)
-
-    async def _start(self, path: Path) -> grpc.aio.Server:
-        server = grpc.aio.server()
-        pb_grpc.add_DevicePluginServicer_to_server(self.servicer, server)
-        server.add_insecure_port(f"unix://{path}")
-        await server.start()
-        return server
+        self._server.start(path)
 
     def stop(self, grace_s: float) -> None:
         """Stop serving within about `grace_s` (open streams are cancelled after it)."""
         self.servicer.shutdown()
-        server, self._server = self._server, None
-        if server is not None:
-            try:
-                event_loop.run(server.stop(grace_s), timeout_s=grace_s + 1.0)
-            except TimeoutError:
-                name = self.servicer.resource.resource_name
-                log.warning("the server for %s did not stop within %.1f s", name, grace_s)
+        self._server.stop(grace_s)

@@ -1,4 +1,4 @@
-"""The one asyncio event loop that serves every plugin socket in this process, on its own thread.
+"""The one asyncio event loop that serves every kubelet socket in this process, on its own thread.
 
 gRPC's asyncio stack shares one completion queue per process; several loops in several threads
 all wake on every event and print spurious errors, so every server of this process runs on this
@@ -9,11 +9,14 @@ threads hand it work with `run()`; nothing here knows about gRPC.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import logging
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -47,6 +50,16 @@ def run(coroutine: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
     except TimeoutError:
         future.cancel()
         raise
+
+
+def schedule(coroutine: Coroutine[Any, Any, Any]) -> None:
+    """Run `coroutine` on the serving loop without waiting for it; a failure is logged."""
+    asyncio.run_coroutine_threadsafe(coroutine, shared_loop()).add_done_callback(_log_failure)
+
+
+def _log_failure(future: concurrent.futures.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.error("a scheduled serving task failed", exc_info=future.exception())
 
 
 def call_soon(callback: Any, *args: Any) -> None:

@@ -1,0 +1,114 @@
+"""One gRPC server kept at one socket path: bound 0600, re-served when its socket or folder is removed.
+
+Boundary: one path and its server. `keep()` is called by the owner's poll (any thread; calls are
+serialised here): when our socket is not at the path any more it binds a fresh one (creating the
+folder if `create_folder`), and the old server finishes its calls for STOP_GRACE_S on its own. Another
+file at the path is refused and left untouched; the refusal is logged once, `problem()` says it
+until the file goes. `stop()` removes the socket only if it is still ours.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from device_plugin.serving.aio_server import AddServices, AioSocketServer
+from device_plugin.serving.socket_files import (
+    bind_private,
+    check_not_foreign,
+    describe_os_error,
+    file_kind,
+    inode,
+    remove_own_socket,
+)
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_S = 1.0  # how long a replaced server may finish calls it accepted before its socket went
+NOT_STARTED = "not served yet"
+
+
+class KeptSocket:
+    def __init__(self, path: Path, label: str, add_services: AddServices, *, create_folder: bool = True) -> None:
+        self.path = path
+        self.label = label
+        self._add_services = add_services
+        self._create_folder = create_folder
+        self._lock = threading.Lock()
+        self._server: AioSocketServer | None = None
+        self._inode: int | None = None
+        self._problem = NOT_STARTED  # why nothing of ours is served at the path ("" while it is)
+        self.bound = 0  # sockets bound so far (the first one and every re-serve)
+
+    def intact(self) -> bool:
+        """Our socket is at the path now (the file there has the inode we bound)."""
+        own = self._inode
+        return own is not None and inode(self.path) == own
+
+    def problem(self) -> str:
+        """Why this socket is not served as it should be now; "" when it is."""
+        with self._lock:
+            if self._inode is None:
+                return self._problem
+        if not self.intact():
+            return f"{self.label} socket {self.path} was removed or replaced; serving a fresh one"
+        return ""
+
+    def keep(self) -> bool:
+        """Serve a fresh socket unless ours is at the path. True when one was bound now."""
+        with self._lock:
+            if self.intact():
+                return False
+            replaced = self._server
+            self._server, self._inode = None, None
+            bound = self._bind()
+            if replaced is not None:
+                replaced.stop_soon(STOP_GRACE_S)
+            return bound
+
+    def _bind(self) -> bool:
+        folder = self.path.parent
+        try:
+            if self._create_folder:
+                folder.mkdir(parents=True, exist_ok=True)
+            free = check_not_foreign(self.path)
+        except OSError as error:
+            return self._refuse(f"cannot serve the {self.label} socket {self.path}: {describe_os_error(error)}")
+        if not free:
+            return self._refuse(
+                f"{self.path} is {file_kind(self.path)}, not a socket of ours: leaving it untouched "
+                f"and not serving the {self.label} socket until it is gone"
+            )
+        server = AioSocketServer(f"{self.label} {self.path}", self._add_services)
+        try:
+            own = bind_private(folder, self.path.name, server.start)
+        except (RuntimeError, OSError) as error:
+            server.stop(0.0)
+            reason = describe_os_error(error) if isinstance(error, OSError) else str(error)
+            return self._refuse(f"cannot bind the {self.label} socket {self.path}: {reason}")
+        self._server, self._inode, self._problem = server, own, ""
+        self.bound += 1
+        if self.bound == 1:
+            log.info("%s: serving on %s (mode 0600)", self.label, self.path)
+        else:
+            log.warning("%s: %s was removed or replaced; serving a fresh socket there", self.label, self.path)
+        return True
+
+    def _refuse(self, problem: str) -> bool:
+        if problem != self._problem:  # once per distinct problem: keep() runs every poll
+            log.error("%s", problem)
+        self._problem = problem
+        return False
+
+    def stop(self, grace_s: float, problem: str = "stopped") -> None:
+        """Stop serving within about `grace_s`, then remove the socket if it is still ours.
+
+        `problem` is what problem() says until keep() serves again."""
+        with self._lock:
+            server, own = self._server, self._inode
+            self._server, self._inode, self._problem = None, None, problem
+        if server is not None:
+            server.stop(grace_s)
+        if own is not None:
+            remove_own_socket(self.path, own)

@@ -1,0 +1,131 @@
+"""A DRA driver's kubelet side on real sockets under a short temporary kubelet directory, with claim
+readers that can be held (a slow API server) and a device view that can break (a Preparer bug).
+
+Built from the dgx1-v100 machine; the kubelet is the DRA stand-in of tests/dra.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from api import dra_v1_pb2, dra_v1_pb2_grpc
+from api import pluginregistration_pb2 as reg_pb2
+from api import pluginregistration_pb2_grpc as reg_grpc
+from device_plugin.dra.checkpoint import Checkpoint
+from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
+from device_plugin.dra.inventory import build_devices
+from device_plugin.dra.prepare import Preparer
+from device_plugin.nvml.fake import FakeNvml
+from tests.allocation.machines import topology_of
+
+DRIVER, NODE = "gpu.nvidia.com", "node-a"
+DGX1 = {d.name: d.uuid for d in build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))[0]}
+WAIT_S = 10.0  # a bound for a loaded machine, not a timing claim
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+@dataclass
+class Devices:
+    """The dgx1-v100's devices; `broken` makes the Preparer raise (a bug, not a per-claim problem)."""
+
+    broken: bool = False
+
+    def device_uuids(self) -> Mapping[str, str]:
+        if self.broken:
+            raise RuntimeError("device view broke\n" + "x" * 5000)
+        return DGX1
+
+    def unhealthy(self) -> frozenset[str]:
+        return frozenset()
+
+
+@dataclass
+class HeldClaims:
+    """ResourceClaims; with hold=True their reads wait until `release` is set (an API server that hangs)."""
+
+    hold: bool = False
+    claims: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    release: threading.Event = field(default_factory=threading.Event)
+    held: int = 0  # reads waiting now
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        if not self.hold:
+            self.release.set()
+
+    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        with self.lock:
+            self.held += 1
+        try:
+            self.release.wait(30.0)
+        finally:
+            with self.lock:
+                self.held -= 1
+        return self.claims.get((namespace, name))
+
+    def add(self, name: str, uid: str, device: str) -> tuple[str, str, str]:
+        self.claims[("ns", name)] = {
+            "metadata": {"namespace": "ns", "name": name, "uid": uid},
+            "status": {
+                "allocation": {
+                    "devices": {"results": [{"request": "g", "driver": DRIVER, "pool": NODE, "device": device}]}
+                }
+            },
+        }
+        return ("ns", uid, name)
+
+
+def dra_server(
+    root: Path,
+    *,
+    driver_name: str = DRIVER,
+    kubelet_dir: Path | None = None,
+    reader: HeldClaims | None = None,
+    devices: Devices | None = None,
+    poll_s: float = 0.05,
+) -> DraGrpcServer:
+    """A DraGrpcServer (not started) for `driver_name` under `kubelet_dir` (default `root`); its
+    checkpoint under `root`."""
+    preparer = Preparer(
+        driver_name=DRIVER,
+        pool_name=NODE,
+        reader=reader if reader is not None else HeldClaims(),
+        devices=devices or Devices(),
+        checkpoint=Checkpoint(root / "plugins" / DRIVER / "checkpoint.json"),
+    )
+    paths = SocketPaths.for_driver(driver_name, kubelet_dir or root)
+    return DraGrpcServer(driver_name, paths, preparer, poll_s=poll_s)
+
+
+def get_info(socket: Path, timeout_s: float = 5.0) -> reg_pb2.PluginInfo:
+    with grpc.insecure_channel(f"unix:{socket}") as channel:
+        return reg_grpc.RegistrationStub(channel).GetInfo(reg_pb2.InfoRequest(), timeout=timeout_s)
+
+
+def claims_request(message: Any, claims: list[tuple[str, str, str]]) -> Any:
+    return message(claims=[dra_v1_pb2.Claim(namespace=n, uid=u, name=m) for n, u, m in claims])
+
+
+def prepare(socket: Path, claims: list[tuple[str, str, str]], timeout_s: float = 5.0) -> Any:
+    with grpc.insecure_channel(f"unix:{socket}") as channel:
+        request = claims_request(dra_v1_pb2.NodePrepareResourcesRequest, claims)
+        return dra_v1_pb2_grpc.DRAPluginStub(channel).NodePrepareResources(request, timeout=timeout_s)
+
+
+def unprepare(socket: Path, claims: list[tuple[str, str, str]], timeout_s: float = 5.0) -> Any:
+    with grpc.insecure_channel(f"unix:{socket}") as channel:
+        request = claims_request(dra_v1_pb2.NodeUnprepareResourcesRequest, claims)
+        return dra_v1_pb2_grpc.DRAPluginStub(channel).NodeUnprepareResources(request, timeout=timeout_s)
