@@ -1,0 +1,18 @@
+"""Names on the wire that are ours or NVIDIA's, in one place, so a clash is decided once.
+
+NVIDIA's names are used only where we mean exactly what NVIDIA's components mean by them (the resource
+`nvidia.com/gpu`, the CDI kind, feature discovery's `nvidia.com/gpu.*` labels that we write with the same
+meaning). Everything of our own (topology labels and DRA attributes that NVIDIA does not define) lives
+under OWN_DOMAIN, which an operator can change. Nothing here is under kubernetes.io.
+"""
+
+from __future__ import annotations
+
+# The resource name kubelet, schedulers and Kueue count whole GPUs by; NVIDIA's, same meaning.
+GPU_RESOURCE = "nvidia.com/gpu"
+
+# The vendor/class of the CDI spec nvidia-ctk generates; NVIDIA's, same meaning.
+CDI_KIND = "nvidia.com/gpu"
+
+# Our own domain for labels and DRA attributes NVIDIA does not define (configurable where used).
+OWN_DOMAIN = "gpu-device-plugin.io"
