@@ -26,6 +26,7 @@ from typing import Any
 from device_plugin.config.model import CLI_SETTINGS, Config, config_file_path, load_config
 from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.core.errors import ConfigError, NvmlUnavailableError, PluginError
+from device_plugin.core.version import package_version
 from device_plugin.health.fake_events import FakeEventsTail
 from device_plugin.kubelet.front_end import DevicePluginFrontEnd
 from device_plugin.node.front_end import FrontEnd
@@ -116,7 +117,14 @@ def _run(args: argparse.Namespace) -> int:
         print(f"gpu-device-plugin: config error: {error}", file=sys.stderr)
         return 2
     configure_logging(config.daemon.log_format, args.log_level)
-    log.info("effective config (%s): %s", "; ".join(config.sources) or "defaults", config.describe())
+    # One line that a bug report always has: which version, which mode, with what settings.
+    log.info(
+        "gpu-device-plugin %s, mode %s; effective config (%s): %s",
+        package_version(),
+        config.daemon.mode,
+        "; ".join(config.sources) or "defaults",
+        config.describe(),
+    )
     if args.fake_events and not args.machine:
         log.error("--fake-events needs --machine: faults can only be injected into a simulated machine")
         return 2
