@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from device_plugin.config.model import load_config
+from device_plugin.config.loader import load_config
 from device_plugin.core.errors import ConfigError
 from tests.adversarial.test_config_file_limits import alias_bomb, deep_block_mapping, indented
 

@@ -1,6 +1,6 @@
 """Shared by demo, allocate, labels and topology: --config / --mig-strategy, and the node `run` would serve.
 
-The config is loaded exactly as `run` loads it (CLI > env > file, run.load_effective_config) and the
+The config is loaded exactly as `run` loads it (CLI > env > file, config/loader.py) and the
 node is built by the daemon's composition root (composition.build_node), so these commands show what
 the daemon would serve with the same machine and config: a MIG-enabled GPU is never offered whole,
 MIG resources follow migStrategy, and time-slicing turns GPUs into replicas.
@@ -10,31 +10,29 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from device_plugin.allocation.resources import ResourceManager
+from device_plugin.config.arguments import add_config_file_argument, add_setting_arguments
+from device_plugin.config.loader import load_effective_config
 from device_plugin.config.model import Config
 from device_plugin.node.composition import Node, build_node
 from device_plugin.nvml.protocol import NvmlBackend
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config", metavar="FILE", help="config file, as `run --config` takes it (env CONFIG_FILE); default: none"
-    )
-    parser.add_argument(
-        "--mig-strategy", metavar="none|single|mixed", help="as `run --mig-strategy` (env MIG_STRATEGY); default none"
-    )
+    """`--config` and `--mig-strategy`, declared once (config/arguments.py), as `run` takes them."""
+    add_config_file_argument(parser)
+    add_setting_arguments(parser, ("flags.migStrategy",))
 
 
 def load_cli_config(args: argparse.Namespace) -> Config:
     """The effective config `run` would load with these flags (ConfigError names the field)."""
-    from device_plugin.commands.run import load_effective_config  # deferred: run pulls in the daemon
-
-    return load_effective_config(args)
+    return load_effective_config(args, os.environ)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ import socket
 import sys
 
 from device_plugin.commands._machine import fail
-from device_plugin.config.model import config_file_path, load_config
+from device_plugin.config.arguments import add_config_file_argument
+from device_plugin.config.loader import load_effective_config
 from device_plugin.core.errors import PluginError
 
 NAME = "dra"
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     slices.add_argument(
         "--machine", metavar="NAME|FILE", help="a shipped machine or a description file (default: NVML)"
     )
-    slices.add_argument("--config", metavar="FILE", help="config file (driver name: gpuDevicePlugin.driverName)")
+    add_config_file_argument(slices)  # the driver name: gpuDevicePlugin.driverName
     slices.add_argument("--node-name", metavar="N", help="node name (default: env NODE_NAME, else the host name)")
     slices.add_argument(
         "--api-version", default="v1", choices=("v1", "v1beta2", "v1beta1"), help="resource.k8s.io version"
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from device_plugin.topology.build import build_topology
 
     try:
-        config = load_config(config_file=config_file_path(args.config, os.environ), env=os.environ)
+        config = load_effective_config(args, os.environ)
         node = args.node_name or os.environ.get("NODE_NAME") or socket.gethostname()
         backend = open_backend(args.machine)
         try:

@@ -21,9 +21,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from device_plugin.config.model import CLI_SETTINGS, Config, config_file_path, load_config
+from device_plugin.config.arguments import add_config_file_argument, add_setting_arguments
+from device_plugin.config.loader import sources_from_args
+from device_plugin.config.model import Config
 from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.core.errors import ConfigError, NvmlUnavailableError, PluginError
 from device_plugin.core.version import package_version
@@ -43,8 +44,6 @@ HELP = "Run the device plugin daemon (real NVML, or a simulated machine with --m
 
 log = logging.getLogger("device_plugin")
 
-# CLI flag dest -> config field (dotted path in the config file), from the fields' declarations.
-CLI_FIELDS = {d.setting.cli.dest: d.path for d in CLI_SETTINGS if d.setting.cli is not None}
 STOP_TIMEOUT_S = 3.5  # the runtime's share; the watchers' joins after it keep SIGTERM to exit under 5 s
 STOPPING = {  # what a stop does first, per mode, for the log line
     "device-plugin": "sending empty device lists and stopping",
@@ -54,23 +53,14 @@ STOPPING = {  # what a stop does first, per mode, for the log line
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--machine", metavar="NAME|FILE", help="simulate a machine (shipped name or YAML file)")
-    parser.add_argument("--config", metavar="FILE", help="config file, NVIDIA's version: v1 format (env CONFIG_FILE)")
-    add_config_arguments(parser)
+    add_config_file_argument(parser)
+    add_setting_arguments(parser)  # one flag per declared setting (config/arguments.py)
     parser.add_argument(
         "--fake-events",
         metavar="FILE",
         help='with --machine: inject faults from JSON lines appended to FILE, e.g. {"gpu": 3, "xid": 79}',
     )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
-
-
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per config field that declares one (no default: an absent flag leaves env and file in charge)."""
-    for declared in CLI_SETTINGS:
-        cli = declared.setting.cli
-        assert cli is not None
-        extra: dict[str, Any] = {"nargs": "?", "const": "true"} if cli.optional_value else {}
-        parser.add_argument(cli.flag, metavar=cli.metavar, help=cli.help, **extra)
 
 
 class JsonFormatter(logging.Formatter):
@@ -97,11 +87,6 @@ def configure_logging(log_format: str, level: str = "INFO") -> None:
     root.setLevel(level.upper())
 
 
-def load_effective_config(args: argparse.Namespace) -> Config:
-    cli = {path: getattr(args, dest, None) for dest, path in CLI_FIELDS.items()}
-    return load_config(config_file=config_file_path(args.config, os.environ), env=os.environ, cli=cli)
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
@@ -112,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     signals = install_signal_handlers()  # already installed by the CLI before its imports; idempotent
     try:
-        config = load_effective_config(args)
+        sources = sources_from_args(args, os.environ)  # read again, the same way, at every reload
+        config = sources.load()
     except ConfigError as error:
         print(f"gpu-device-plugin: config error: {error}", file=sys.stderr)
         return 2
@@ -144,11 +130,9 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as error:  # a bad machine description
         log.error("cannot load machine %s: %s", args.machine, error)
         return 2
-    config_file = config_file_path(args.config, os.environ)
+    config_file = sources.config_file
     try:
-        runtime = NodeRuntime(
-            backend, config, make_front_end(), load_config=lambda: load_effective_config(args), config_file=config_file
-        )
+        runtime = NodeRuntime(backend, config, make_front_end(), load_config=sources.load, config_file=config_file)
     except ConfigError as error:
         log.error("config error: %s", error)
         backend.close()

@@ -14,7 +14,8 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from device_plugin.config.model import Config, check_labels_file
+from device_plugin.config.loader import check_labels_file
+from device_plugin.config.model import Config
 from device_plugin.config.reading import read_regular_file
 from device_plugin.core.errors import ConfigError, PluginError
 
@@ -42,7 +43,10 @@ class ConfigFileReload:
         self._unserved = None
         try:
             config = self._load_config()
-            check_labels_file(config.daemon.labels_file, running.daemon.device_plugin_dir)  # the running dir
+            if config.daemon.device_plugin_dir != running.daemon.device_plugin_dir:
+                # The loader checked labelsFile against the new devicePluginDir, which waits for a
+                # restart: the running one is what the labels are written beside until then.
+                check_labels_file(config.daemon.labels_file, running.daemon.device_plugin_dir)
         except PluginError as error:
             log.error("config file changed but is invalid, keeping the running config: %s", error)
             return running

@@ -31,7 +31,12 @@ class PluginFlags:
         default=False,
         reload=RESERVE,
         env="PASS_DEVICE_SPECS",
-        cli=CliFlag("--pass-device-specs", "(env PASS_DEVICE_SPECS)", "BOOL", optional_value=True),
+        cli=CliFlag(
+            "--pass-device-specs",
+            "Allocate also returns the device nodes (for the CPU manager)",
+            "BOOL",
+            optional_value=True,
+        ),
     )
     device_list_strategy: tuple[str, ...] = setting(
         "deviceListStrategy",
@@ -39,7 +44,11 @@ class PluginFlags:
         default=("envvar",),
         reload=RESERVE,
         env="DEVICE_LIST_STRATEGY",
-        cli=CliFlag("--device-list-strategy", "comma-separated (env DEVICE_LIST_STRATEGY)", "LIST"),
+        cli=CliFlag(
+            "--device-list-strategy",
+            "how Allocate names the devices: envvar, volume-mounts, cdi-annotations, cdi-cri; comma-separated",
+            "LIST",
+        ),
     )
     device_id_strategy: str = setting(
         "deviceIDStrategy",
@@ -47,7 +56,7 @@ class PluginFlags:
         default="uuid",
         reload=RESERVE,
         env="DEVICE_ID_STRATEGY",
-        cli=CliFlag("--device-id-strategy", "uuid|index (env DEVICE_ID_STRATEGY)"),
+        cli=CliFlag("--device-id-strategy", "uuid|index: device IDs in Allocate answers"),
     )
     cdi_annotation_prefix: str = setting(
         "cdiAnnotationPrefix", STR, default="cdi.k8s.io/", reload=RESERVE, env="CDI_ANNOTATION_PREFIX"
@@ -71,7 +80,7 @@ class Flags:
         default="none",
         reload=RESERVE,
         env="MIG_STRATEGY",
-        cli=CliFlag("--mig-strategy", "none|single|mixed (env MIG_STRATEGY)"),
+        cli=CliFlag("--mig-strategy", "none|single|mixed: how MIG devices are served", "none|single|mixed"),
     )
     fail_on_init_error: bool = setting(
         "failOnInitError",
@@ -79,7 +88,12 @@ class Flags:
         default=True,
         reload=RESERVE,
         env="FAIL_ON_INIT_ERROR",
-        cli=CliFlag("--fail-on-init-error", "(env FAIL_ON_INIT_ERROR)", "BOOL", optional_value=True),
+        cli=CliFlag(
+            "--fail-on-init-error",
+            "exit when NVML cannot start (false: wait without serving)",
+            "BOOL",
+            optional_value=True,
+        ),
     )
     nvidia_driver_root: str = setting(
         "nvidiaDriverRoot",
@@ -87,7 +101,7 @@ class Flags:
         default="/",
         reload=RESERVE,
         env="NVIDIA_DRIVER_ROOT",
-        cli=CliFlag("--nvidia-driver-root", "(env NVIDIA_DRIVER_ROOT)", "DIR"),
+        cli=CliFlag("--nvidia-driver-root", "the host's NVIDIA driver root (device nodes for passDeviceSpecs)", "DIR"),
     )
     # None: same as nvidia_driver_root
     nvidia_dev_root: str | None = setting("nvidiaDevRoot", STR, default=None, reload=RESERVE, env="NVIDIA_DEV_ROOT")

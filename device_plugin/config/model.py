@@ -1,12 +1,11 @@
-"""The daemon's configuration: NVIDIA's `version: v1` file, env variables and CLI flags, merged once.
+"""The daemon's configuration: NVIDIA's `version: v1` file, env variables and CLI flags, as typed values.
 
 Each field is declared once, on its dataclass attribute (config/declare.py): file key, check, default,
 env var, CLI flag and reload class. NVIDIA's `flags` are declared in config/flags.py, our
 `gpuDevicePlugin` section here, its `health` keys in config/health.py. The schema table (FIELDS), the
 env map (ENV_FIELDS) and the flags `run` adds (CLI_SETTINGS) are derived from the declarations.
-Precedence: CLI > env > file > default. Env and CLI values are turned into file-shaped values first
-(errors name the variable or flag and the field), merged into the file's mapping, and the result is
-checked in one pass, so every source obeys the same rules. The outcome is a frozen dataclass tree.
+parse_config checks the merged, file-shaped mapping in one pass; config/loader.py merges the sources
+(CLI > env > file > default) into it. The outcome is a frozen dataclass tree.
 `sharing` is parsed into typed values here too (config/sharing.py); only its checks that need the GPUs
 (indices and UUIDs in `devices`) wait for build time (timeslice/config.py). `resources` and `imex` keep
 their validated raw shape.
@@ -25,12 +24,9 @@ from device_plugin.config.declare import SECTION, SETTING, CliFlag, Reload, decl
 from device_plugin.config.flags import Flags
 from device_plugin.config.health import ENV_VARS as HEALTH_ENV_VARS
 from device_plugin.config.health import HealthConfig, parse_health_config
-from device_plugin.config.merge import from_text, put, walk
-from device_plugin.config.reading import load_config_file
-from device_plugin.config.safe_write import check_write_target
+from device_plugin.config.merge import walk
 from device_plugin.config.schema import (
     BOOL,
-    CONFIG_FILE_ENV,
     DEFAULT_DRA_DRIVER_NAME,
     DEFAULT_METRICS_ADDRESS,
     DNS_SUBDOMAIN,
@@ -73,7 +69,9 @@ class DaemonSettings:
         default=DEFAULT_DEVICE_PLUGIN_DIR,
         reload=Reload.RESTART,
         env="DEVICE_PLUGIN_DIR",
-        cli=CliFlag("--device-plugin-dir", "kubelet device-plugin dir (env DEVICE_PLUGIN_DIR)", "DIR"),
+        cli=CliFlag(
+            "--device-plugin-dir", "the kubelet's device-plugin directory (the kubelet dir is its parent)", "DIR"
+        ),
     )
     # host:port for /metrics, /healthz, /readyz; empty: off
     metrics_address: str = setting(
@@ -83,7 +81,7 @@ class DaemonSettings:
         reload=Reload.RESTART,
         env="METRICS_ADDRESS",
         empty_means_off=True,
-        cli=CliFlag("--metrics-address", "(env METRICS_ADDRESS)", "HOST:PORT"),
+        cli=CliFlag("--metrics-address", 'serve /metrics, /healthz, /readyz here; "" turns it off', "HOST:PORT"),
     )
     # GPU memory/utilisation/temperature/power gauges; off where DCGM exporter runs
     gpu_gauges: bool = setting("gpuGauges", BOOL, default=True, reload=Reload.RESTART, env="GPU_GAUGES")
@@ -93,7 +91,7 @@ class DaemonSettings:
         default="text",
         reload=Reload.RESTART,
         env="LOG_FORMAT",
-        cli=CliFlag("--log-format", "text|json (env LOG_FORMAT)"),
+        cli=CliFlag("--log-format", "text|json", "text|json"),
     )
     # node-feature-discovery features.d file to keep up to date; empty: off
     labels_file: str = setting(
@@ -103,7 +101,7 @@ class DaemonSettings:
         reload=Reload.AT_ONCE,
         env="LABELS_FILE",
         empty_means_off=True,
-        cli=CliFlag("--labels-file", "NFD features.d file to keep current (env LABELS_FILE)", "FILE"),
+        cli=CliFlag("--labels-file", "node-feature-discovery features.d file to keep current", "FILE"),
     )
     # how often MIG layouts and the GPU list are re-read
     rescan_interval_s: float = setting(
@@ -112,7 +110,7 @@ class DaemonSettings:
         default=60.0,
         reload=Reload.AT_ONCE,
         env="RESCAN_INTERVAL_SECONDS",
-        cli=CliFlag("--rescan-interval-s", "re-read GPUs and MIG layouts every N s (default 60)", "SECONDS"),
+        cli=CliFlag("--rescan-interval-s", "re-read the GPUs and MIG layouts every N seconds", "SECONDS"),
     )
     # Allocate sets GPU_DEVICE_PLUGIN_NICS (the allocated GPUs' close RDMA NICs)
     nic_hints: bool = setting("nicHints", BOOL, default=False, reload=Reload.NEXT_RESERVE, env="NIC_HINTS")
@@ -126,7 +124,12 @@ class DaemonSettings:
         default="device-plugin",
         reload=Reload.START_ONLY,
         env="PLUGIN_MODE",
-        cli=CliFlag("--mode", "device-plugin|dra (env PLUGIN_MODE); dra: see `gpu-device-plugin dra`"),
+        cli=CliFlag(
+            "--mode",
+            "device-plugin|dra; dra needs NODE_NAME (downward API) and an API server ($KUBECONFIG or the pod's "
+            "service account)",
+            "device-plugin|dra",
+        ),
     )
     # the DRA driver name (mode dra only)
     driver_name: str = setting(
@@ -135,7 +138,7 @@ class DaemonSettings:
         default=DEFAULT_DRA_DRIVER_NAME,
         reload=Reload.START_ONLY,
         env="DRA_DRIVER_NAME",
-        cli=CliFlag("--dra-driver-name", "DRA driver name (env DRA_DRIVER_NAME)", "NAME"),
+        cli=CliFlag("--dra-driver-name", "the DRA driver name (mode dra)", "NAME"),
     )
 
 
@@ -186,56 +189,7 @@ EMPTY_MEANS_OFF_ENV = frozenset(d.setting.env for d in SETTINGS if d.setting.env
 CLI_SETTINGS = tuple(d for d in SETTINGS if d.setting.cli is not None)  # commands/run.py adds these flags
 
 
-# ---- loading -----------------------------------------------------------------------------------
-
-
-def read_config_file(path: Path) -> dict[str, Any]:
-    """The file's top-level mapping, read within the limits of device_plugin.config_file."""
-    return load_config_file(path)
-
-
-def config_file_path(cli_path: str | None, env: Mapping[str, str]) -> Path | None:
-    if cli_path:
-        return Path(cli_path)
-    from_env = env.get(CONFIG_FILE_ENV, "")
-    return Path(from_env) if from_env else None
-
-
-def load_config(
-    *,
-    config_file: Path | None = None,
-    env: Mapping[str, str] | None = None,
-    cli: Mapping[str, str | None] | None = None,
-) -> Config:
-    """Merge file, env and CLI (keys of `cli` are dotted field paths, values their text)."""
-    raw = read_config_file(config_file) if config_file is not None else {}
-    sources = [f"file {config_file}"] if config_file is not None else []
-    env_set = [
-        (name, text)
-        for name, text in sorted((env or {}).items())
-        if name in ENV_FIELDS and (text != "" or name in EMPTY_MEANS_OFF_ENV)
-    ]
-    for name, text in env_set:
-        path = ENV_FIELDS[name]
-        put(raw, path, from_text(FIELDS, path, text, origin=f"env {name}"))
-    if env_set:
-        sources.append("env " + ",".join(name for name, _ in env_set))
-    cli_set = [(path, text) for path, text in sorted((cli or {}).items()) if text is not None]
-    for path, text in cli_set:
-        put(raw, path, from_text(FIELDS, path, text, origin="command line"))
-    if cli_set:
-        sources.append("cli " + ",".join(path for path, _ in cli_set))
-    config = parse_config(raw, sources=tuple(sources), env=env)
-    check_labels_file(config.daemon.labels_file, config.daemon.device_plugin_dir)
-    return config
-
-
-def check_labels_file(labels_file: str, device_plugin_dir: Path) -> None:
-    """Refuse a labels file inside the device-plugin directory or onto a non-regular file (ConfigError).
-
-    A reload passes the *running* directory: a new devicePluginDir only applies after a restart."""
-    if labels_file:
-        check_write_target(Path(labels_file), refuse_under=(device_plugin_dir,), field=f"{OUR_SECTION}.labelsFile")
+# ---- parsing -------------------------------------------------------------------------------------
 
 
 def parse_config(

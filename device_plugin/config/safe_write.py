@@ -2,9 +2,10 @@
 
 Boundary: path checks and one atomic write; what goes into the file is the caller's. The docs
 promise we never touch files we do not own, and a ConfigMap can name any path, so:
-- a target inside a refused directory (the kubelet's device-plugin directory, whose
-  kubelet_internal_checkpoint a labels file once overwrote) is refused, comparing both the path as
-  written and the path with every existing symlink followed;
+- a target inside a refused directory is refused, comparing both the path as written and the path
+  with every existing symlink followed. The kubelet directories we serve in (kubelet_owned_dirs: the
+  device-plugin directory, whose kubelet_internal_checkpoint a labels file once overwrote, and beside
+  it plugins/, holding the DRA sockets and our DRA checkpoint, and plugins_registry/) are refused;
 - a target that exists must be a regular file (a symlink to one is fine: the rename replaces the
   link itself); a FIFO, a device, a directory or a socket is refused, and never opened for reading
   without O_NONBLOCK, so nothing can hang or fill memory;
@@ -26,6 +27,15 @@ from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short_path
 
 MAX_EXISTING_BYTES = 1024 * 1024  # the old content is read only to skip unchanged writes
+# The kubelet's directories beside its device-plugin directory: DRA sockets and driver state (our DRA
+# checkpoint lies in plugins/<driver>/), and the plugin registration sockets.
+KUBELET_SIBLING_DIRS = ("plugins", "plugins_registry")
+
+
+def kubelet_owned_dirs(device_plugin_dir: Path) -> tuple[Path, ...]:
+    """The directories a file we write must stay out of: devicePluginDir and the kubelet dirs beside it."""
+    kubelet_dir = Path(device_plugin_dir).parent
+    return (Path(device_plugin_dir), *(kubelet_dir / name for name in KUBELET_SIBLING_DIRS))
 
 
 def check_write_target(path: Path, *, refuse_under: Sequence[Path], field: str) -> Path:
@@ -38,8 +48,8 @@ def check_write_target(path: Path, *, refuse_under: Sequence[Path], field: str) 
             if any(candidate == d or d in candidate.parents for d in refused):
                 raise ConfigError(
                     field,
-                    f"{short_path(path)} lies in {short_path(directory)}, which holds the kubelet's files; "
-                    "choose a path outside it",
+                    f"{short_path(path)} lies in {short_path(directory)}, which holds the kubelet's files "
+                    "(sockets, checkpoints); choose a path outside it",
                 )
     try:
         mode = os.stat(absolute).st_mode  # follows a final symlink: what would a reader get?

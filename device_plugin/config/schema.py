@@ -63,6 +63,13 @@ def _text(field: str, text: str) -> str:
     return text
 
 
+def _path(field: str, value: Any) -> Path:
+    # An empty path would silently mean the working directory (Path("") is ".").
+    if not _str(field, value).strip():
+        raise ConfigError(field, "must be a path, got an empty string")
+    return Path(value)
+
+
 def _choice(*choices: str) -> Field:
     def check(field: str, value: Any) -> str:
         if value not in choices:
@@ -148,7 +155,7 @@ RESCAN_INTERVAL = Seconds(1.0, 86400.0)
 
 BOOL = Field(_bool, _bool_text)
 STR = Field(_str, _text)
-PATH = Field(lambda field, value: Path(_str(field, value)), _text)
+PATH = Field(_path, _text)
 STRATEGY_LIST = Field(_strategy_list, _strategy_text)
 DNS_SUBDOMAIN = Field(_dns_subdomain, _dns_subdomain)
 RAW_MAPPING = Field(_mapping, _no_text)  # a section another parser reads (config/health.py)

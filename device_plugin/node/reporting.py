@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config.model import Config
+from device_plugin.config.safe_write import kubelet_owned_dirs
 from device_plugin.node.composition import Node
 from device_plugin.node.front_end import FrontEnd
 from device_plugin.nvml.protocol import NvmlBackend
@@ -90,7 +91,9 @@ def node_endpoint(config: Config, registry: CollectorRegistry, front_end: FrontE
 
 
 def labels_writer(labels_file: str, device_plugin_dir: Path) -> FeaturesFileWriter | None:
-    return FeaturesFileWriter(Path(labels_file), refuse_under=(device_plugin_dir,)) if labels_file else None
+    if not labels_file:
+        return None
+    return FeaturesFileWriter(Path(labels_file), refuse_under=kubelet_owned_dirs(device_plugin_dir))
 
 
 def refresh_labels(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from device_plugin.config.model import DEFAULT_DEVICE_PLUGIN_DIR
-from device_plugin.config.safe_write import write_atomically
+from device_plugin.config.safe_write import kubelet_owned_dirs, write_atomically
 from device_plugin.core.errors import PluginError
 from device_plugin.core.gpu_models import mig_capable, model_facts
 from device_plugin.nvml.protocol import NvmlBackend
@@ -215,14 +215,15 @@ class FeaturesFileWriter:
     """Keeps one NFD features.d file in step with the labels; rewrites only when the content changes.
 
     The path is checked at every write (device_plugin.config.safe_write): never inside `refuse_under` (the
-    kubelet's device-plugin directory), never onto something that is not a regular file.
+    kubelet directories we serve in: device-plugins/, plugins/, plugins_registry/), never onto something
+    that is not a regular file.
     """
 
     def __init__(
         self,
         path: Path = DEFAULT_FEATURES_FILE,
         *,
-        refuse_under: Sequence[Path] = (DEFAULT_DEVICE_PLUGIN_DIR,),
+        refuse_under: Sequence[Path] = kubelet_owned_dirs(DEFAULT_DEVICE_PLUGIN_DIR),
         field: str = LABELS_FILE_FIELD,
     ) -> None:
         self.path = path

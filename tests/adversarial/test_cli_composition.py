@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.cli import main
-from device_plugin.config.model import load_config
+from device_plugin.config.loader import load_config
 from device_plugin.node.composition import build_node
 from device_plugin.node.reporting import label_options
 from device_plugin.nvml.backends import open_backend

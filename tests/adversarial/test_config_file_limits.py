@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from device_plugin.config.model import load_config
+from device_plugin.config.loader import load_config
 from device_plugin.core.errors import ConfigError
 
 HANG_GUARD_S = 20.0  # not a performance bound: a hang fails the test instead of stopping the suite

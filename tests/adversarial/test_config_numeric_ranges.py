@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from device_plugin.config.model import load_config, parse_config
+from device_plugin.config.loader import load_config
+from device_plugin.config.model import parse_config
 from device_plugin.core.errors import ConfigError
 
 H = "gpuDevicePlugin.health"

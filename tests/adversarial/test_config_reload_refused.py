@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.config.model import Config, load_config
+from device_plugin.config.loader import load_config
+from device_plugin.config.model import Config
 from device_plugin.kubelet.front_end import DevicePluginFrontEnd, device_plugin_runtime
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.node.runtime import NodeRuntime

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.config.model import load_config
+from device_plugin.config.loader import load_config
 from device_plugin.core.errors import ConfigError
 from device_plugin.node.composition import GPU_RESOURCE, build_node
 from device_plugin.nvml.backends import open_backend

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.config.model import Config, config_file_path, load_config
+from device_plugin.config.loader import config_file_path, load_config
+from device_plugin.config.model import Config
 from device_plugin.core.errors import ConfigError
 
 NVIDIA_EXAMPLE = """\
@@ -118,6 +119,8 @@ def test_valid_files(tmp_path: Path, text: str, check) -> None:
         ("resources: {gpus: [{pattern: '*'}]}\n", "resources.gpus[0].name"),
         ("imex: {channelIDs: [3]}\n", "imex.channelIDs"),
         ("gpuDevicePlugin: {logFormat: xml}\n", "gpuDevicePlugin.logFormat"),
+        ("gpuDevicePlugin: {devicePluginDir: ''}\n", "gpuDevicePlugin.devicePluginDir"),
+        ("gpuDevicePlugin: {devicePluginDir: ' '}\n", "gpuDevicePlugin.devicePluginDir"),
         ("[1, 2]\n", "config file"),
         ("flags: {migStrategy: [\n", "config file"),
     ],
@@ -139,6 +142,8 @@ def test_valid_files(tmp_path: Path, text: str, check) -> None:
         "resource-without-name",
         "imex-channel",
         "bad-log-format",
+        "empty-device-plugin-dir",
+        "blank-device-plugin-dir",
         "not-a-mapping",
         "broken-yaml",
     ],
@@ -147,6 +152,12 @@ def test_invalid_files_name_the_field(tmp_path: Path, text: str, field: str) -> 
     with pytest.raises(ConfigError) as caught:
         load_config(config_file=write(tmp_path, text))
     assert caught.value.field == field
+
+
+def test_an_empty_device_plugin_dir_flag_is_refused_not_taken_as_the_working_dir() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(cli={"gpuDevicePlugin.devicePluginDir": ""})
+    assert caught.value.field == "gpuDevicePlugin.devicePluginDir" and "empty" in caught.value.message
 
 
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
@@ -232,8 +243,9 @@ def test_nvidia_env_names_map_to_their_fields() -> None:
         ("/cli.yaml", {"CONFIG_FILE": "/env.yaml"}, "/cli.yaml"),
         (None, {"CONFIG_FILE": "/env.yaml"}, "/env.yaml"),
         (None, {}, None),
+        (None, {"CONFIG_FILE": ""}, None),
     ],
-    ids=["cli-wins", "env", "none"],
+    ids=["cli-wins", "env", "none", "empty-env-is-unset"],
 )
 def test_config_file_path_precedence(cli: str | None, env: dict, expected: str | None) -> None:
     found = config_file_path(cli, env)

@@ -7,14 +7,16 @@ mistake fails here, naming the field.
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from device_plugin.commands.run import CLI_FIELDS, add_arguments, load_effective_config
+from device_plugin.commands.run import add_arguments
 from device_plugin.config.declare import Reload
 from device_plugin.config.health import KNOWN_KEYS, HealthConfig
+from device_plugin.config.loader import CLI_FIELDS, load_effective_config
 from device_plugin.config.model import EMPTY_MEANS_OFF_ENV, ENV_FIELDS, FIELDS, SETTINGS, Config, DaemonSettings
 from device_plugin.config.reload import keep_restart_only, reload_class, serving_settings
 
@@ -108,7 +110,7 @@ def test_generated_flags_reach_the_config(
         monkeypatch.delenv(name, raising=False)
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    config: object = load_effective_config(parser.parse_args(argv))
+    config: object = load_effective_config(parser.parse_args(argv), os.environ)
     for attr in path:
         config = getattr(config, attr)
     assert config == value

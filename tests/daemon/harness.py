@@ -15,7 +15,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from device_plugin.config.health import HealthConfig
-from device_plugin.config.model import Config, load_config
+from device_plugin.config.loader import load_config
+from device_plugin.config.model import Config
 from device_plugin.kubelet.front_end import DevicePluginFrontEnd, device_plugin_runtime
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.node.runtime import NodeRuntime

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from device_plugin.config.model import load_config
+from device_plugin.config.loader import load_config
 from device_plugin.node.composition import build_node
 from device_plugin.node.reporting import label_options
 from device_plugin.nvml.fake import FakeNvml

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.config.model import load_config
+from device_plugin.config.loader import load_config
 from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.fake import FakeNvml

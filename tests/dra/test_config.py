@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.cli import main
-from device_plugin.config.model import load_config
+from device_plugin.config.loader import load_config
 from device_plugin.core.errors import ConfigError
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from device_plugin.config.health import HealthConfig
-from device_plugin.config.model import Config, load_config
+from device_plugin.config.loader import load_config
+from device_plugin.config.model import Config
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra.inventory import STANDARD, build_devices
 from device_plugin.dra.kube import api_client

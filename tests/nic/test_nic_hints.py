@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.allocation.response_builders import NIC_HINTS_ENV, StrategyResponseBuilder
-from device_plugin.config.model import load_config
+from device_plugin.config.loader import load_config
 from device_plugin.core.errors import ConfigError
 from device_plugin.nvml.backends import open_backend
 from tests.composed import build_resources
