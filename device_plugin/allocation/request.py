@@ -1,10 +1,13 @@
-"""ValidatedRequest: a GetPreferredAllocation request for one container, checked once.
+"""The one place a kubelet request is checked: GetPreferredAllocation and Allocate, per container.
 
-Boundary: `validate_preferred` is the only place a request's IDs and size are checked, and the only
-way to build a ValidatedRequest (the constructor refuses anything else), so an AllocationPolicy that
-receives one needs no checks of its own. ResourceManager calls it on every request; tests call it to
-build a policy's input the way production does. Checks about a policy's device *kind* (whole GPUs for
-the topology policy) are made when the resource is composed, not per request.
+Boundary: `require_containers` checks the message (at least one container); `validate_preferred` checks
+one GetPreferredAllocation container and is the only way to build a ValidatedRequest (the constructor
+refuses anything else), so an AllocationPolicy that receives one needs no checks of its own, and the
+allocator is then called through its unchecked entry (Allocator.decide_checked). `validate_allocate`
+checks one Allocate container into a CheckedAllocation. ResourceManager calls these on every request
+and nothing after them checks the request again; tests call them to build a policy's input the way
+production does. Checks about a policy's device *kind* (whole GPUs for the topology policy) are made
+when the resource is composed, not per request.
 
 GetPreferredAllocation runs on the kubelet's admission path: validation is one pass over sets, IDs are
 ordered by a precomputed rank (a dict lookup), and error text is built only when a request is refused.
@@ -12,11 +15,11 @@ ordered by a precomputed rank (a dict lookup), and error text is built only when
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 
 from device_plugin.core.devices import Device
-from device_plugin.core.errors import InvalidRequestError, UnknownDeviceError
+from device_plugin.core.errors import InvalidRequestError, UnhealthyDeviceError, UnknownDeviceError
 from device_plugin.core.short_text import bounded_ids
 
 _SEAL = object()  # held only by validate_preferred
@@ -41,6 +44,20 @@ class ValidatedRequest:
     def __post_init__(self) -> None:
         if self._seal is not _SEAL:
             raise TypeError("a ValidatedRequest is built by validate_preferred() only")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedAllocation:
+    """One Allocate container, valid against the resource: known, healthy, distinct devices in canonical order."""
+
+    resource_name: str
+    devices: tuple[Device, ...]
+
+
+def require_containers(containers: Sized) -> None:
+    """A request with no containers asks for nothing: refused (both RPCs)."""
+    if not len(containers):
+        raise InvalidRequestError("container_requests is empty")
 
 
 def validate_preferred(
@@ -93,3 +110,28 @@ def check_choice(request: ValidatedRequest, chosen: Sequence[str]) -> None:
         or not picked.issuperset(request.must_include)
     ):
         raise RuntimeError(f"{request.resource_name}: allocation policy returned an invalid set {list(chosen)}")
+
+
+def validate_allocate(
+    resource_name: str, devices: Mapping[str, Device], rank: Mapping[str, int], device_ids: Sequence[str]
+) -> CheckedAllocation:
+    """Check one Allocate container; `rank` as for validate_preferred.
+
+    Raises InvalidRequestError (UnknownDeviceError, UnhealthyDeviceError for the two kinds the metrics
+    tell apart) with a bounded message.
+    """
+    if not device_ids:
+        raise InvalidRequestError("devices_ids is empty")
+    unique = set(device_ids)
+    if len(unique) != len(device_ids):
+        raise InvalidRequestError(f"devices_ids contains duplicates: {bounded_ids(device_ids)}")
+    if not unique <= rank.keys():
+        unknown = sorted(unique - rank.keys())
+        raise UnknownDeviceError(f"devices_ids: unknown device(s) for {resource_name}: {bounded_ids(unknown)}")
+    chosen = [devices[device_id] for device_id in sorted(unique, key=rank.__getitem__)]
+    unhealthy = [d.id for d in chosen if not d.healthy]
+    if unhealthy:
+        raise UnhealthyDeviceError(
+            f"devices_ids: unhealthy device(s) for {resource_name}: {bounded_ids(sorted(unhealthy))}"
+        )
+    return CheckedAllocation(resource_name, tuple(chosen))

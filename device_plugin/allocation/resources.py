@@ -1,6 +1,6 @@
 """ResourceManager: one advertised resource's devices and health, under one lock.
 
-It validates kubelet requests against the current device list (GetPreferredAllocation through
+It validates kubelet requests against the current device list (both RPCs through
 device_plugin.allocation.request, the one place a request is checked), delegates the choice to an
 AllocationPolicy and the response to a ResponseBuilder, and wakes ListAndWatch streams (one
 Condition) whenever the list changes. No gRPC here: the servicer translates.
@@ -8,8 +8,9 @@ Condition) whenever the list changes. No gRPC here: the servicer translates.
 The device dict is copy-on-write (a health change installs a new dict), so a request reads it under
 the lock without copying; IDs keep their canonical rank (device_sort_key) from install time, so a
 request's set is ordered by a dict lookup instead of sorting Device objects. GetPreferredAllocation
-runs on the kubelet's admission path: validation is one pass, and debug text is built only when used.
-A request with no containers is a property of the wire message: the servicer refuses it.
+and Allocate run on the kubelet's admission path: validation is one pass, and log text (DEBUG) is built
+only when used.
+A request with no containers is a property of the wire message: the servicer refuses it (require_containers).
 """
 
 from __future__ import annotations
@@ -19,10 +20,8 @@ import threading
 from collections.abc import Iterable, Sequence
 
 from device_plugin.allocation.protocols import AllocationPolicy, ResponseBuilder, device_sort_key
-from device_plugin.allocation.request import check_choice, validate_preferred
+from device_plugin.allocation.request import check_choice, validate_allocate, validate_preferred
 from device_plugin.core.devices import ContainerAllocation, Device, DeviceListSnapshot, Health
-from device_plugin.core.errors import InvalidRequestError, UnhealthyDeviceError, UnknownDeviceError
-from device_plugin.core.short_text import bounded_ids
 from device_plugin.health.state import HealthTransition
 
 log = logging.getLogger(__name__)
@@ -120,19 +119,16 @@ class ResourceManager:
 
     # ---- requests ----------------------------------------------------------------------------
 
-    def _lookup(self, devices: dict[str, Device], device_ids: Sequence[str], what: str) -> list[Device]:
-        unknown = sorted({i for i in device_ids if i not in devices})
-        if unknown:
-            raise UnknownDeviceError(f"{what}: unknown device(s) for {self.resource_name}: {bounded_ids(unknown)}")
-        return [devices[i] for i in device_ids]
+    def _current(self) -> tuple[dict[str, Device], dict[str, int]]:
+        with self._changed:
+            return self._devices, self._rank  # never mutated in place (copy-on-write)
 
     def preferred_allocation(self, available: Sequence[str], must_include: Sequence[str], size: int) -> tuple[str, ...]:
-        with self._changed:
-            devices, rank = self._devices, self._rank  # never mutated in place (copy-on-write)
+        devices, rank = self._current()
         request = validate_preferred(self.resource_name, devices, rank, available, must_include, size)
         chosen = self._policy.choose(request)
         check_choice(request, chosen)
-        # The policy writes the decision's one INFO line, with its reasons; this is the bare record.
+        # The policy writes the decision's DEBUG line, with its reasons; this is the bare record.
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "%s: preferred %s for size %d from %d available (must include %s)",
@@ -145,18 +141,9 @@ class ResourceManager:
         return chosen
 
     def allocate(self, device_ids: Sequence[str]) -> ContainerAllocation:
-        if not device_ids:
-            raise InvalidRequestError("devices_ids is empty")
-        if len(set(device_ids)) != len(device_ids):
-            raise InvalidRequestError(f"devices_ids contains duplicates: {bounded_ids(device_ids)}")
-        with self._changed:
-            devices = self._lookup(self._devices, device_ids, "devices_ids")
-        unhealthy = sorted(d.id for d in devices if not d.healthy)
-        if unhealthy:
-            raise UnhealthyDeviceError(
-                f"devices_ids: unhealthy device(s) for {self.resource_name}: {bounded_ids(unhealthy)}"
-            )
-        ordered = sorted(devices, key=device_sort_key)
-        allocation = self._response_builder.build(ordered)
-        log.info("%s: allocated %s", self.resource_name, ",".join(d.id for d in ordered))
+        devices, rank = self._current()
+        request = validate_allocate(self.resource_name, devices, rank, device_ids)
+        allocation = self._response_builder.build(request.devices)
+        if log.isEnabledFor(logging.DEBUG):  # on the kubelet's admission path: no INFO line per request
+            log.debug("%s: allocated %s", self.resource_name, ",".join(d.id for d in request.devices))
         return allocation

@@ -1,8 +1,10 @@
 """TopologyPolicy: the AllocationPolicy for whole-GPU resources, backed by the topology-aware Allocator.
 
-It maps device IDs to NVML indices (Device.gpu_indices), asks the Allocator, maps the answer back to
-IDs, writes one log line per decision and hands the AllocationDecision to an optional hook (the
-allocation-quality metric). Pure apart from the log line and the hook: no NVML, no clock.
+It maps device IDs to NVML indices (Device.gpu_indices), asks the Allocator through its unchecked
+entry (the request is a ValidatedRequest: checked once, at the resource boundary), maps the answer back
+to IDs, writes one DEBUG log line per decision (the kubelet's admission path gets no INFO line) and
+hands the AllocationDecision to an optional hook (the allocation-quality metric). Pure apart from the
+log line and the hook: no NVML, no clock.
 
 Being pure, a decision depends only on (available GPUs, must-include GPUs, size): the last
 DECISION_CACHE_SIZE decisions are kept, since a kubelet asks again and again for the same free set
@@ -64,16 +66,17 @@ class TopologyPolicy:
         return self._allocator
 
     def choose(self, request: ValidatedRequest) -> tuple[str, ...]:
-        # Whole GPUs only (require_whole_gpus, at composition): one device per GPU index.
+        # Whole GPUs only (require_whole_gpus, at composition): one device per GPU index, so the canonical
+        # order of a ValidatedRequest's IDs is ascending GPU index and the allocator needs no sort or check.
         devices, available, must_include, size = request.devices, request.available, request.must_include, request.size
         id_by_index = {devices[device_id].gpu_indices[0]: device_id for device_id in available}
-        must_indices = sorted(devices[device_id].gpu_indices[0] for device_id in must_include)
-        decision = self._decide(sorted(id_by_index), must_indices, size)
+        must_indices = [devices[device_id].gpu_indices[0] for device_id in must_include]
+        decision = self._decide(list(id_by_index), must_indices, size)
         chosen = tuple(id_by_index[index] for index in decision.chosen)
-        if not log.isEnabledFor(logging.INFO):
+        if not log.isEnabledFor(logging.DEBUG):
             self._notify(decision)
             return chosen
-        log.info(
+        log.debug(
             "%s: %d of %d available (must include %s) -> %s (GPUs %s); ring %.1f GB/s, "
             "best on an empty node %.1f GB/s%s",
             self._resource,
@@ -96,7 +99,7 @@ class TopologyPolicy:
             if cached is not None:
                 self._decisions.move_to_end(key)
                 return cached
-        decision = self._allocator.decide(available, must_include, size)
+        decision = self._allocator.decide_checked(available, must_include, size)
         with self._lock:
             self._decisions[key] = decision
             if len(self._decisions) > DECISION_CACHE_SIZE:

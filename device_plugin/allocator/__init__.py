@@ -5,6 +5,10 @@
 arguments: no I/O, no clock, and the answer never depends on the order of the input lists. The
 objective is written down in device_plugin.allocator.objective. Invalid input raises
 InvalidRequestError and nothing else.
+
+Two entries: the checked ones (allocate, decide, explain: any caller, the CLI and DRA partitions) check
+their arguments; decide_checked is for a request the resource boundary already checked
+(device_plugin.allocation.request), so the kubelet's admission path checks a request once.
 """
 
 from __future__ import annotations
@@ -142,6 +146,11 @@ class Allocator:
         avail, must = self._validate(available, must_include, size)
         chosen = self._choose(avail, must, size)
         return self._decision(chosen, len(avail))
+
+    def decide_checked(self, available: list[int], must_include: list[int], size: int) -> AllocationDecision:
+        """decide() for a request already checked: ascending distinct GPU indices of this node, `must_include`
+        a subset of `available`, len(must_include) <= size <= len(available), size >= 1. Not checked again."""
+        return self._decision(self._choose(available, must_include, size), len(available))
 
     def _decision(self, chosen: tuple[int, ...], available_count: int) -> AllocationDecision:
         ring = key_ring(self._key(list(chosen)))

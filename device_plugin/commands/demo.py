@@ -22,6 +22,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from device_plugin.allocation.whole_gpu_selection import TopologyPolicy
 from device_plugin.commands._compose import add_config_arguments, load_cli_config
 from device_plugin.commands._view import VISIBLE, allocate_summary
 from device_plugin.commands.run import configure_logging
@@ -68,6 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     configure_logging("text", "INFO" if args.verbose else "ERROR")
+    if args.verbose:  # the decision lines are DEBUG (no INFO line on the kubelet's admission path)
+        logging.getLogger(TopologyPolicy.__module__).setLevel(logging.DEBUG)
     try:
         backend = FakeNvml(load_machine_description(args.machine))
     except PluginError as error:

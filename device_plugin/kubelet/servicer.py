@@ -9,9 +9,11 @@ thread per servicer waits on the ResourceManager and wakes the streams when the 
 each stream then sends a full snapshot. A handler that hangs would stop the loop: the lifecycle's
 self-probe (GetDevicePluginOptions over the socket) notices it and /healthz reports it.
 
-The servicer translates protobuf <-> domain and nothing more; every decision lives in the
-ResourceManager. Domain errors become gRPC status codes in exactly one place (status_for), with the
-message bounded, so no handler exception escapes into gRPC's machinery and no request is echoed whole.
+The servicer translates protobuf <-> domain and nothing more; every check lives in
+device_plugin.allocation.request (called here for the message, by the ResourceManager per container)
+and every decision in the ResourceManager. Domain errors become gRPC status codes in exactly one place
+(status_for), with the message bounded, so no handler exception escapes into gRPC's machinery and no
+request is echoed whole.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import grpc
 
 from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
+from device_plugin.allocation.request import require_containers
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import ContainerAllocation, Device
 from device_plugin.core.errors import InvalidRequestError, PluginError
@@ -237,8 +240,7 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
         return await self._call("GetPreferredAllocation", context, lambda: self._preferred(request))
 
     def _preferred(self, request: pb.PreferredAllocationRequest) -> pb.PreferredAllocationResponse:
-        if not request.container_requests:
-            raise InvalidRequestError("container_requests is empty")
+        require_containers(request.container_requests)
         response = pb.PreferredAllocationResponse()
         for container in request.container_requests:
             chosen = self.resource.preferred_allocation(
@@ -249,8 +251,7 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
 
     async def Allocate(self, request: pb.AllocateRequest, context: grpc.aio.ServicerContext) -> pb.AllocateResponse:
         def handle() -> pb.AllocateResponse:
-            if not request.container_requests:
-                raise InvalidRequestError("container_requests is empty")
+            require_containers(request.container_requests)
             # Validate and build every answer before replying: one bad container fails the whole call.
             allocations = [self.resource.allocate(list(c.devices_ids)) for c in request.container_requests]
             return pb.AllocateResponse(container_responses=[allocation_to_pb(a) for a in allocations])

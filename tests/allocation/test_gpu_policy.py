@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import random
 
 import pytest
 
@@ -28,7 +29,7 @@ def test_policy_maps_ids_and_reports_the_decision(caplog: pytest.LogCaptureFixtu
     devices = _devices("workstation-4gpu")
     by_index = {d.gpu_indices[0]: d.id for d in devices.values()}
     available = [by_index[2], by_index[0], by_index[1]]  # kubelet order is arbitrary
-    with caplog.at_level(logging.INFO, logger="device_plugin.allocation.whole_gpu_selection"):
+    with caplog.at_level(logging.DEBUG, logger="device_plugin.allocation.whole_gpu_selection"):
         chosen = policy.choose(validated(devices, available, [], 1))
     assert chosen == (by_index[2],)
     assert [d.chosen for d in decisions] == [(2,)]
@@ -64,3 +65,29 @@ def test_the_topology_policy_is_composed_over_whole_gpus_only(devices: dict[str,
     # Checked once, when composition gives a resource this policy; requests then need no such check.
     with pytest.raises(ValueError, match=f"{message}.*whole-GPU resources only"):
         require_whole_gpus("nvidia.com/gpu", devices.values())
+
+
+def test_a_checked_request_is_not_checked_again_by_the_allocator(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The resource boundary checked it (tests.validated does it the same way); the policy asks the
+    # allocator's unchecked entry, so a check there would be a second one.
+    def second_check(*_: object) -> None:
+        raise AssertionError("the allocator checked a request the resource boundary had checked")
+
+    monkeypatch.setattr(Allocator, "_validate", second_check)
+    policy = TopologyPolicy(Allocator(build_topology(FakeNvml.from_machine("dgx1-v100"))))
+    devices = _devices("dgx1-v100")
+    by_index = {d.gpu_indices[0]: d.id for d in devices.values()}
+    chosen = policy.choose(validated(devices, list(devices), [by_index[3]], 4))
+    assert chosen == tuple(by_index[i] for i in (0, 1, 2, 3))
+
+
+@pytest.mark.parametrize("machine", ["dgx1-v100", "island-16gpu", "pcie-8gpu-2socket"])
+def test_the_unchecked_entry_decides_as_the_checked_one(machine: str) -> None:
+    allocator = Allocator(build_topology(FakeNvml.from_machine(machine)))
+    n = allocator.topology.gpu_count
+    rng = random.Random(machine)
+    for _ in range(40):
+        available = sorted(rng.sample(range(n), rng.randint(1, n)))
+        size = rng.randint(1, len(available))
+        must = sorted(rng.sample(available, rng.randint(0, min(2, size))))
+        assert allocator.decide_checked(available, must, size) == allocator.decide(available[::-1], must, size)

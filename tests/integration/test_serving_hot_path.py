@@ -39,7 +39,7 @@ def test_a_cached_decision_equals_a_fresh_one_and_each_request_is_reported(
         must = sorted(rng.sample(available, rng.randint(0, min(2, size))), key=ids.index)
         requests.append((available, must, size))
     requests += requests  # every request twice: the second answer comes from the cache
-    with caplog.at_level(logging.INFO, logger="device_plugin.allocation.whole_gpu_selection"):
+    with caplog.at_level(logging.DEBUG, logger="device_plugin.allocation.whole_gpu_selection"):
         for available, must, size in requests:
             fresh = TopologyPolicy(allocator).choose(validated(devices, available, must, size))
             assert cached.choose(validated(devices, available, must, size)) == fresh
