@@ -58,7 +58,8 @@ def read_regular_file(path: Path, *, limit: int = MAX_CONFIG_BYTES, field: str =
         os.close(fd)
     data = b"".join(chunks)
     if len(data) > limit:
-        raise ConfigError(field, f"{short_path(path)} is larger than {limit} bytes (a ConfigMap holds at most 1 MiB)")
+        hint = " (a ConfigMap holds at most 1 MiB)" if limit == MAX_CONFIG_BYTES else ""
+        raise ConfigError(field, f"{short_path(path)} is larger than {limit} bytes{hint}")
     return data
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -12,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from device_plugin.core.errors import ConfigError
 from device_plugin.dra.checkpoint import Checkpoint
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.dra.inventory import build_devices
@@ -71,6 +69,10 @@ class Driver:
     @property
     def checkpoint_path(self) -> Path:
         return self.root / "plugins" / DRIVER / "checkpoint.json"
+
+    def checkpointed(self) -> tuple[str, ...]:
+        """The claim UIDs on disk, as a restarted driver would read them."""
+        return Checkpoint(self.checkpoint_path).uids()
 
     def start(self) -> None:
         paths = SocketPaths.for_driver(DRIVER, self.root)
@@ -158,7 +160,7 @@ def test_a_restarted_driver_neither_loses_nor_repeats_prepared_claims(driver: Dr
     plugin = k2.wait_for_plugin()
     assert k2.prepare(plugin, [claim])["uid-1"] == before and driver.store.reads == 1
     assert k2.unprepare(plugin, [claim]) == {"uid-1": ""}
-    assert json.loads(driver.checkpoint_path.read_text())["claims"] == {}
+    assert driver.checkpointed() == ()
 
 
 def test_unprepare_of_an_unknown_claim_succeeds(driver: Driver) -> None:
@@ -189,12 +191,7 @@ def test_a_bad_claim_gets_its_own_error_naming_the_problem_and_is_not_checkpoint
     assert not answers["uid-bad"].devices
     if not fail:
         assert answers["uid-good"].error == "" and answers["uid-good"].devices
-    assert (
-        "uid-bad"
-        not in json.loads(driver.checkpoint_path.read_text() if driver.checkpoint_path.exists() else '{"claims": {}}')[
-            "claims"
-        ]
-    )
+    assert "uid-bad" not in driver.checkpointed()
 
 
 @pytest.mark.parametrize(
@@ -215,24 +212,6 @@ def test_a_claim_deleted_between_the_kubelets_call_and_our_read_is_a_clear_error
     assert expected in k.prepare(plugin, [claim])["uid-1"].error
 
 
-def test_a_corrupt_checkpoint_is_refused_naming_the_file(tmp_path: Path) -> None:
-    path = tmp_path / "checkpoint.json"
-    path.write_text("{not json")
-    with pytest.raises(ConfigError, match="checkpoint"):
-        Checkpoint(path)
-
-
-def test_checkpoint_writes_leave_no_temporary_files(tmp_path: Path) -> None:
-    checkpoint = Checkpoint(tmp_path / "checkpoint.json")
-    from device_plugin.dra.checkpoint import PreparedClaim
-
-    for i in range(5):
-        checkpoint.put(f"u{i}", PreparedClaim("ns", f"c{i}", ()))
-    checkpoint.remove("u0")
-    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.json"]
-    assert Checkpoint(tmp_path / "checkpoint.json").uids() == ("u1", "u2", "u3", "u4")
-
-
 def test_a_firstavailable_result_answers_the_base_request_name(driver: Driver) -> None:
     """A firstAvailable result names "<request>/<subrequest>"; containers reference "<request>", and the
     kubelet matches a container's claim request against request_names, so we answer the base name."""
@@ -246,41 +225,3 @@ def test_a_firstavailable_result_answers_the_base_request_name(driver: Driver) -
         (["gpus"], "gpu-0"),
         (["gpus"], "gpu-1"),
     ]
-
-
-@pytest.mark.parametrize(
-    "operation", ["put", "remove"], ids=["failed-put-is-not-remembered", "failed-remove-keeps-claim"]
-)
-def test_a_failed_checkpoint_write_leaves_memory_as_the_disk_has_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, operation: str
-) -> None:
-    """Otherwise a retried prepare would answer from memory what no restart can find on disk."""
-    from device_plugin.dra import checkpoint as checkpoint_module
-    from device_plugin.dra.checkpoint import PreparedClaim
-
-    checkpoint = Checkpoint(tmp_path / "checkpoint.json")
-    checkpoint.put("kept", PreparedClaim("ns", "kept", ()))
-
-    def disk_full(src: object, dst: object) -> None:
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(checkpoint_module.os, "replace", disk_full)
-    with pytest.raises(OSError):
-        if operation == "put":
-            checkpoint.put("new", PreparedClaim("ns", "new", ()))
-        else:
-            checkpoint.remove("kept")
-    monkeypatch.undo()
-    assert checkpoint.uids() == ("kept",) == Checkpoint(tmp_path / "checkpoint.json").uids()
-
-
-@pytest.mark.parametrize(
-    "text",
-    ["[]", '{"version": 1}', '{"version": 1, "claims": {"u": {"namespace": "ns"}}}'],
-    ids=["a-list", "no-claims", "claim-without-fields"],
-)
-def test_a_checkpoint_of_the_wrong_shape_is_refused_naming_the_file(tmp_path: Path, text: str) -> None:
-    path = tmp_path / "checkpoint.json"
-    path.write_text(text)
-    with pytest.raises(ConfigError, match="checkpoint"):
-        Checkpoint(path)

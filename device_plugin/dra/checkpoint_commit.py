@@ -1,0 +1,103 @@
+"""When the claims folder is fsynced, and what a failed change leaves on disk.
+
+Boundary: sequencing of ClaimsFolder operations; no JSON, no in-memory state. A rename is durable
+only once its directory is fsynced; one fsync covers every rename made before it began, so GroupSync
+lets concurrent changes share one: a caller returns once an fsync that began after its call has
+succeeded. With N prepares in flight that is about one directory fsync per batch, not N in a row.
+replace_files is all-or-nothing as far as the disk allows: when a write or the fsync fails, the files
+it already replaced are put back (best effort, logged) before the error is raised, so a claim that is
+answered with an error is not found in the checkpoint after a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+
+from device_plugin.dra.checkpoint_files import ClaimsFolder
+
+log = logging.getLogger(__name__)
+
+
+class GroupSync:
+    """One fsync at a time, shared by everyone who asked before it began."""
+
+    def __init__(self, sync: Callable[[], None]) -> None:
+        self._sync = sync
+        self._cond = threading.Condition()
+        self._asked = 0  # tickets handed out, one per sync() call
+        self._covered = 0  # every ticket up to this one is covered by a successful fsync
+        self._running = False
+        self.syncs = 0  # fsyncs run (successful or not): fewer than calls when calls overlap
+
+    def sync(self) -> None:
+        """Return after a successful fsync that began after this call; raise if the one this caller ran
+        failed (a waiter whose leader failed runs its own, so every caller sees its own error)."""
+        with self._cond:
+            self._asked += 1
+            ticket = self._asked
+            while self._covered < ticket:
+                if self._running:
+                    self._cond.wait()
+                    continue
+                self._running, target, succeeded = True, self._asked, False
+                self.syncs += 1
+                self._cond.release()
+                try:
+                    self._sync()
+                    succeeded = True
+                finally:
+                    self._cond.acquire()
+                    self._running = False
+                    if succeeded:
+                        self._covered = max(self._covered, target)
+                    self._cond.notify_all()
+
+
+def replace_files(
+    folder: ClaimsFolder, group: GroupSync, files: Mapping[str, bytes], previous: Mapping[str, bytes | None]
+) -> None:
+    """Write `files` (name -> bytes) and sync; on failure put back `previous` (None: no file) and raise."""
+    replaced: list[str] = []
+    try:
+        folder.write_all(list(files.items()), replaced.append)
+        group.sync()
+    except BaseException:
+        _put_back(folder, replaced, previous)
+        raise
+
+
+def remove_files(folder: ClaimsFolder, group: GroupSync, names: list[str], removed: Callable[[str], None]) -> None:
+    """Unlink `names` (`removed(name)` for each that was there), then sync; the first error is raised
+    after every unlink was tried and the folder synced (what was removed stays removed)."""
+    first: OSError | None = None
+    gone = False
+    for name in names:
+        try:
+            if folder.remove(name):
+                removed(name)
+                gone = True
+        except OSError as error:
+            first = first or error
+    if gone:
+        group.sync()
+    if first is not None:
+        raise first
+
+
+def _put_back(folder: ClaimsFolder, replaced: list[str], previous: Mapping[str, bytes | None]) -> None:
+    for name in replaced:
+        try:
+            data = previous.get(name)
+            if data is None:
+                folder.remove(name)
+            else:
+                folder.write(name, data)
+        except OSError as error:  # the disk is failing: say which claim may be wrong after a restart
+            log.error("DRA checkpoint: cannot undo the failed change of %s: %s", name, error)
+    if replaced:
+        try:
+            folder.sync()
+        except OSError as error:
+            log.error("DRA checkpoint: cannot sync %s after undoing a failed change: %s", folder.path, error)

@@ -1,0 +1,125 @@
+"""The DRA checkpoint's on-disk shapes: one file per claim (version 2) and the old single file (version 1).
+
+Boundary: values <-> JSON-ready values and file names; no file access, no locks. Every shape check
+says what is wrong in a bounded line (EntryError), so a broken entry is set aside with a reason and
+never raises anything else (a list where a mapping belongs, a number where a string belongs).
+
+One claim file holds {"version": 2, "uid": ..., "claim": {namespace, name, devices: [...]}}; its name
+is the claim UID plus ".json" when the UID is a plain token (Kubernetes UIDs are), and "_" plus a hash
+of the UID otherwise, so no UID can name a path outside the folder, a temp file or a set-aside file.
+The old format is {"version": 1, "claims": {uid: claim, ...}} in one checkpoint.json.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from device_plugin.core.short_text import short
+
+FORMAT_VERSION = 2
+LEGACY_VERSION = 1
+SUFFIX = ".json"
+MAX_ENTRY_BYTES = 64 * 1024  # one claim: a few hundred bytes; a claim has at most 32 results upstream
+MAX_LEGACY_BYTES = 32 * 1024 * 1024  # the old single file: ~300 bytes a claim, 100,000 claims
+
+_PLAIN_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+@dataclass(frozen=True)
+class PreparedDevice:
+    request_names: tuple[str, ...]
+    pool_name: str
+    device_name: str
+    cdi_device_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PreparedClaim:
+    namespace: str
+    name: str
+    devices: tuple[PreparedDevice, ...]
+
+
+class EntryError(ValueError):
+    """A checkpoint entry of the wrong shape; the message says where and what, in one short line."""
+
+
+def file_name(uid: str) -> str:
+    """The claim's file name in the claims folder (see the module docstring)."""
+    if _PLAIN_UID.fullmatch(uid):
+        return uid + SUFFIX
+    return "_" + hashlib.sha256(uid.encode("utf-8", "surrogatepass")).hexdigest()[:40] + SUFFIX
+
+
+def encode(uid: str, claim: PreparedClaim) -> bytes:
+    body = {"version": FORMAT_VERSION, "uid": uid, "claim": asdict(claim)}
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8", "surrogatepass")
+
+
+def decode(value: Any) -> tuple[str, PreparedClaim]:
+    """(uid, claim) from one claim file's JSON value."""
+    body = _mapping(value, "the file")
+    if body.get("version") != FORMAT_VERSION:
+        raise EntryError(f"version {short(body.get('version'))}, expected {FORMAT_VERSION}")
+    return _string(body.get("uid"), "uid"), claim_from(body.get("claim"), "claim")
+
+
+def decode_legacy(value: Any) -> tuple[dict[str, PreparedClaim], list[str]]:
+    """The old file's good claims and a problem line for each bad one; EntryError if the file is unusable."""
+    body = _mapping(value, "the file")
+    if body.get("version") != LEGACY_VERSION:
+        raise EntryError(f"version {short(body.get('version'))}, expected {LEGACY_VERSION}")
+    claims = _mapping(body.get("claims"), "claims")
+    good, problems = {}, []
+    for uid, raw in claims.items():
+        try:
+            good[uid] = claim_from(raw, f"claims.{short(uid)}")
+        except EntryError as error:
+            problems.append(str(error))
+    return good, problems
+
+
+def claim_from(value: Any, where: str) -> PreparedClaim:
+    claim = _mapping(value, where)
+    devices = _list(claim.get("devices"), f"{where}.devices")
+    return PreparedClaim(
+        _string(claim.get("namespace"), f"{where}.namespace"),
+        _string(claim.get("name"), f"{where}.name"),
+        tuple(_device(d, f"{where}.devices[{i}]") for i, d in enumerate(devices)),
+    )
+
+
+def _device(value: Any, where: str) -> PreparedDevice:
+    device = _mapping(value, where)
+    return PreparedDevice(
+        _strings(device.get("request_names"), f"{where}.request_names"),
+        _string(device.get("pool_name"), f"{where}.pool_name"),
+        _string(device.get("device_name"), f"{where}.device_name"),
+        _strings(device.get("cdi_device_ids"), f"{where}.cdi_device_ids"),
+    )
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise EntryError(f"{where}: expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise EntryError(f"{where}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def _string(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise EntryError(f"{where}: expected a string, got {type(value).__name__}")
+    return value
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    return tuple(_string(item, f"{where}[{i}]") for i, item in enumerate(_list(value, where)))

@@ -1,0 +1,150 @@
+"""Read the DRA checkpoint at start: the claims folder, the old single file (migrated), stale temp files.
+
+Boundary: disk -> {uid: PreparedClaim}, once, before the driver serves. Every file is read with the
+config reader's limits (config.bounded_json: a regular file only, O_NONBLOCK, a size cap, a depth cap),
+so a FIFO, a symlink to /dev/zero or `[` x 100,000 is refused at once. A bad entry is not fatal: it is
+renamed to `<name>.bad` (kept for whoever investigates) and logged, and the driver starts without it;
+the kubelet's next NodePrepareResources for that claim prepares it afresh. Temp files left by a crash
+(ours, and the old format's `.checkpoint-*`) are removed. Fatal (ConfigError) only when the folder
+itself cannot be made or listed, or the old file's claims cannot be written out: starting then would
+forget prepared claims.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from pathlib import Path
+
+from device_plugin.config.bounded_json import load_json_file
+from device_plugin.core.errors import ConfigError
+from device_plugin.core.short_text import short_path
+from device_plugin.dra.checkpoint_commit import GroupSync, replace_files
+from device_plugin.dra.checkpoint_files import BAD_SUFFIX, TEMP_PREFIX, ClaimsFolder, set_aside
+from device_plugin.dra.checkpoint_format import (
+    MAX_ENTRY_BYTES,
+    MAX_LEGACY_BYTES,
+    SUFFIX,
+    EntryError,
+    PreparedClaim,
+    decode,
+    decode_legacy,
+    encode,
+    file_name,
+)
+
+log = logging.getLogger(__name__)
+
+FIELD = "DRA checkpoint"
+LEGACY_TEMP_PREFIX = ".checkpoint-"  # the single-file format's temp files, beside checkpoint.json
+LOGGED_PROBLEMS = 10  # bad entries logged one by one; the rest are counted
+
+
+def load(folder: ClaimsFolder, group: GroupSync, legacy: Path) -> dict[str, PreparedClaim]:
+    """The checkpointed claims; the folder made if missing, `legacy` (checkpoint.json) migrated into it."""
+    try:
+        folder.open()
+        claims = _read_folder(folder)
+    except OSError as error:
+        raise ConfigError(FIELD, f"cannot use {short_path(folder.path)}: {error.strerror or error}") from error
+    _remove_legacy_temps(legacy.parent)
+    _migrate(folder, group, legacy, claims)
+    return claims
+
+
+def _read_folder(folder: ClaimsFolder) -> dict[str, PreparedClaim]:
+    claims: dict[str, PreparedClaim] = {}
+    bad, stale = 0, 0
+    with os.scandir(folder.path) as entries:
+        for entry in entries:
+            name, path = entry.name, folder.path / entry.name
+            if name.startswith(TEMP_PREFIX):
+                stale += _unlink(path)
+                continue
+            if name.endswith(BAD_SUFFIX) or not name.endswith(SUFFIX):
+                continue  # set aside earlier, or not ours: left alone
+            problem = _problem_or_claim(path, entry.is_symlink(), claims)
+            if problem:
+                set_aside(path, problem, logged=bad < LOGGED_PROBLEMS)
+                bad += 1
+    if bad > LOGGED_PROBLEMS:
+        log.warning("DRA checkpoint: %d bad entries set aside in all (the first %d logged)", bad, LOGGED_PROBLEMS)
+    if stale:
+        log.info("DRA checkpoint: removed %d temp files left by an interrupted write", stale)
+    log.info("DRA checkpoint: %d prepared claims in %s", len(claims), short_path(folder.path))
+    return claims
+
+
+def _problem_or_claim(path: Path, is_symlink: bool, claims: dict[str, PreparedClaim]) -> str:
+    """Add the claim in `path` to `claims`, or say what is wrong with it."""
+    if is_symlink:
+        return "is a symbolic link"
+    try:
+        uid, claim = decode(load_json_file(path, limit=MAX_ENTRY_BYTES, field=FIELD))
+    except (ConfigError, EntryError) as error:
+        return _why(path, error)
+    if file_name(uid) != path.name:
+        return "is named for another claim"
+    claims[uid] = claim
+    return ""
+
+
+def _migrate(folder: ClaimsFolder, group: GroupSync, legacy: Path, claims: dict[str, PreparedClaim]) -> None:
+    """Write the old file's claims (those the folder lacks) to the folder, then remove the old file."""
+    try:
+        mode = os.lstat(legacy).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        log.error("DRA checkpoint: cannot look at %s: %s", short_path(legacy), error.strerror)
+        return
+    if stat.S_ISLNK(mode):
+        set_aside(legacy, "is a symbolic link")
+        return
+    try:
+        good, problems = decode_legacy(load_json_file(legacy, limit=MAX_LEGACY_BYTES, field=FIELD))
+    except (ConfigError, EntryError) as error:
+        set_aside(legacy, _why(legacy, error))
+        return
+    fresh = {uid: claim for uid, claim in good.items() if uid not in claims}
+    try:
+        replace_files(folder, group, {file_name(u): encode(u, c) for u, c in fresh.items()}, {})
+    except OSError as error:
+        where = f"{short_path(legacy)} -> {short_path(folder.path)}"
+        raise ConfigError(FIELD, f"cannot migrate {where}: {error.strerror or error}") from error
+    claims.update(fresh)
+    for problem in problems[:LOGGED_PROBLEMS]:
+        log.warning("DRA checkpoint: %s: a bad claim was not migrated: %s", short_path(legacy), problem)
+    if problems:
+        set_aside(legacy, f"is migrated except {len(problems)} bad claims")
+    else:
+        _unlink(legacy)
+    log.info("DRA checkpoint: migrated %d claims from %s to %s", len(fresh), legacy.name, folder.path.name)
+
+
+def _why(path: Path, error: ConfigError | EntryError) -> str:
+    """What is wrong, as "is ...": bounded_json's messages start with the path, which the log names."""
+    if isinstance(error, EntryError):
+        return f"is malformed: {error}"
+    return error.message.removeprefix(f"{short_path(path)} ")
+
+
+def _remove_legacy_temps(directory: Path) -> None:
+    try:
+        with os.scandir(directory) as listing:
+            entries = [e for e in listing if e.name.startswith(LEGACY_TEMP_PREFIX)]
+    except OSError:
+        return
+    removed = sum(_unlink(Path(e.path)) for e in entries if e.is_file(follow_symlinks=False) or e.is_symlink())
+    if removed:
+        log.info("DRA checkpoint: removed %d temp files of the old format in %s", removed, short_path(directory))
+
+
+def _unlink(path: Path) -> int:
+    try:
+        os.unlink(path)
+    except OSError as error:
+        log.warning("DRA checkpoint: cannot remove %s: %s", short_path(path), error.strerror)
+        return 0
+    return 1
