@@ -119,6 +119,9 @@ class DevicePluginFrontEnd:
         return EndpointProbeResult(True, f"serving {len(served)} resources")
 
     def readiness(self) -> EndpointProbeResult:
+        for name, manager in sorted(self._managers.items()):  # the cause first: "unregistered" alone hides it
+            if waiting := manager.socket_taken():
+                return EndpointProbeResult(False, f"{name}: {waiting}")
         return registration_readiness(self._require_context().metrics.registration_snapshot)()
 
     def start(self) -> None:

@@ -14,8 +14,11 @@ threads only move the state, which ends whatever wait the control thread is in.
     state                  control thread                               next
     RESTARTING (initial)   stop the old server, bind a fresh 0600       UNREGISTERED; NOT_SERVING (another file
                            socket                                       holds the path, or it cannot be bound);
-                                                                        WAITING_FOR_DIRECTORY (missing/unwritable)
+                                                                        WAITING_FOR_DIRECTORY (missing/unwritable);
+                                                                        SOCKET_TAKEN (another process serves it)
     WAITING_FOR_DIRECTORY  wait a backoff delay, server stopped         RESTARTING
+    SOCKET_TAKEN           after each backoff delay: path still         RESTARTING once it is free
+                           served by another process? (socket_taken.py)
     NOT_SERVING            every 1 s: kubelet.sock replaced?            RESTARTING if so
     UNREGISTERED           wait for kubelet.sock; our socket still ours REGISTERING (RESTARTING if not ours)
     REGISTERING            Register, abandoned when the state moves     REGISTERED; UNREGISTERED for a backoff
@@ -62,6 +65,7 @@ from device_plugin.kubelet.plugin_dir_watch import DirectoryEvents, KubeletWatch
 from device_plugin.kubelet.registration import KUBELET_SOCKET_NAME, RegistrationAbandoned, SelfProbe, register
 from device_plugin.kubelet.served import Served, serve
 from device_plugin.kubelet.servicer import DevicePluginServicer
+from device_plugin.kubelet.socket_taken import TakenSocket
 from device_plugin.serving.socket_files import DirectoryUnusable, describe_os_error, identity, inode
 
 log = logging.getLogger(__name__)
@@ -92,6 +96,7 @@ class PluginManager:
         self._registering_with: tuple[int, int] | None = None  # ... and of the one a Register call is under way to
         self._thread: threading.Thread | None = None
         self._probe = SelfProbe(self._timing.probe_timeout_s, PROBE_MAX_AGE_S)
+        self._taken = TakenSocket(self._name, self._dir / socket_name(self._name), self._timing.backoff)
         self._watcher = KubeletWatcher(
             self._dir, socket_name(self._name), self._on_dir_events, debounce_s=self._timing.debounce_s
         )
@@ -109,12 +114,18 @@ class PluginManager:
             return False, "plugin manager control loop is not running"
         with self._cond:
             served, state = self._served, self._machine.state
+        if state is S.SOCKET_TAKEN:  # alive and doing what it should; a restart would not help (/readyz is red)
+            return True, self._taken.waiting()
         if served is None:
             return False, f"not serving ({state.value})"
         if not self._socket_intact():
             return False, "our socket was removed or replaced; re-serving"
         ok, detail = self._probe.check(served.socket_path)
         return (True, f"serving {self._name}") if ok else (False, detail)
+
+    def socket_taken(self) -> str:
+        """Why we wait instead of serving (another process serves our socket's path); "" when we do not."""
+        return self._taken.waiting()
 
     def start(self) -> None:
         try:
@@ -175,6 +186,7 @@ class PluginManager:
             S.UNREGISTERED: self._register,
             S.REGISTERED: self._watch,
             S.NOT_SERVING: self._watch,
+            S.SOCKET_TAKEN: self._wait_for_socket,
             S.STREAM_LOST: self._after_stream_lost,
         }
         failures = self._timing.backoff.delays_s()
@@ -196,12 +208,16 @@ class PluginManager:
     def _serve_afresh(self, state: State) -> None:
         self._stop_server(grace_s=self._timing.stop_grace_s)
         self._notify("registration_state", self._name, "unregistered")
+        if self._taken.taken():  # never bind over another live server: the two would replace each other for ever
+            self._machine.move(S.SOCKET_TAKEN, "another process serves our socket's path", expect=state)
+            return
         served = serve(self._dir, self._resource, self._on_stream_ended, self._observer)
         if served is None:
             self._machine.move(S.NOT_SERVING, "cannot bind our socket (logged above)", expect=state)
             return
         with self._cond:
             self._served = served
+        self._taken.bound()
         if inode(served.socket_path) != served.inode:  # deleted at once (a kubelet cleaning up): again
             log.warning("%s: %s was removed as soon as it was bound; serving afresh", self._name, served.socket_path)
             return
@@ -217,6 +233,12 @@ class PluginManager:
             self._notify("kubelet_restart_seen")
             reason = f"{self._kubelet_socket} was re-created (kubelet restart); serving fresh sockets"
             self._machine.move(S.RESTARTING, reason, expect=state, level=logging.WARNING)
+
+    def _wait_for_socket(self, state: State) -> None:
+        if self._machine.wait_while(state, self._taken.next_delay_s()) is not state:
+            return
+        if self._taken.free_again():
+            self._machine.move(S.RESTARTING, "our socket's path is free again", expect=state)
 
     def _after_stream_lost(self, state: State) -> None:
         if self._machine.wait_while(state, self._timing.stream_lost_grace_s) is not state:

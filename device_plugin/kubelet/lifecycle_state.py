@@ -53,6 +53,7 @@ class State(Enum):
     RESTARTING = "restarting"  # a fresh socket is due: at start, after a kubelet restart, our socket gone
     WAITING_FOR_DIRECTORY = "waiting-for-directory"  # missing or unwritable: retried with backoff
     NOT_SERVING = "not-serving"  # another file holds our socket's path, or gRPC cannot bind it
+    SOCKET_TAKEN = "socket-taken"  # another process serves our socket's path: wait (backoff) until it is free
     UNREGISTERED = "serving-unregistered"  # socket served; waiting for kubelet.sock, or backing off a refusal
     REGISTERING = "registering"  # a Register call is under way
     REGISTERED = "registered"  # checking every second that our socket and the kubelet's are still the same
@@ -66,8 +67,9 @@ S = State
 LIVE = frozenset(s for s in State if s not in (S.STOPPING, S.STOPPED))
 
 TRANSITIONS: dict[State, frozenset[State]] = {
-    S.RESTARTING: frozenset({S.UNREGISTERED, S.NOT_SERVING, S.WAITING_FOR_DIRECTORY}),
+    S.RESTARTING: frozenset({S.UNREGISTERED, S.NOT_SERVING, S.WAITING_FOR_DIRECTORY, S.SOCKET_TAKEN}),
     S.WAITING_FOR_DIRECTORY: frozenset({S.RESTARTING}),
+    S.SOCKET_TAKEN: frozenset({S.RESTARTING}),
     S.NOT_SERVING: frozenset({S.RESTARTING}),
     S.UNREGISTERED: frozenset({S.REGISTERING, S.RESTARTING}),
     S.REGISTERING: frozenset({S.REGISTERED, S.UNREGISTERED, S.STREAM_LOST, S.RESTARTING}),

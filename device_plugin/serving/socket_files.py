@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import socket
 import stat
 import tempfile
 from collections.abc import Callable
@@ -103,6 +104,29 @@ def check_not_foreign(path: Path) -> bool:
     if not stat.S_ISSOCK(mode):
         return False
     path.unlink(missing_ok=True)
+    return True
+
+
+def served_by_someone(path: Path, timeout_s: float = 0.5) -> bool:
+    """True when `path` is a socket that a process accepts connections on (a connect succeeds).
+
+    A socket left by a process that died refuses the connect: False, and it may be replaced. Whether the
+    one answering is us is the caller's to tell (by inode)."""
+    try:
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            return False
+    except OSError:
+        return False
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(timeout_s)
+    try:
+        probe.connect(str(path))
+    except TimeoutError:  # a full backlog: a process listens, it is only busy
+        return True
+    except OSError:  # ECONNREFUSED (nobody listens), ENOENT (gone meanwhile)
+        return False
+    finally:
+        probe.close()
     return True
 
 
