@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from device_plugin.config.schema import TOP_LEVEL, Field, sections
+from device_plugin.config.schema import Field, sections
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short
 
@@ -44,8 +44,8 @@ def walk(fields: Mapping[str, Field], raw: Mapping[str, Any]) -> dict[str, Any]:
     def visit(prefix: str, node: Mapping[str, Any]) -> None:
         for key, value in node.items():
             path = f"{prefix}.{key}" if prefix else str(key)
-            if prefix == "" and key in TOP_LEVEL and path not in known_sections:
-                continue  # version / resources / sharing / imex: checked on their own
+            if path == "version":
+                continue  # checked by parse_config
             if path in fields:
                 if value is not None:  # null means "not set", as with NVIDIA's pointer fields
                     values[path] = fields[path].check(path, value)

@@ -6,16 +6,17 @@ env var, CLI flag and reload class. NVIDIA's `flags` are declared in config/flag
 env map (ENV_FIELDS) and the flags `run` adds (CLI_SETTINGS) are derived from the declarations.
 parse_config checks the merged, file-shaped mapping in one pass; config/loader.py merges the sources
 (CLI > env > file > default) into it. The outcome is a frozen dataclass tree.
-`sharing` is parsed into typed values here too (config/sharing.py); only its checks that need the GPUs
-(indices and UUIDs in `devices`) wait for build time (timeslice/config.py). `resources` and `imex` keep
-their validated raw shape.
+NVIDIA's sections `resources`, `sharing` and `imex` are declared like the others (file only, reload
+class RESERVE). `sharing` is parsed into typed values, and checked, once, by config/sharing.py; only its
+checks that need the GPUs (indices and UUIDs in `devices`) wait for build time (timeslice/config.py).
+`resources` and `imex` keep their validated raw shape (config/sections.py).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -40,7 +41,7 @@ from device_plugin.config.schema import (
     Field,
     choice,
 )
-from device_plugin.config.sections import check_imex, check_resources, check_sharing
+from device_plugin.config.sections import IMEX, RESOURCES
 from device_plugin.config.sharing import parse_sharing_section, sharing_as_file
 from device_plugin.config.sharing_model import SharingConfig
 from device_plugin.core.errors import ConfigError
@@ -146,9 +147,11 @@ class DaemonSettings:
 class Config:
     version: str = SUPPORTED_VERSION
     flags: Flags = section("flags", Flags)
-    resources: Mapping[str, Any] = field(default_factory=_frozen)
-    sharing: SharingConfig = field(default_factory=SharingConfig)
-    imex: Mapping[str, Any] = field(default_factory=_frozen)
+    # NVIDIA's other top-level sections: set in the file only; a change re-serves every resource.
+    resources: Mapping[str, Any] = setting("resources", RESOURCES, reload=RESERVE, default_factory=_frozen)
+    # parsed by config/sharing.py, with flags.plugin.sharedDevicesAllocationPolicy as the default placement
+    sharing: SharingConfig = setting("sharing", RAW_MAPPING, reload=RESERVE, default_factory=SharingConfig)
+    imex: Mapping[str, Any] = setting("imex", IMEX, reload=RESERVE, default_factory=_frozen)
     daemon: DaemonSettings = section(OUR_SECTION, DaemonSettings)
     sources: tuple[str, ...] = ()  # where values came from, for the start-up log line
 
@@ -181,12 +184,16 @@ def _plain(value: Any) -> Any:
 
 SETTINGS = declared(Config)  # every declared field, in declaration order
 HEALTH_PATH = f"{OUR_SECTION}.health"  # a leaf here: config/health.py parses inside it
+SHARING_PATH = "sharing"  # a leaf here: config/sharing.py parses (and checks) inside it, once
+PARSED_SECTIONS = (HEALTH_PATH, SHARING_PATH)
+ALLOCATION_POLICY_PATH = "flags.plugin.sharedDevicesAllocationPolicy"
 # Every leaf key by dotted path. Sections (mappings of keys) are the prefixes that appear here.
 FIELDS: dict[str, Field] = {d.path: d.setting.kind for d in SETTINGS}
 ENV_FIELDS: dict[str, str] = {d.setting.env: d.path for d in SETTINGS if d.setting.env}
 # Set but empty still means something for these: "turn it off".
 EMPTY_MEANS_OFF_ENV = frozenset(d.setting.env for d in SETTINGS if d.setting.env and d.setting.empty_means_off)
-CLI_SETTINGS = tuple(d for d in SETTINGS if d.setting.cli is not None)  # commands/run.py adds these flags
+CLI_SETTINGS = tuple(d for d in SETTINGS if d.setting.cli is not None)  # config/arguments.py adds these flags
+_DEFAULTS = {d.path: d.default for d in SETTINGS}
 
 
 # ---- parsing -------------------------------------------------------------------------------------
@@ -199,20 +206,16 @@ def parse_config(
     if version != SUPPORTED_VERSION:
         raise ConfigError("version", f"unsupported version {short(version)}; only {SUPPORTED_VERSION!r} is accepted")
     values = walk(FIELDS, raw)
-    flags = _build(Flags, "flags", values, env or {})
-    resources = _frozen(check_resources(raw.get("resources")))
-    # The shape pass first (its messages), then the typed parse; the flag is the default placement.
-    sharing = check_sharing(raw.get("sharing"))
-    placement = flags.plugin.shared_devices_allocation_policy
-    return Config(
-        version=version,
-        flags=flags,
-        resources=resources,
-        sharing=parse_sharing_section(sharing, default_placement=placement),
-        imex=_frozen(check_imex(raw.get("imex"))),
-        daemon=_build(DaemonSettings, OUR_SECTION, values, env or {}),
-        sources=sources,
-    )
+    config: Config = _build(Config, "", values, env or {})
+    return replace(config, version=version, sources=sources)
+
+
+def _parsed(path: str, values: Mapping[str, Any], env: Mapping[str, str]) -> Any:
+    """The sections a parser of their own reads, from their checked mapping (None: not set)."""
+    if path == HEALTH_PATH:
+        return parse_health_config(values.get(path), env, field=path)
+    placement = values.get(ALLOCATION_POLICY_PATH, _DEFAULTS[ALLOCATION_POLICY_PATH])
+    return parse_sharing_section(values.get(path), default_placement=placement)
 
 
 def _build(cls: type, prefix: str, values: Mapping[str, Any], env: Mapping[str, str]) -> Any:
@@ -220,11 +223,15 @@ def _build(cls: type, prefix: str, values: Mapping[str, Any], env: Mapping[str, 
     kw: dict[str, Any] = {}
     for f in fields(cls):
         if SECTION in f.metadata:
-            kw[f.name] = _build(f.default_factory, f"{prefix}.{f.metadata[SECTION]}", values, env)  # type: ignore[arg-type]
-            continue
-        path = f"{prefix}.{f.metadata[SETTING].key}"
-        if path == HEALTH_PATH:
-            kw[f.name] = parse_health_config(values.get(path), env, field=path)
-        elif path in values:
-            kw[f.name] = values[path]
+            kw[f.name] = _build(f.default_factory, _join(prefix, f.metadata[SECTION]), values, env)  # type: ignore[arg-type]
+        elif SETTING in f.metadata:
+            path = _join(prefix, f.metadata[SETTING].key)
+            if path in PARSED_SECTIONS:
+                kw[f.name] = _parsed(path, values, env)
+            elif path in values:
+                kw[f.name] = values[path]
     return cls(**kw)
+
+
+def _join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key

@@ -1,8 +1,8 @@
 """What a hot reload does with each changed field, from the fields' declared reload classes.
 
 Boundary: compares two Config values and says what to do; the daemon does it (and logs). Classes
-(config/declare.py Reload): AT_ONCE fields are simply taken; RESERVE fields, and the top-level sections
-`resources`, `sharing` and `imex`, make every resource be served afresh; RESTART fields keep their
+(config/declare.py Reload): AT_ONCE fields are simply taken; RESERVE fields (NVIDIA's `flags` and the
+sections `resources`, `sharing` and `imex`) make every resource be served afresh; RESTART fields keep their
 running value until the plugin restarts; NEXT_RESERVE and START_ONLY fields are taken into the config
 without any action of their own.
 """
@@ -15,23 +15,10 @@ from typing import Any
 from device_plugin.config.declare import Declared, Reload, get
 from device_plugin.config.model import SETTINGS, Config
 
-SECTIONS_RELOAD = Reload.RESERVE  # `resources`, `sharing`, `imex`: parsed on their own, never from env or CLI
-
-
-def reload_class(path: str) -> Reload:
-    """The declared reload class of a dotted field path (a top-level section: SECTIONS_RELOAD)."""
-    for declared in SETTINGS:
-        if declared.path == path:
-            return declared.setting.reload
-    if path in ("resources", "sharing", "imex"):
-        return SECTIONS_RELOAD
-    raise KeyError(path)
-
 
 def serving_settings(config: Config) -> tuple[object, ...]:
     """The parts of the config that decide what is served and how: a change re-serves every resource."""
-    fields = tuple(get(config, d.attrs) for d in SETTINGS if d.setting.reload is Reload.RESERVE)
-    return (*fields, config.resources, config.sharing, config.imex)
+    return tuple(get(config, d.attrs) for d in SETTINGS if d.setting.reload is Reload.RESERVE)
 
 
 @dataclass(frozen=True)

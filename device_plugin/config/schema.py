@@ -161,6 +161,7 @@ DNS_SUBDOMAIN = Field(_dns_subdomain, _dns_subdomain)
 RAW_MAPPING = Field(_mapping, _no_text)  # a section another parser reads (config/health.py)
 FROZEN_MAPPING = Field(lambda field, value: MappingProxyType(dict(_mapping(field, value))), _no_text)
 choice = _choice
+no_text = _no_text  # a section's kind: set in the file only
 
 # Top-level keys with a shape of their own (validated in config/sections.py and config/sharing.py).
 TOP_LEVEL = ("version", "flags", "resources", "sharing", "imex", OUR_SECTION)

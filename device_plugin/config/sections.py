@@ -1,15 +1,19 @@
-"""Shape checks for the config sections `resources`, `sharing` and `imex` (`resources`, `imex` kept raw).
+"""Shape checks for the config sections `resources` and `imex`, kept in their validated raw shape.
 
 They follow NVIDIA's v1 schema so existing files load; what each section *means* is decided by its
-consumer (config/sharing.py for `sharing`). Checked here: known keys only, types, and the rules NVIDIA
-enforces at load time (replicas >= 2, non-empty resource lists, IMEX channel IDs). Errors name the
-field by dotted path with list positions, e.g. `sharing.timeSlicing.resources[0].replicas`.
+consumer. Checked here: known keys only, types, and the rules NVIDIA enforces at load time (non-empty
+names, IMEX channel IDs). Errors name the field by dotted path with list positions, e.g.
+`resources.gpus[0].name`. RESOURCES and IMEX are the sections' declared kinds (config/model.py);
+`sharing` is parsed, and checked, once, by config/sharing.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
+from device_plugin.config.schema import Field, no_text
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short
 
@@ -52,55 +56,6 @@ def check_resources(value: Any) -> dict[str, Any]:
     return section
 
 
-def check_sharing(value: Any) -> dict[str, Any]:
-    if value is None:
-        return {}
-    section = _mapping("sharing", value, ("timeSlicing", "mps"))
-    for kind in ("timeSlicing", "mps"):
-        if section.get(kind) is None:
-            continue
-        where = f"sharing.{kind}"
-        shared = _mapping(where, section[kind], ("renameByDefault", "failRequestsGreaterThanOne", *_OURS, "resources"))
-        _type(f"{where}.renameByDefault", shared.get("renameByDefault"), bool)
-        _type(f"{where}.failRequestsGreaterThanOne", shared.get("failRequestsGreaterThanOne"), bool)
-        for i, entry in enumerate(_list(f"{where}.resources", shared.get("resources"), non_empty=True)):
-            _check_replicated(f"{where}.resources[{i}]", entry)
-    return section
-
-
-# Documented ranges (README, "Configuration"). The kubelet keeps every replica in memory and in its
-# checkpoint, so more than 1024 is a typo (config/sharing.py enforces the same bound).
-MAX_REPLICAS = 1024
-MAX_DEVICE_COUNT = 1024  # GPUs a `devices: <count>` entry may name; no node has more
-
-# Our extensions to NVIDIA's sharing keys, at the top of timeSlicing and per resource; their values are
-# checked by config/sharing.py, which gives them meaning.
-_OURS = ("requireDistinctGPUs", "allocationPolicy")
-
-
-def _check_replicated(where: str, entry: Any) -> None:
-    _mapping(where, entry, ("name", "rename", "devices", "replicas", *_OURS))
-    if not isinstance(entry.get("name"), str) or not entry["name"]:
-        raise ConfigError(f"{where}.name", "is required and must be a non-empty string")
-    _type(f"{where}.rename", entry.get("rename"), str)
-    replicas = entry.get("replicas")
-    if not isinstance(replicas, int) or isinstance(replicas, bool) or not 2 <= replicas <= MAX_REPLICAS:
-        raise ConfigError(
-            f"{where}.replicas", f"is required and must be an integer from 2 to {MAX_REPLICAS}, got {short(replicas)}"
-        )
-    devices = entry.get("devices")
-    if devices is None or devices == "all":
-        return
-    if isinstance(devices, int) and not isinstance(devices, bool):
-        if not 1 <= devices <= MAX_DEVICE_COUNT:
-            message = f"a device count is from 1 to {MAX_DEVICE_COUNT}, got {short(devices)}"
-            raise ConfigError(f"{where}.devices", message)
-        return
-    for j, item in enumerate(_list(f"{where}.devices", devices, non_empty=True)):
-        if not isinstance(item, str | int) or isinstance(item, bool) or str(item) == "":
-            raise ConfigError(f"{where}.devices[{j}]", f"must be a GPU index, MIG index or UUID, got {short(item)}")
-
-
 def check_imex(value: Any) -> dict[str, Any]:
     if value is None:
         return {}
@@ -110,3 +65,11 @@ def check_imex(value: Any) -> dict[str, Any]:
     if channels is not None and _list("imex.channelIDs", channels) not in ([], [0]):
         raise ConfigError("imex.channelIDs", f"must be [] or [0], got {short(channels)}")
     return section
+
+
+def _frozen(value: dict[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(value)
+
+
+RESOURCES = Field(lambda _field, value: _frozen(check_resources(value)), no_text)
+IMEX = Field(lambda _field, value: _frozen(check_imex(value)), no_text)

@@ -1,6 +1,6 @@
 """Parse and validate the `sharing` section of a `version: v1` config (NVIDIA's format, plus our options).
 
-Boundary: a plain mapping (already loaded from YAML/JSON, shape-checked by config/sections.py) in, a
+Boundary: a plain mapping (already loaded from YAML/JSON; checked here and only here) in, a
 frozen SharingConfig out, or a ConfigError naming the dotted field. Runs when the config loads, so it
 knows no GPUs: a `devices` entry naming a GPU by index or UUID is kept as written, and timeslice/config.py
 resolves it against the node's GPUs at build time (index exists, UUID on this node, nothing twice).
@@ -18,7 +18,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from device_plugin.config.sections import MAX_REPLICAS
 from device_plugin.config.sharing_model import (
     GPU_RESOURCE,
     SHARED_SUFFIX,
@@ -42,6 +41,10 @@ MPS_NOT_SUPPORTED = (
     "Use sharing.timeSlicing (no memory or fault isolation) or MIG for isolation."
 )
 
+# Documented ranges (docs/configuration.md). The kubelet keeps every replica in memory and in its
+# checkpoint, so more than 1024 is a typo; and no node has more GPUs than a `devices: <count>` may name.
+MAX_REPLICAS = 1024
+MAX_DEVICE_COUNT = 1024
 _TOP_KEYS = ("renameByDefault", "failRequestsGreaterThanOne", "requireDistinctGPUs", "allocationPolicy", "resources")
 _RESOURCE_KEYS = ("name", "replicas", "rename", "devices", "requireDistinctGPUs", "allocationPolicy")
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -131,8 +134,8 @@ def _parse_devices(raw: Any, where: str, name: str) -> DeviceSelection:
     if raw is None or raw == "all":
         return DeviceSelection(where)
     if isinstance(raw, int) and not isinstance(raw, bool):
-        if raw <= 0:
-            raise ConfigError(where, f"a device count must be positive, got {raw}")
+        if not 1 <= raw <= MAX_DEVICE_COUNT:
+            raise ConfigError(where, f"a device count is from 1 to {MAX_DEVICE_COUNT}, got {raw}")
         return DeviceSelection(where, SelectionKind.COUNT, count=raw)
     if not isinstance(raw, list) or not raw:
         raise ConfigError(

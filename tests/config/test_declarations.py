@@ -18,7 +18,7 @@ from device_plugin.config.declare import Reload
 from device_plugin.config.health import KNOWN_KEYS, HealthConfig
 from device_plugin.config.loader import CLI_FIELDS, load_effective_config
 from device_plugin.config.model import EMPTY_MEANS_OFF_ENV, ENV_FIELDS, FIELDS, SETTINGS, Config, DaemonSettings
-from device_plugin.config.reload import keep_restart_only, reload_class, serving_settings
+from device_plugin.config.reload import keep_restart_only, serving_settings
 
 P, D = "flags.plugin", "gpuDevicePlugin"
 ENV = {
@@ -116,13 +116,14 @@ def test_generated_flags_reach_the_config(
     assert config == value
 
 
-def test_every_flags_key_re_serves_and_only_those_of_ours_listed_do_not() -> None:
+def test_every_flags_key_and_section_re_serves_and_only_those_of_ours_listed_do_not() -> None:
     for declared in SETTINGS:
         expected = RELOAD.get(declared.path, Reload.RESERVE)
         assert declared.setting.reload is expected, declared.path
-        assert declared.path.startswith("flags.") == (expected is Reload.RESERVE), declared.path
-    for path, expected in RELOAD.items():
-        assert reload_class(path) is expected
+        nvidias = declared.path.startswith("flags.") or declared.path in ("resources", "sharing", "imex")
+        assert nvidias == (expected is Reload.RESERVE), declared.path
+    declared_classes = {d.path: d.setting.reload for d in SETTINGS}
+    assert {path: declared_classes[path] for path in RELOAD} == RELOAD
 
 
 def test_defaults_come_from_the_declarations() -> None:

@@ -55,11 +55,26 @@ def test_a_bad_sharing_section_is_refused_when_the_config_loads(raw: dict[str, A
     assert caught.value.field == field
 
 
-def test_the_shape_pass_runs_first_and_keeps_its_message() -> None:
-    # The entry has two faults: an unknown key (shape pass) and a name that cannot be shared (typed parse).
+def test_one_pass_checks_keys_before_values_and_lists_the_known_keys() -> None:
+    # The entry has two faults: an unknown key and a name that cannot be shared. The sharing section is
+    # checked once (config/sharing.py), keys first, and the message lists the keys that exist.
     with pytest.raises(ConfigError) as caught:
         parse_config(config_with({"name": "x", "replicas": 2, "speed": 3}))
-    assert (caught.value.field, caught.value.message) == (f"{TS}.resources[0].speed", "unknown field")
+    assert caught.value.field == f"{TS}.resources[0].speed"
+    assert caught.value.message.startswith("unknown key; known keys: name, replicas")
+
+
+@pytest.mark.parametrize(
+    ("devices", "accepted"), [(1024, True), (1025, False), (0, False)], ids=["at-the-bound", "over-it", "zero"]
+)
+def test_a_device_count_is_bounded(devices: int, accepted: bool) -> None:
+    raw = config_with({**GPU4, "devices": devices, "rename": "part"})
+    if accepted:
+        parse_config(raw)
+        return
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw)
+    assert caught.value.field == f"{TS}.resources[0].devices" and "1 to 1024" in caught.value.message
 
 
 def test_gpu_entries_stay_as_written_until_the_gpus_are_known() -> None:
