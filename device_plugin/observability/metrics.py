@@ -9,36 +9,30 @@ Label cardinality is bounded on purpose: `reason` is a short code ("xid", "recov
 never free text, and `size` is an allocation size (<= GPUs per node). Health transitions arrive typed
 (device_plugin.health.state.HealthTransition): the Xid label is the transition's Xid field, and each
 transition of a physical GPU counts once, however many devices (replicas, MIG devices) it backs.
+The admission RPCs' series (latency, results, decisions) are observability/admission_metrics.py's, owned
+and exported here.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client import CollectorRegistry, Counter, Gauge, ProcessCollector
 
 from device_plugin.core.devices import Device, DeviceListSnapshot
-from device_plugin.core.errors import InvalidRequestError, PluginError, UnhealthyDeviceError, UnknownDeviceError
 from device_plugin.core.ids import parse_device_id
 from device_plugin.health.state import HealthTransition
 from device_plugin.nvml.telemetry import TelemetrySource
 from device_plugin.nvml.types import GpuInfo
+from device_plugin.observability.admission_metrics import PREFIX, AdmissionMetrics
 from device_plugin.observability.collectors import DeviceInventoryCollector, GpuTelemetryCollector
 
 log = logging.getLogger(__name__)
 
-PREFIX = "gpu_device_plugin_"
 REGISTRATION_STATES = ("registered", "unregistered", "failed")
-# gRPC handlers answer in well under a millisecond on the fast path; seconds mean lock contention or NVML.
-RPC_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
-# One-direction ring bandwidth in GB/s: PCIe across sockets (~10) up to B200 NVSwitch (900).
-BANDWIDTH_BUCKETS_GBPS = (8, 12, 16, 25, 32, 50, 75, 100, 150, 200, 300, 450, 600, 900, 1800)
-RATIO_BUCKETS = (0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0)
-
 DeviceSnapshots = Callable[[], Mapping[str, DeviceListSnapshot]]
 
 
@@ -47,21 +41,6 @@ def health_reason_code(transition: HealthTransition) -> str:
     if transition.xid is not None:
         return "xid"
     return "recovered" if transition.healthy else "unhealthy"
-
-
-def result_label(error: BaseException | None) -> str:
-    """The `result` label for a request that ended with `error` (None: success). Subclasses first."""
-    if error is None:
-        return "ok"
-    for kind, label in (
-        (UnhealthyDeviceError, "unhealthy_device"),
-        (UnknownDeviceError, "unknown_device"),
-        (InvalidRequestError, "invalid_request"),
-        (PluginError, "error"),
-    ):
-        if isinstance(error, kind):
-            return label
-    return "internal_error"
 
 
 class PluginMetrics:
@@ -92,52 +71,13 @@ class PluginMetrics:
             registry.register(DeviceInventoryCollector(PREFIX, device_snapshots))
         if gpu_gauges and gpus is not None and telemetry is not None:
             registry.register(GpuTelemetryCollector(PREFIX, gpus, telemetry, on_error=self.nvml_error))
-        self.rpc_duration = Histogram(
-            PREFIX + "rpc_duration_seconds",
-            "Device-plugin gRPC handler latency by method, resource and gRPC status code.",
-            ("method", "resource", "code"),
-            buckets=RPC_BUCKETS_S,
-            registry=r,
-        )
-        self.allocations = Counter(
-            PREFIX + "allocations",
-            "Allocate container requests by resource and result.",
-            ("resource", "result"),
-            registry=r,
-        )
-        self.preferred_allocations = Counter(
-            PREFIX + "preferred_allocations",
-            "GetPreferredAllocation container requests by resource and result.",
-            ("resource", "result"),
-            registry=r,
-        )
-        self.decisions = Counter(
-            PREFIX + "allocation_decisions",
-            "Allocation decisions by size and whether the chosen set had the best ring bandwidth available.",
-            ("resource", "size", "optimal"),
-            registry=r,
-        )
-        self.predicted_bandwidth = Histogram(
-            PREFIX + "allocation_predicted_ring_bandwidth_gbps",
-            "Predicted one-direction ring bandwidth (GB/s) of each multi-GPU allocation.",
-            ("resource", "size"),
-            buckets=BANDWIDTH_BUCKETS_GBPS,
-            registry=r,
-        )
-        self.bandwidth_ratio = Histogram(
-            PREFIX + "allocation_bandwidth_ratio",
-            "Predicted ring bandwidth of each multi-GPU allocation divided by the best any set of the free GPUs had.",
-            ("resource", "size"),
-            buckets=RATIO_BUCKETS,
-            registry=r,
-        )
-        self.nic_distance = Counter(
-            PREFIX + "allocation_nic_distance",
-            "Allocations by predicted GPU-NIC distance: the farthest of the chosen GPUs' distances to their nearest "
-            "RDMA NIC (PIX, PXB: GPUDirect-close; PHB, NODE, SYS: through the CPU). Only on nodes with NICs.",
-            ("resource", "size", "distance"),
-            registry=r,
-        )
+        self.admission = AdmissionMetrics(registry)
+        # The servicer's RpcObserver hook and the decision hook's entry, one series lookup each.
+        self.rpc_finished = self.admission.rpc_finished
+        self.observe_rpc = self.admission.observe_rpc
+        self.allocation = self.admission.allocation
+        self.preferred_allocation = self.admission.preferred_allocation
+        self.allocation_decision = self.admission.allocation_decision
         self.registration = Gauge(
             PREFIX + "registration_state",
             "1 for the current kubelet registration state of each resource, 0 for the others.",
@@ -163,57 +103,6 @@ class PluginMetrics:
         )
         if process_metrics:
             ProcessCollector(registry=registry)
-
-    # ---- requests ----------------------------------------------------------------------------
-
-    def rpc_finished(
-        self, method: str, resource: str, code: str, duration_s: float, error: BaseException | None
-    ) -> None:
-        """The servicer's RpcObserver hook: latency for every RPC, results for the two that allocate."""
-        self.observe_rpc(method, resource, code, duration_s)
-        if method == "Allocate":
-            self.allocation(resource, result_label(error))
-        elif method == "GetPreferredAllocation":
-            self.preferred_allocation(resource, result_label(error))
-
-    def observe_rpc(self, method: str, resource: str, code: str, duration_s: float) -> None:
-        """One unary RPC (not ListAndWatch, whose duration is the stream's lifetime). `code`: gRPC status name."""
-        self.rpc_duration.labels(method, resource, code).observe(duration_s)
-
-    def allocation(self, resource: str, result: str) -> None:
-        self.allocations.labels(resource, result).inc()
-
-    def preferred_allocation(self, resource: str, result: str) -> None:
-        self.preferred_allocations.labels(resource, result).inc()
-
-    def allocation_decision(
-        self,
-        resource: str,
-        size: int,
-        predicted_ring_bandwidth_gbps: float,
-        optimal: bool,
-        best_ring_bandwidth_gbps: float | None = None,
-        nic_distance: str | None = None,
-    ) -> None:
-        """One allocator decision. Bandwidth histograms only for size >= 2 (one GPU has no ring)."""
-        self.decisions.labels(resource, str(size), "true" if optimal else "false").inc()
-        if nic_distance is not None:
-            self.nic_distance.labels(resource, str(size), nic_distance).inc()
-        if size < 2:
-            return
-        if not math.isfinite(predicted_ring_bandwidth_gbps) or predicted_ring_bandwidth_gbps < 0:
-            log.warning(
-                "%s: ignoring predicted ring bandwidth %r for size %d", resource, predicted_ring_bandwidth_gbps, size
-            )
-            return
-        self.predicted_bandwidth.labels(resource, str(size)).observe(predicted_ring_bandwidth_gbps)
-        if (
-            best_ring_bandwidth_gbps is not None
-            and math.isfinite(best_ring_bandwidth_gbps)
-            and best_ring_bandwidth_gbps > 0
-        ):
-            ratio = min(predicted_ring_bandwidth_gbps / best_ring_bandwidth_gbps, 1.0)
-            self.bandwidth_ratio.labels(resource, str(size)).observe(ratio)
 
     # ---- registration ------------------------------------------------------------------------
 

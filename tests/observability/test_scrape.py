@@ -12,7 +12,8 @@ from device_plugin.core.errors import InvalidRequestError, NvmlError, UnhealthyD
 from device_plugin.health.state import HealthTransition
 from device_plugin.node.health_routing import NodeHealth, resource_route
 from device_plugin.nvml.fake import IDLE_TEMPERATURE_C
-from device_plugin.observability.metrics import health_reason_code, result_label
+from device_plugin.observability.admission_metrics import result_label
+from device_plugin.observability.metrics import health_reason_code
 
 from .conftest import RESOURCE, Served
 
