@@ -189,10 +189,18 @@ class DraFrontEnd:
         return LabelOptions(mig_strategy=config.flags.mig_strategy)
 
     def liveness(self) -> EndpointProbeResult:
-        ok = self.publisher.running()
-        return EndpointProbeResult(ok, "serving" if ok else f"the slice publisher stopped: {self.publisher.error}")
+        """The sockets as served now (ours, at their paths, answering) and the publisher's threads."""
+        serving, detail = self.server.serving()
+        if not serving:
+            return EndpointProbeResult(False, detail)
+        if not self.publisher.running():
+            return EndpointProbeResult(False, f"the slice publisher stopped: {self.publisher.error}")
+        return EndpointProbeResult(True, detail)
 
     def readiness(self) -> EndpointProbeResult:
+        serving, detail = self.server.serving()
+        if not serving:
+            return EndpointProbeResult(False, detail)
         status = self.server.registration.status
         if status is None or not status[0]:
             return EndpointProbeResult(False, f"not registered with the kubelet: {status}")
@@ -209,19 +217,21 @@ class DraFrontEnd:
         self.server.start()
 
     def stop(self, timeout_s: float) -> bool:
-        """Sockets first (the kubelet deregisters us), then our slices are deleted. False if cut short."""
+        """Sockets (the kubelet deregisters us) and our slices' deletion at once. False if cut short.
+
+        The deletes may hang on an unresponsive API server: they run on their own thread and get what is
+        left of the budget; the sockets are removed meanwhile whatever the API server does."""
         deadline = time.monotonic() + timeout_s
-        self.server.stop(0.5)
-        # The deletes may hang on an unresponsive API server: they get what is left of the budget.
+        unpublished: list[bool] = []
         unpublishing = threading.Thread(
-            target=self.publisher.stop,
-            kwargs={"timeout_s": max(0.5, deadline - time.monotonic() - 0.5), "unpublish": True},
+            target=lambda: unpublished.append(self.publisher.stop(max(0.5, timeout_s - 0.5), unpublish=True)),
             name="dra-unpublish",
             daemon=True,
         )
         unpublishing.start()
+        self.server.stop(0.5)
         unpublishing.join(timeout=max(0.1, deadline - time.monotonic()))
         if unpublishing.is_alive():
             log.warning("deleting our ResourceSlices did not finish within %.1f s; stopping without it", timeout_s)
             return False
-        return True
+        return unpublished == [True]

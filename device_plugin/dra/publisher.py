@@ -2,14 +2,15 @@
 
 Boundary: owns one background thread and our slices in the API server (through `kube`); knows
 nothing of NVML or health: callers hand it the node's devices (`request`) whenever they change.
-A reconcile lists our slices (driver and node field selectors), and when they differ from what the
-devices give it writes the new generation into every slice (update with the resourceVersion it
-read; on 409 Conflict it re-reads and updates again; a 409 AlreadyExists on create becomes an
-update), then deletes stale slices of ours (fewer slices than before, or left by an earlier run).
-When nothing differs it writes nothing, so a re-registration after a kubelet restart (which wipes
-the node's slices) republishes exactly what is missing. Failures that may pass (server down, 5xx,
-429) are retried with exponential backoff, always with the newest requested devices; a server
-without a usable resource.k8s.io version is refused once, clearly. stop() deletes our slices.
+A reconcile lists our slices (dra/slice_store.py: field selectors, and every item filtered again by
+driver and node here), and when they differ from what the devices give it writes the new generation
+into every slice, then deletes stale slices of ours (fewer slices than before, or left by an earlier
+run). When nothing differs it writes nothing. A watch (dra/slice_watch.py) asks for a reconcile
+whenever someone else adds, changes or deletes one of our slices, so the kubelet's start-up wipe
+(which may land after our reconcile on its re-registration) is repaired at once. Failures that may
+pass (server down, 5xx, 429) are retried with exponential backoff, always with the newest requested
+devices; a server without a usable resource.k8s.io version is refused once, clearly. stop() ends the
+watch and deletes our slices, and says what it did (nothing when the API server was never reached).
 """
 
 from __future__ import annotations
@@ -21,16 +22,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 
+from device_plugin.core.short_text import one_line
 from device_plugin.dra.inventory import DraDevice
-from device_plugin.dra.kube import REQUEST_TIMEOUT_S, UnsupportedApiError, is_transient, newest_resource_version
+from device_plugin.dra.kube import UnsupportedApiError, is_transient, newest_resource_version
 from device_plugin.dra.kube import node_uid as read_node_uid
+from device_plugin.dra.slice_store import SliceStore
+from device_plugin.dra.slice_watch import WATCH_S, SliceWatch
 from device_plugin.dra.slices import GROUP, build_slices
 
 log = logging.getLogger(__name__)
-PLURAL = "resourceslices"
-CONFLICT_RETRIES = 5
+MAX_ERROR_CHARS = 1024  # `error` is shown by /readyz and logged: an API server's answer can be megabytes
 
 
 class SlicePublisher:
@@ -42,9 +44,10 @@ class SlicePublisher:
         node_name: str,
         backoff_initial_s: float = 0.1,
         backoff_max_s: float = 5.0,
+        watch_s: int = WATCH_S,
     ) -> None:
         self._client = client
-        self._objects = k8s.CustomObjectsApi(client)
+        self._store = SliceStore(client, driver_name=driver_name, node_name=node_name)
         self._driver = driver_name
         self._node = node_name
         self._backoff = (backoff_initial_s, backoff_max_s)
@@ -58,6 +61,14 @@ class SlicePublisher:
         self._synced = 0  # the request sequence the API server holds now
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.watch = SliceWatch(
+            self._store,
+            lambda: self.api_version,
+            self.resync,
+            watch_s=watch_s,
+            backoff_initial_s=backoff_initial_s,
+            backoff_max_s=backoff_max_s,
+        )
 
     # ---- public --------------------------------------------------------------------------------
 
@@ -69,7 +80,7 @@ class SlicePublisher:
             self._cond.notify_all()
 
     def resync(self) -> None:
-        """Reconcile again with the same devices (after the kubelet (re)registered us: it may have wiped them)."""
+        """Reconcile again with the same devices (the kubelet (re)registered us, or the watch saw a change)."""
         with self._cond:
             if self._devices is not None:
                 self._requested += 1
@@ -85,27 +96,37 @@ class SlicePublisher:
             return True
 
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """Both threads (reconcile and watch) are alive: a dead one would leave the pool unrepaired."""
+        return self._thread is not None and self._thread.is_alive() and self.watch.running()
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="dra-publisher", daemon=True)
         self._thread.start()
+        self.watch.start()
 
-    def stop(self, timeout_s: float = 3.0, *, unpublish: bool = True) -> None:
-        """Stop the thread; then delete our slices (clean shutdown: nothing stale stays)."""
+    def stop(self, timeout_s: float = 3.0, *, unpublish: bool = True) -> bool:
+        """Stop the threads; then delete our slices (clean shutdown: nothing stale stays). True when done."""
         deadline = time.monotonic() + timeout_s
         self._stop.set()
+        self.watch.stop(timeout_s=min(1.0, timeout_s / 3))  # first: our own deletes are no news to act on
         with self._cond:
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=max(0.1, deadline - time.monotonic()))
-        if unpublish:
-            try:
-                for name in self._our_slices():
-                    self._delete(name)
-                log.info("deleted the ResourceSlices of pool %s", self._node)
-            except Exception as error:  # the kubelet also deletes them when our socket goes away
-                log.warning("could not delete our ResourceSlices at shutdown: %s", error)
+        if not unpublish:
+            return True
+        if self.api_version is None:  # never reached the server: nothing of ours can be there
+            log.warning("the API server was never reached: no ResourceSlices to delete (none were published)")
+            return True
+        try:
+            names = sorted(o["metadata"]["name"] for o in self._store.list(self.api_version))
+            for name in names:
+                self._store.delete(self.api_version, name)
+        except Exception as error:  # the kubelet also deletes them when our socket goes away
+            log.warning("could not delete our ResourceSlices at shutdown: %s", _describe(error))
+            return False
+        log.info("deleted the ResourceSlices of pool %s (%d)", self._node, len(names))
+        return True
 
     # ---- the loop ------------------------------------------------------------------------------
 
@@ -121,11 +142,11 @@ class SlicePublisher:
             try:
                 self.reconcile(devices)
             except UnsupportedApiError as error:
-                self.error = str(error)
-                log.error("cannot publish ResourceSlices: %s", error)
+                self.error = _describe(error)
+                log.error("cannot publish ResourceSlices: %s", self.error)
                 return
             except Exception as error:
-                self.error = f"{type(error).__name__}: {error}"
+                self.error = _describe(error)
                 if not is_transient(error):
                     log.error("publishing ResourceSlices failed (will retry): %s", self.error)
                 else:
@@ -141,12 +162,13 @@ class SlicePublisher:
 
     def reconcile(self, devices: Sequence[DraDevice]) -> int:
         """One attempt: make the API server hold exactly these devices in our pool. Returns the generation."""
-        if self.api_version is None:
-            self.api_version = newest_resource_version(self._client)
-            log.info("publishing ResourceSlices as %s/%s", GROUP, self.api_version)
+        version = self.api_version
+        if version is None:
+            version = self.api_version = newest_resource_version(self._client)
+            log.info("publishing ResourceSlices as %s/%s", GROUP, version)
         if self._node_uid is None:
             self._node_uid = read_node_uid(self._client, self._node)
-        existing = {o["metadata"]["name"]: o for o in self._list()}
+        existing = {o["metadata"]["name"]: o for o in self._store.list(version)}
 
         def build(generation: int) -> list[dict[str, Any]]:
             return build_slices(
@@ -154,88 +176,30 @@ class SlicePublisher:
                 node_name=self._node,
                 driver_name=self._driver,
                 generation=generation,
-                api_version=self.api_version or "v1",
+                api_version=version,
                 node_uid=self._node_uid,
             )
 
-        current = {o["spec"]["pool"]["generation"] for o in existing.values()}
+        current = {_generation(o) for o in existing.values()}
         if len(current) == 1 and _same(existing, build(next(iter(current)))):
             self.generation = next(iter(current))
             return self.generation
         generation = max([self.generation, *current]) + 1
         desired = build(generation)
         for obj in desired:
-            self._write(obj, existing.get(obj["metadata"]["name"]))
+            self._store.write(version, obj, existing.get(obj["metadata"]["name"]))
         for name in sorted(set(existing) - {o["metadata"]["name"] for o in desired}):
-            self._delete(name)
+            self._store.delete(version, name)
         self.generation = generation
         log.info("pool %s: generation %d, %d devices in %d slices", self._node, generation, len(devices), len(desired))
         return generation
 
-    # ---- API calls -----------------------------------------------------------------------------
 
-    def _list(self) -> list[dict[str, Any]]:
-        body = self._objects.list_cluster_custom_object(
-            GROUP,
-            self.api_version or "v1",
-            PLURAL,
-            field_selector=f"spec.nodeName={self._node},spec.driver={self._driver}",
-            _request_timeout=REQUEST_TIMEOUT_S,
-        )
-        items = body.get("items", []) if isinstance(body, dict) else []
-        return [o for o in items if o.get("spec", {}).get("driver") == self._driver]
-
-    def _our_slices(self) -> list[str]:
-        if self.api_version is None:
-            return []  # never reached the server: nothing of ours can be there
-        return sorted(o["metadata"]["name"] for o in self._list())
-
-    def _write(self, obj: dict[str, Any], current: dict[str, Any] | None) -> None:
-        version, name = self.api_version or "v1", obj["metadata"]["name"]
-        for _ in range(CONFLICT_RETRIES):
-            try:
-                if current is None:
-                    self._objects.create_cluster_custom_object(
-                        GROUP, version, PLURAL, obj, _request_timeout=REQUEST_TIMEOUT_S
-                    )
-                else:
-                    body = {**obj, "metadata": {**obj["metadata"], **_version_of(current)}}
-                    self._objects.replace_cluster_custom_object(
-                        GROUP, version, PLURAL, name, body, _request_timeout=REQUEST_TIMEOUT_S
-                    )
-                return
-            except ApiException as error:
-                if error.status not in (404, 409):
-                    raise
-                # 409: someone else wrote it (or it exists already); 404: it was deleted. Read and retry.
-                log.info("ResourceSlice %s: HTTP %s on write; re-reading it", name, error.status)
-                current = self._get(name)
-        raise RuntimeError(f"ResourceSlice {name}: still conflicting after {CONFLICT_RETRIES} attempts")
-
-    def _get(self, name: str) -> dict[str, Any] | None:
-        try:
-            obj = self._objects.get_cluster_custom_object(
-                GROUP, self.api_version or "v1", PLURAL, name, _request_timeout=REQUEST_TIMEOUT_S
-            )
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise
-        return obj if isinstance(obj, dict) else None
-
-    def _delete(self, name: str) -> None:
-        try:
-            self._objects.delete_cluster_custom_object(
-                GROUP, self.api_version or "v1", PLURAL, name, _request_timeout=REQUEST_TIMEOUT_S
-            )
-        except ApiException as error:
-            if error.status != 404:  # already gone (the kubelet deletes them too): fine
-                raise
-
-
-def _version_of(obj: dict[str, Any]) -> dict[str, Any]:
-    rv = obj.get("metadata", {}).get("resourceVersion")
-    return {"resourceVersion": rv} if rv else {}
+def _generation(obj: dict[str, Any]) -> int:
+    """The pool generation a listed slice carries; 0 when it carries none (it is rewritten then)."""
+    pool = obj["spec"].get("pool")
+    generation = pool.get("generation") if isinstance(pool, dict) else None
+    return generation if isinstance(generation, int) and not isinstance(generation, bool) else 0
 
 
 def _same(existing: dict[str, dict[str, Any]], desired: list[dict[str, Any]]) -> bool:
@@ -248,3 +212,8 @@ def _same(existing: dict[str, dict[str, Any]], desired: list[dict[str, Any]]) ->
         if held.get("spec") != obj["spec"] or owners != obj["metadata"].get("ownerReferences"):
             return False
     return True
+
+
+def _describe(error: BaseException) -> str:
+    """An error for a log line and /readyz: one line, bounded (an ApiException carries the whole body)."""
+    return one_line(f"{type(error).__name__}: {error}", MAX_ERROR_CHARS)

@@ -10,16 +10,23 @@ HTTP on 127.0.0.1 (ephemeral port, one thread per request, bounded by the test's
 - GET /apis/resource.k8s.io/{v}/namespaces/{ns}/resourceclaims/{name}.
 Every object we are sent is validated strictly with kubernetes-validate for the Kubernetes release
 that introduced its version; an invalid one is refused with 422 and recorded in `invalid`.
+Lists carry the collection's resourceVersion; `watch=true` streams ADDED/MODIFIED/DELETED events after
+a resourceVersion (recorded in `requests` as "WATCH"). A write without a JSON Content-Type is refused
+with 415, as the real API server does.
 Faults: `down()` / `up()` close and reopen the listening socket on the same port (connection
 refused meanwhile); `fail_next(n, status)` answers the next n requests with that status;
-`race_next_put(name)` changes a slice just before the client's next PUT of it (409 Conflict).
+`race_next_put(name)` changes a slice just before the client's next PUT of it (409 Conflict);
+`ignore_field_selector` answers every list with all slices (a server or proxy that drops the selector);
+`wipe_node(node)` deletes every slice of a node, as the kubelet does at its start.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import threading
+import time
 import uuid
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -61,6 +68,9 @@ class ApiStandin:
         self.invalid: list[str] = []
         self.requests: list[tuple[str, str]] = []  # (method, path)
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._events: list[tuple[int, str, dict[str, Any]]] = []  # (resourceVersion, type, object) in order
+        self.ignore_field_selector = False
         self._rv = itertools.count(1)
         self._faults: list[int] = []
         self._races: set[str] = set()
@@ -112,6 +122,46 @@ class ApiStandin:
         obj = self.slices[name]
         obj["metadata"].setdefault("labels", {})["touched-by"] = "someone-else"
         obj["metadata"]["resourceVersion"] = str(next(self._rv))
+        self._event("MODIFIED", obj)
+
+    def add_slice(self, obj: dict[str, Any]) -> None:
+        """Someone else's slice (another node's, another driver's), stored as given."""
+        with self._lock:
+            self._store(obj)
+
+    def wipe_node(self, node: str) -> int:
+        """Delete every slice of `node`, whatever its driver (the kubelet at start-up). Returns how many."""
+        with self._lock:
+            names = [n for n, o in self.slices.items() if _field(o, "spec.nodeName") == node]
+            for name in names:
+                self._remove(name)
+            return len(names)
+
+    def _event(self, kind: str, obj: dict[str, Any]) -> None:
+        self._events.append((int(obj["metadata"]["resourceVersion"]), kind, json.loads(json.dumps(obj))))
+        self._changed.notify_all()
+
+    def _remove(self, name: str) -> None:
+        gone = self.slices.pop(name)
+        gone["metadata"]["resourceVersion"] = str(next(self._rv))
+        self._event("DELETED", gone)
+
+    def watch(self, query: dict[str, str], write: Any, serving: Any) -> None:
+        """Stream the slice events after query's resourceVersion that match its selectors, until
+        timeoutSeconds pass, the server goes down, or the client goes away (`write` raises OSError)."""
+        since = int(query.get("resourceVersion") or 0)
+        fields = "" if self.ignore_field_selector else query.get("fieldSelector", "")
+        labels = query.get("labelSelector", "")
+        deadline = time.monotonic() + float(query.get("timeoutSeconds") or 1800)
+        while serving() and time.monotonic() < deadline:
+            with self._lock:
+                events = [e for e in self._events if e[0] > since and _matches(e[2], fields, labels)]
+                if not events:
+                    self._changed.wait(0.05)
+                    continue
+            for rv, kind, obj in events:
+                write((json.dumps({"type": kind, "object": obj}) + "\n").encode())
+                since = rv
 
     def pool(self, driver: str, node: str) -> list[dict[str, Any]]:
         """Our slices as the scheduler sees them, by name."""
@@ -124,12 +174,16 @@ class ApiStandin:
 
     # ---- request handling (called by the handler, one thread per request) -------------------------
 
-    def handle(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, Any]:
+    def handle(
+        self, method: str, path: str, query: dict[str, str], body: Any, content_type: str = "application/json"
+    ) -> tuple[int, Any]:
         with self._lock:
             self.requests.append((method, path))
             if self._faults:
                 status = self._faults.pop(0)
                 return status, _status(status, "injected fault")
+            if body is not None and content_type.split(";")[0].strip() != "application/json":
+                return 415, _status(415, f"the body of the request was in an unknown format: {content_type!r}")
             parts = [p for p in path.split("/") if p]
             if method == "GET" and parts == ["apis", GROUP]:
                 return 200, _api_group(self.versions)
@@ -148,12 +202,11 @@ class ApiStandin:
 
     def _slices(self, method: str, version: str, name: str | None, query: dict[str, str], body: Any) -> tuple[int, Any]:
         if name is None and method == "GET":
-            items = [
-                o
-                for _, o in sorted(self.slices.items())
-                if _matches(o, query.get("fieldSelector", ""), query.get("labelSelector", ""))
-            ]
-            return 200, {"apiVersion": f"{GROUP}/{version}", "kind": "ResourceSliceList", "items": items}
+            fields = "" if self.ignore_field_selector else query.get("fieldSelector", "")
+            items = [o for _, o in sorted(self.slices.items()) if _matches(o, fields, query.get("labelSelector", ""))]
+            listed = {"resourceVersion": str(self._events[-1][0] if self._events else 0)}
+            kind = "ResourceSliceList"
+            return 200, {"apiVersion": f"{GROUP}/{version}", "kind": kind, "metadata": listed, "items": items}
         if name is None and method == "POST":
             if not self._valid(body, version):
                 return 422, _status(422, "invalid object")
@@ -166,7 +219,7 @@ class ApiStandin:
         if method == "GET":
             return 200, self.slices[name]
         if method == "DELETE":
-            del self.slices[name]
+            self._remove(name)
             return 200, _status(200, "deleted", "", "Success")
         if method == "PUT":
             if name in self._races:
@@ -193,7 +246,9 @@ class ApiStandin:
         stored = json.loads(json.dumps(obj))
         stored["metadata"]["resourceVersion"] = str(next(self._rv))
         stored["metadata"].setdefault("uid", str(uuid.uuid4()))
+        kind = "MODIFIED" if stored["metadata"]["name"] in self.slices else "ADDED"
         self.slices[stored["metadata"]["name"]] = stored
+        self._event(kind, stored)
         return stored
 
 
@@ -224,15 +279,34 @@ class _Handler(BaseHTTPRequestHandler):
             return
         url = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        if self.command == "GET" and query.get("watch") in ("true", "1"):
+            self._watch(url.path, query)
+            return
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length)) if length else None
-        status, answer = self.api.handle(self.command, url.path, query, body)
+        content_type = self.headers.get("Content-Type") or ""
+        status, answer = self.api.handle(self.command, url.path, query, body, content_type)
         data = json.dumps(answer).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _watch(self, path: str, query: dict[str, str]) -> None:
+        with self.api._lock:
+            self.api.requests.append(("WATCH", path))
+        self.close_connection = True  # the stream ends with the connection (no length, no chunks)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+
+        def write(data: bytes) -> None:
+            self.wfile.write(data)
+            self.wfile.flush()
+
+        with contextlib.suppress(OSError):  # the client went away
+            self.api.watch(query, write, lambda: self.server is self.api._server)
 
     do_GET = do_POST = do_PUT = do_DELETE = _serve
 

@@ -1,0 +1,145 @@
+"""Our ResourceSlices in the API server: list, write, delete, and only ever ours.
+
+Boundary: the HTTP calls on resourceslices for one driver on one node (through the `kubernetes` client's
+generic object calls); what to write is the publisher's job. Rules kept here:
+- every LIST asks the server for `spec.nodeName=<node>,spec.driver=<driver>` and then filters the items
+  again itself: a server or proxy that ignores the field selector (or a selector bug) must never make us
+  update or delete another node's slices, or another driver's;
+- writes say `Content-Type: application/json` (the client sends none for a plain dict body, and a real
+  API server refuses a body of unknown format with 415);
+- an update carries the resourceVersion it read; a 409 Conflict (or a 404: deleted meanwhile) re-reads
+  and tries again, a few times;
+- what we write (name -> spec and owner, remembered before the request goes out: the watch event can
+  arrive before the answer) and what we delete is remembered, so the watch (dra/slice_watch.py) can
+  tell our own changes from someone else's.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from device_plugin.dra.kube import REQUEST_TIMEOUT_S
+from device_plugin.dra.slices import GROUP
+
+PLURAL = "resourceslices"
+CONFLICT_RETRIES = 5
+JSON_BODY = (("Content-Type", "application/json"),)  # the generated client ignores _content_type here
+
+
+def is_ours(obj: object, *, driver_name: str, node_name: str) -> bool:
+    """A ResourceSlice of this driver on this node (anything else, whatever the server sent, is not)."""
+    if not isinstance(obj, Mapping):
+        return False
+    spec, metadata = obj.get("spec"), obj.get("metadata")
+    if not isinstance(spec, Mapping) or not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str):
+        return False
+    return spec.get("driver") == driver_name and spec.get("nodeName") == node_name
+
+
+class SliceStore:
+    def __init__(self, client: k8s.ApiClient, *, driver_name: str, node_name: str) -> None:
+        self.objects = k8s.CustomObjectsApi(client)
+        self.driver = driver_name
+        self.node = node_name
+        self.selector = f"spec.nodeName={node_name},spec.driver={driver_name}"
+        self._lock = threading.Lock()
+        self._written: dict[str, object] = {}  # name -> what our last write of it said (spec and owner)
+        self._deleted: set[str] = set()  # names we deleted whose DELETED event has not been seen yet
+        self.listed = threading.Condition()
+        self.list_count = 0  # LISTs answered so far
+        self.list_version = ""  # the collection resourceVersion of the latest LIST ("" if the server sent none)
+
+    def ours(self, obj: object) -> bool:
+        return is_ours(obj, driver_name=self.driver, node_name=self.node)
+
+    def list(self, version: str) -> list[dict[str, Any]]:
+        """Our slices: asked for with field selectors, then filtered here (never trust the selector)."""
+        body = self.objects.list_cluster_custom_object(
+            GROUP, version, PLURAL, field_selector=self.selector, _request_timeout=REQUEST_TIMEOUT_S
+        )
+        items = body.get("items") if isinstance(body, dict) else None
+        metadata = body.get("metadata") if isinstance(body, dict) else None
+        list_version = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+        with self.listed:
+            self.list_count += 1
+            self.list_version = list_version if isinstance(list_version, str) else ""
+            self.listed.notify_all()
+        return [o for o in items or () if self.ours(o)]
+
+    def write(self, version: str, obj: dict[str, Any], current: dict[str, Any] | None) -> None:
+        """Create `obj`, or update it over `current` (the object as read); conflicts are re-read and retried."""
+        name = obj["metadata"]["name"]
+        with self._lock:
+            self._deleted.discard(name)
+            self._written[name] = _content(obj)
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                if current is None:
+                    self.objects.create_cluster_custom_object(
+                        GROUP, version, PLURAL, obj, _headers=dict(JSON_BODY), _request_timeout=REQUEST_TIMEOUT_S
+                    )
+                else:
+                    body = {**obj, "metadata": {**obj["metadata"], **_version_of(current)}}
+                    self.objects.replace_cluster_custom_object(
+                        GROUP, version, PLURAL, name, body, _headers=dict(JSON_BODY), _request_timeout=REQUEST_TIMEOUT_S
+                    )
+                return
+            except ApiException as error:
+                if error.status not in (404, 409):
+                    raise
+                # 409: someone else wrote it (or it exists already); 404: it was deleted. Read and retry.
+                current = self.get(version, name)
+                if current is not None and not self.ours(current):
+                    raise RuntimeError(f"ResourceSlice {name} exists but belongs to another driver or node") from None
+        raise RuntimeError(f"ResourceSlice {name}: still conflicting after {CONFLICT_RETRIES} attempts")
+
+    def get(self, version: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj = self.objects.get_cluster_custom_object(
+                GROUP, version, PLURAL, name, _request_timeout=REQUEST_TIMEOUT_S
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return obj if isinstance(obj, dict) else None
+
+    def delete(self, version: str, name: str) -> None:
+        """Delete one of our slices (the caller took `name` from list(): it is ours); gone already is fine."""
+        with self._lock:
+            self._written.pop(name, None)
+            self._deleted.add(name)
+        try:
+            self.objects.delete_cluster_custom_object(GROUP, version, PLURAL, name, _request_timeout=REQUEST_TIMEOUT_S)
+        except ApiException as error:
+            if error.status != 404:  # already gone (the kubelet deletes them too): fine
+                raise
+
+    def was_ours(self, kind: str, obj: Mapping[str, Any]) -> bool:
+        """Whether a watch event reports a change we made ourselves (so nothing needs doing)."""
+        name = obj["metadata"]["name"]  # the caller checked ours(obj): metadata.name is a string
+        with self._lock:
+            if kind == "DELETED":
+                if name in self._deleted:
+                    self._deleted.discard(name)
+                    return True
+                return False
+            return name in self._written and self._written[name] == _content(obj)
+
+
+def _version_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    metadata = obj.get("metadata")
+    rv = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
+    return {"resourceVersion": rv} if rv else {}
+
+
+def _content(obj: Mapping[str, Any]) -> object:
+    """What makes a slice ours as we wrote it: its spec and its owner (not its resourceVersion or status)."""
+    metadata = obj.get("metadata")
+    owners = metadata.get("ownerReferences") if isinstance(metadata, Mapping) else None
+    return (obj.get("spec"), owners)

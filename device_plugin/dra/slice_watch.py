@@ -1,0 +1,194 @@
+"""Notice when our ResourceSlices are changed or deleted behind our back, and ask for a reconcile.
+
+Boundary: one thread and one HTTP watch on resourceslices (reads only); what to publish is the
+publisher's job. The kubelet deletes every slice of its node when it starts, in the background and at
+the moment it registers the running driver again; an admin or another controller may edit or delete
+a slice. Without a watch such a change lasts until the devices change (possibly forever).
+
+How: the watch starts from the resourceVersion of the publisher's latest LIST (SliceStore.list), so
+nothing between that list and the watch is missed, and no second LIST is spent. Each event is filtered
+like a LIST item (our driver, our node); events about our own writes and deletes are skipped; any other
+calls `changed()` (the publisher's resync, which writes nothing when the pool is as it should be). A
+watch that ends normally (after WATCH_S, server side) is resumed from the last event; one that fails
+(410 Gone, a broken stream, a server down) asks for a resync, which lists again, and resumes from that
+list, after a backoff. stop() shuts the open stream, so the thread ends at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from device_plugin.core.short_text import one_line
+from device_plugin.dra.kube import REQUEST_TIMEOUT_S
+from device_plugin.dra.slice_store import PLURAL, SliceStore
+from device_plugin.dra.slices import GROUP
+
+log = logging.getLogger(__name__)
+
+WATCH_S = 300  # the server ends each watch after this; we resume it
+READ_SLACK_S = 30.0  # a stream silent this much longer than WATCH_S is a hung connection
+MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event line (a slice is at most ~1.5 MiB as JSON)
+WAIT_LIST_S = 0.5  # how often a thread waiting for a LIST looks at stop()
+
+
+class WatchEnded(Exception):
+    """The stream ended in a way that needs a new LIST (410 Gone, an error event, a line too long)."""
+
+
+class SliceWatch:
+    def __init__(
+        self,
+        store: SliceStore,
+        api_version: Callable[[], str | None],
+        changed: Callable[[], None],
+        *,
+        watch_s: int = WATCH_S,
+        backoff_initial_s: float = 0.1,
+        backoff_max_s: float = 5.0,
+    ) -> None:
+        self._store = store
+        self._api_version = api_version
+        self._changed = changed
+        self._watch_s = watch_s
+        self._backoff = (backoff_initial_s, backoff_max_s)
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._response: Any = None
+        self._thread: threading.Thread | None = None
+        self.events_seen = 0  # someone else's changes noticed (a figure for tests and logs)
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="dra-slice-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 1.0) -> None:
+        self._stop.set()
+        with self._lock:
+            response = self._response
+        if response is not None:
+            _shut(response)
+        with self._store.listed:
+            self._store.listed.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=timeout_s)
+
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # ---- the thread ----------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        since: str | None = None
+        seen_lists = 0
+        delay_s = self._backoff[0]
+        while not self._stop.is_set():
+            version = self._api_version()
+            if since is None or version is None:
+                with self._store.listed:  # wait for a LIST newer than the last one we started from
+                    if self._store.list_count <= seen_lists or version is None:
+                        self._store.listed.wait(WAIT_LIST_S)
+                        continue
+                    seen_lists, since = self._store.list_count, self._store.list_version
+            try:
+                since = self._watch(version, since)
+                delay_s = self._backoff[0]
+            except Exception as error:
+                if self._stop.is_set():
+                    return
+                log.info("the watch on our ResourceSlices ended (%s); listing them again", _reason(error))
+                since = None
+                self._changed()  # the resync lists again (and repairs what we may have missed)
+                self._stop.wait(delay_s)
+                delay_s = min(delay_s * 2, self._backoff[1])
+
+    def _watch(self, version: str, since: str) -> str:
+        """Follow one watch from `since`; returns the resourceVersion to resume from when it ends normally."""
+        response = self._store.objects.list_cluster_custom_object(
+            GROUP,
+            version,
+            PLURAL,
+            field_selector=self._store.selector,
+            watch=True,
+            resource_version=since or None,
+            allow_watch_bookmarks=True,
+            timeout_seconds=self._watch_s,
+            _preload_content=False,
+            _request_timeout=(REQUEST_TIMEOUT_S, self._watch_s + READ_SLACK_S),
+        )
+        with self._lock:
+            self._response = response
+        if self._stop.is_set():
+            _shut(response)
+        try:
+            status = getattr(response, "status", 200)
+            if not 200 <= int(status) < 300:
+                raise WatchEnded(f"HTTP {status}")
+            for event in _events(response):
+                since = self._take(event) or since
+        finally:
+            with self._lock:
+                self._response = None
+            _shut(response)
+        if self._stop.is_set():
+            raise WatchEnded("stopped")
+        return since
+
+    def _take(self, event: dict[str, Any]) -> str | None:
+        kind, obj = event.get("type"), event.get("object")
+        if not isinstance(obj, dict):
+            raise WatchEnded(f"an event without an object: {one_line(str(event), 200)}")
+        if kind == "ERROR":  # 410 Gone: our resourceVersion is too old; anything else: relist too
+            raise WatchEnded(f"error event {obj.get('code')}: {one_line(str(obj.get('message')), 200)}")
+        metadata = obj.get("metadata")
+        version = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+        if kind in ("ADDED", "MODIFIED", "DELETED") and self._store.ours(obj) and not self._store.was_ours(kind, obj):
+            self.events_seen += 1
+            log.info(
+                "ResourceSlice %s was %s by someone else (e.g. the kubelet); reconciling our pool",
+                one_line(str(metadata.get("name") if isinstance(metadata, dict) else ""), 300),
+                {"ADDED": "added", "MODIFIED": "changed", "DELETED": "deleted"}[str(kind)],
+            )
+            self._changed()
+        return version if isinstance(version, str) and version else None
+
+
+def _events(response: Any) -> Iterator[dict[str, Any]]:
+    """The JSON lines of a watch stream, each at most MAX_EVENT_BYTES."""
+    pending = b""
+    while chunk := response.read1(64 * 1024):  # what has arrived (stream() would wait for a full 64 KiB)
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            if line.strip():
+                yield _decode(line)
+        if len(pending) > MAX_EVENT_BYTES:
+            raise WatchEnded(f"a watch event longer than {MAX_EVENT_BYTES} bytes")
+    if pending.strip():
+        yield _decode(pending)
+
+
+def _decode(line: bytes) -> dict[str, Any]:
+    try:
+        event = json.loads(line)
+    except ValueError as error:
+        raise WatchEnded(f"a watch event that is not JSON: {error}") from None
+    if not isinstance(event, dict):
+        raise WatchEnded("a watch event that is not an object")
+    return event
+
+
+def _shut(response: Any) -> None:
+    """End a stream now, also from another thread (urllib3's shutdown unblocks a read in progress)."""
+    for name in ("shutdown", "close", "release_conn"):
+        with contextlib.suppress(Exception):  # already closed, or a half-built response: nothing left to end
+            getattr(response, name, lambda: None)()
+
+
+def _reason(error: Exception) -> str:
+    return one_line(f"{type(error).__name__}: {error}", 300)
