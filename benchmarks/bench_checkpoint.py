@@ -1,0 +1,222 @@
+"""The DRA checkpoint's figures (prints them, never fails). Issue 18 item 5; its baselines are the
+single-file checkpoint that rewrote every claim on every change.
+
+(a) put p50/p99 with 0, 1,000 and 10,000 claims already checkpointed (Checkpoint.put on a real folder,
+    each put fsynced). Baseline: 19 / 98 / 1,200 ms. Target: flat (O(1) per change).
+(b) One NodePrepareResources of 1,000 claims through the running driver (the node runtime in mode dra on
+    dgx1-v100, the DRA kubelet stand-in over gRPC, claims read from the API stand-in by the real
+    `kubernetes` client). Baseline: 66 s. Target: < 2 s.
+(c) 1,000 one-claim NodePrepareResources issued at once (grpc.aio, one channel), each timed from its own
+    send. Baseline: p99 70-79 s. Target: p99 < 2 s.
+(d) One-claim NodePrepareResources p50/p99, serial, with an empty checkpoint and with 10,000 claims
+    checkpointed before the driver starts. Target: independent of the count (p99 at 10,000 within 1.5x
+    + 2 ms of empty).
+
+Every claim result carries adminAccess, so many claims may name one of the machine's 8 GPUs.
+Run: .venv/bin/python benchmarks/bench_checkpoint.py [--parts abcd] [--entries 0,1000,10000]
+     [--puts N] [--claims N] [--concurrent N] [--prefill N] [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+from _common import percentile, table, target_line
+from bench_dra import DRIVER, NODE, Driver
+
+from api import dra_v1_pb2, dra_v1_pb2_grpc
+from device_plugin.dra.checkpoint import Checkpoint, PreparedClaim, PreparedDevice
+from device_plugin.nvml.fake import FakeNvml
+from tests.dra.api_standin import ApiStandin
+from tests.dra.kubelet_dra_standin import DraKubeletStandin
+
+MACHINE = "dgx1-v100"
+CALL_TIMEOUT_S = 300.0  # a figure, however bad, is printed rather than cut off at the kubelet's deadline
+
+
+def prepared(i: int) -> PreparedClaim:
+    device = PreparedDevice(("gpus",), NODE, f"gpu-{i % 8}", (f"nvidia.com/gpu=GPU-{i:032x}",))
+    return PreparedClaim("ns", f"c{i}", (device,))
+
+
+def fresh_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="bckpt-", dir="/tmp"))
+
+
+# ---- (a) put latency against the number of claims checkpointed ---------------------------------------------
+
+
+def bench_put(entries: list[int], puts: int) -> list[list[str]]:
+    rows = []
+    for count in entries:
+        root = fresh_dir()
+        try:
+            checkpoint = Checkpoint(root / "checkpoint.json")
+            checkpoint.put_many({f"fill-{i}": prepared(i) for i in range(count)})
+            samples = []
+            for i in range(puts):
+                started = time.perf_counter()
+                checkpoint.put(f"new-{i}", prepared(i))
+                samples.append((time.perf_counter() - started) * 1000)
+            rows.append([str(count), f"{percentile(samples, 50):.2f}", f"{percentile(samples, 99):.2f}"])
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    return rows
+
+
+# ---- (b), (c), (d): the running driver ------------------------------------------------------------------
+
+
+class Node:
+    """API stand-in, the driver (runtime in mode dra) and the DRA kubelet stand-in under one folder."""
+
+    def __init__(self, prefill: int = 0) -> None:
+        self.root = fresh_dir()
+        if prefill:
+            Checkpoint(self.root / "plugins" / DRIVER / "checkpoint.json").put_many(
+                {f"fill-{i}": prepared(i) for i in range(prefill)}
+            )
+        self.api = ApiStandin().up()
+        self.api.add_node(NODE)
+        self.driver = Driver(self.root, self.api, FakeNvml.from_machine(MACHINE))
+        self.endpoint = DraKubeletStandin(self.root / "plugins_registry").wait_for_plugin().endpoint
+        self.serial = itertools.count()
+
+    def claims(self, count: int) -> list[dra_v1_pb2.Claim]:
+        """`count` new claims in the API stand-in, each allocated one GPU with admin access."""
+        out = []
+        for _ in range(count):
+            n = next(self.serial)
+            result = {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": f"gpu-{n % 8}", "adminAccess": True}
+            self.api.claims[("ns", f"c{n}")] = {
+                "metadata": {"namespace": "ns", "name": f"c{n}", "uid": f"u{n}"},
+                "status": {"allocation": {"devices": {"results": [result]}}},
+            }
+            out.append(dra_v1_pb2.Claim(namespace="ns", uid=f"u{n}", name=f"c{n}"))
+        return out
+
+    def stop(self) -> None:
+        self.driver.stop()
+        self.api.down()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextmanager
+def running(prefill: int = 0) -> Iterator[Node]:
+    node = Node(prefill)
+    try:
+        yield node
+    finally:
+        node.stop()
+
+
+def errors_of(response: dra_v1_pb2.NodePrepareResourcesResponse) -> int:
+    return sum(1 for entry in response.claims.values() if entry.error)
+
+
+def bench_one_request(count: int) -> list[str]:
+    with running() as node:
+        request = dra_v1_pb2.NodePrepareResourcesRequest(claims=node.claims(count))
+        with grpc.insecure_channel(f"unix:{node.endpoint}") as channel:
+            stub = dra_v1_pb2_grpc.DRAPluginStub(channel)
+            started = time.perf_counter()
+            response = stub.NodePrepareResources(request, timeout=CALL_TIMEOUT_S)
+            took = time.perf_counter() - started
+    return [str(count), f"{took:.2f}", str(errors_of(response)), target_line("< 2 s", took < 2.0)]
+
+
+async def _concurrent(endpoint: str, claims: list[dra_v1_pb2.Claim]) -> tuple[list[float], int, float]:
+    async with grpc.aio.insecure_channel(f"unix:{endpoint}") as channel:
+        stub = dra_v1_pb2_grpc.DRAPluginStub(channel)
+        await channel.channel_ready()
+
+        async def one(claim: dra_v1_pb2.Claim) -> tuple[float, int]:
+            started = time.perf_counter()
+            request = dra_v1_pb2.NodePrepareResourcesRequest(claims=[claim])
+            response = await stub.NodePrepareResources(request, timeout=CALL_TIMEOUT_S)
+            return (time.perf_counter() - started) * 1000, errors_of(response)
+
+        started = time.perf_counter()
+        results = await asyncio.gather(*(one(c) for c in claims))
+        wall = time.perf_counter() - started
+    return [ms for ms, _ in results], sum(e for _, e in results), wall
+
+
+def bench_concurrent(count: int) -> list[str]:
+    with running() as node:
+        samples, errors, wall = asyncio.run(_concurrent(node.endpoint, node.claims(count)))
+    p99 = percentile(samples, 99)
+    row = [str(count), f"{percentile(samples, 50):.0f}", f"{p99:.0f}", f"{wall:.2f}", str(errors)]
+    return [*row, target_line("p99 < 2 s", p99 < 2000)]
+
+
+def serial_prepares(node: Node, rounds: int) -> tuple[list[float], int]:
+    samples, errors = [], 0
+    with grpc.insecure_channel(f"unix:{node.endpoint}") as channel:
+        stub = dra_v1_pb2_grpc.DRAPluginStub(channel)
+        for claim in node.claims(rounds):
+            request = dra_v1_pb2.NodePrepareResourcesRequest(claims=[claim])
+            started = time.perf_counter()
+            response = stub.NodePrepareResources(request, timeout=CALL_TIMEOUT_S)
+            samples.append((time.perf_counter() - started) * 1000)
+            errors += errors_of(response)
+    return samples, errors
+
+
+def bench_independent(prefill: int, rounds: int) -> list[list[str]]:
+    rows, p99s = [], []
+    for count in (0, prefill):
+        with running(count) as node:
+            samples, errors = serial_prepares(node, rounds)
+            p99s.append(percentile(samples, 99))
+            rows.append([str(count), f"{percentile(samples, 50):.1f}", f"{p99s[-1]:.1f}", str(errors)])
+    met = p99s[1] <= 1.5 * p99s[0] + 2.0
+    rows[-1].append(target_line("independent (within 1.5x + 2 ms of empty)", met))
+    rows[0].append("")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", default="abcd", help="which parts to run, e.g. ab (default abcd)")
+    parser.add_argument("--entries", default="0,1000,10000", help="(a) claims checkpointed before the puts")
+    parser.add_argument("--puts", type=int, default=200, help="(a) puts timed per size")
+    parser.add_argument("--claims", type=int, default=1000, help="(b) claims in the one request")
+    parser.add_argument("--concurrent", type=int, default=1000, help="(c) one-claim requests at once")
+    parser.add_argument("--prefill", type=int, default=10000, help="(d) claims checkpointed before start")
+    parser.add_argument("--rounds", type=int, default=200, help="(d) serial prepares per checkpoint size")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    if "a" in args.parts:
+        entries = [int(n) for n in args.entries.split(",")]
+        print(f"(a) Checkpoint.put, {args.puts} puts per size (baseline 19 / 98 / 1,200 ms at 0 / 1k / 10k)")
+        print(table(["checkpointed", "p50 ms", "p99 ms"], bench_put(entries, args.puts)))
+    if "b" in args.parts:
+        print(f"\n(b) one NodePrepareResources of {args.claims} claims ({MACHINE}; baseline 66 s)")
+        print(table(["claims", "seconds", "claim errors", "target"], [bench_one_request(args.claims)]))
+    if "c" in args.parts:
+        print(f"\n(c) {args.concurrent} one-claim NodePrepareResources at once (baseline p99 70-79 s)")
+        headers = ["calls", "p50 ms", "p99 ms", "all done s", "claim errors", "target"]
+        print(table(headers, [bench_concurrent(args.concurrent)]))
+    if "d" in args.parts:
+        print(f"\n(d) one-claim NodePrepareResources, {args.rounds} serial calls, by claims checkpointed")
+        print(
+            table(
+                ["checkpointed", "p50 ms", "p99 ms", "claim errors", "target"],
+                bench_independent(args.prefill, args.rounds),
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()
