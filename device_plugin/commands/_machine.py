@@ -1,4 +1,4 @@
-"""Shared by the topology, allocate and simulate subcommands: --machine, and building the Allocator."""
+"""Shared by the subcommands: --machine (and its help, which lists the shipped machines), building the Allocator."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from device_plugin.topology.model import Topology
 EXIT_INVALID = 2
 
 
+def machine_help(default: str = "this node's GPUs through NVML") -> str:
+    """--machine's help: the shipped machines by name, so that --help alone shows what can be simulated."""
+    return f"a shipped machine ({', '.join(shipped_machine_names())}) or a machine-description file; default: {default}"
+
+
 def add_machine_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--machine",
-        help=f"a shipped machine ({', '.join(shipped_machine_names())}) or a machine-description file; "
-        "default: this node's GPUs through NVML",
-    )
+    parser.add_argument("--machine", metavar="NAME|FILE", help=machine_help())
 
 
 def load_topology(machine: str | None) -> Topology:

@@ -31,9 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=GPU_RESOURCE,
         help=f"the resource asked for (default {GPU_RESOURCE}), e.g. nvidia.com/mig-1g.10gb",
     )
-    parser.add_argument("--size", type=int, required=True, help="how many devices the container asks for")
+    parser.add_argument("--size", type=int, required=True, help="how many devices the container asks for (required)")
     parser.add_argument("--available", help="GPU indices whose devices are free, comma-separated (default: all)")
-    parser.add_argument("--must-include", help="GPU indices the answer must contain, comma-separated")
+    parser.add_argument("--must-include", help="GPU indices the answer must contain, comma-separated (default: none)")
     parser.add_argument("--json", action="store_true", help="machine-readable output (key `gpus`)")
     parser.add_argument("--explain", action="store_true", help="show scores, the runner-up and why it lost")
 

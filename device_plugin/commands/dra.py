@@ -13,7 +13,7 @@ import os
 import socket
 import sys
 
-from device_plugin.commands._machine import fail
+from device_plugin.commands._machine import add_machine_argument, fail
 from device_plugin.config.arguments import add_config_file_argument
 from device_plugin.config.loader import load_effective_config
 from device_plugin.core.errors import PluginError
@@ -24,14 +24,22 @@ HELP = "Dynamic Resource Allocation driver tools: `dra slices` prints the Resour
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="dra_command", metavar="ACTION", required=True)
-    slices = sub.add_parser("slices", help="print the ResourceSlice objects the driver would publish")
-    slices.add_argument(
-        "--machine", metavar="NAME|FILE", help="a shipped machine or a description file (default: NVML)"
+    what = "print the ResourceSlice objects the driver would publish for this node (or a simulated machine)"
+    slices = sub.add_parser(
+        "slices",
+        help=what,
+        description=f"{what[0].upper()}{what[1:]}, with the attributes of each device (partitions, NVLink "
+        "domain, nearest NIC). Reads NVML (or the machine) and the config only; sends nothing to the API server.",
+        allow_abbrev=False,
     )
+    add_machine_argument(slices)
     add_config_file_argument(slices)  # the driver name: gpuDevicePlugin.driverName
     slices.add_argument("--node-name", metavar="N", help="node name (default: env NODE_NAME, else the host name)")
     slices.add_argument(
-        "--api-version", default="v1", choices=("v1", "v1beta2", "v1beta1"), help="resource.k8s.io version"
+        "--api-version",
+        default="v1",
+        choices=("v1", "v1beta2", "v1beta1"),
+        help="the resource.k8s.io API version to write (default v1)",
     )
     slices.add_argument("--json", action="store_true", help="print a JSON list (default: a readable table)")
 

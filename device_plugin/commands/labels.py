@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from device_plugin.commands._compose import add_config_arguments, composed_node
+from device_plugin.commands._machine import add_machine_argument
 from device_plugin.core.errors import ConfigError, PluginError
 from device_plugin.observability.labels import FeaturesFileWriter, compute_labels, format_features_file
 
@@ -20,11 +21,7 @@ HELP = "Print the node labels (GFD keys plus topology), or write them to a node-
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--machine",
-        metavar="M",
-        help="a shipped machine name or a machine-description file (default: the real GPUs through NVML)",
-    )
+    add_machine_argument(parser)
     parser.add_argument(
         "--output",
         metavar="FILE",

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from device_plugin.commands._machine import machine_help
 from device_plugin.config.arguments import add_config_file_argument, add_setting_arguments
 from device_plugin.config.loader import sources_from_args
 from device_plugin.config.model import Config
@@ -52,7 +53,7 @@ STOPPING = {  # what a stop does first, per mode, for the log line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--machine", metavar="NAME|FILE", help="simulate a machine (shipped name or YAML file)")
+    parser.add_argument("--machine", metavar="NAME|FILE", help="simulate " + machine_help("real NVML"))
     add_config_file_argument(parser)
     add_setting_arguments(parser)  # one flag per declared setting (config/arguments.py)
     parser.add_argument(
@@ -60,7 +61,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help='with --machine: inject faults from JSON lines appended to FILE, e.g. {"gpu": 3, "xid": 79}',
     )
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        metavar="LEVEL",
+        help="DEBUG, INFO, WARNING or ERROR (default INFO)",
+    )
 
 
 class JsonFormatter(logging.Formatter):

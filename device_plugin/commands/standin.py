@@ -34,12 +34,16 @@ POLL_S = 0.5  # how often the loop looks at the stop flag between changes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dir", required=True, metavar="DIR", help="the directory `run --device-plugin-dir` uses")
+    parser.add_argument(
+        "--dir", required=True, metavar="DIR", help="the directory `run --device-plugin-dir` uses (required)"
+    )
     parser.add_argument("--allocate", type=int, metavar="N", help="admit one container asking for N devices")
     parser.add_argument(
         "--resource", help=f"the resource --allocate asks for (default {GPU_RESOURCE}, else the first registered)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random order the devices are offered in")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the random order the devices are offered in (default 0)"
+    )
 
 
 def _answers(path: Path) -> bool:

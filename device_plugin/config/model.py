@@ -92,7 +92,7 @@ class DaemonSettings:
         default="text",
         reload=Reload.RESTART,
         env="LOG_FORMAT",
-        cli=CliFlag("--log-format", "text|json", "text|json"),
+        cli=CliFlag("--log-format", "how log lines are written: text or json (one object a line)", "text|json"),
     )
     # node-feature-discovery features.d file to keep up to date; empty: off
     labels_file: str = setting(
