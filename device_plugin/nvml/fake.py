@@ -14,6 +14,7 @@ from pathlib import Path
 
 from device_plugin.core.errors import NvmlError
 from device_plugin.nvml.catalog import load_machine_description
+from device_plugin.nvml.fabric_types import FabricInfo
 from device_plugin.nvml.fake_faults import FakeEventWatch, FakeFaults
 from device_plugin.nvml.fake_mig import FakeMigMixin
 from device_plugin.nvml.health_types import ProbeResult
@@ -157,6 +158,17 @@ class FakeNvml(FakeMigMixin):
                 code=NVML_ERROR_INVALID_ARGUMENT,
             )
         return pcie_level_of_paths(a.pcie, b.pcie)
+
+    def fabric_info(self, index: int) -> FabricInfo:
+        """The GPU's fabric registration as the description states it (not_supported when it states none)."""
+        with self._lock:
+            return self._state("nvmlDeviceGetGpuFabricInfoV", index).description.fabric
+
+    def imex_channels(self, dev_root: Path) -> frozenset[int]:
+        """ImexChannelSource: the description's `imex_channels` (the simulated node's /dev; `dev_root` unused)."""
+        with self._lock:
+            self._check_open("stat /dev/nvidia-caps-imex-channels")
+        return frozenset(self._description.imex_channels)
 
     def nics(self) -> tuple[NicInfo, ...]:
         """NicSource: the description's NICs, ordered by name (as sysfs lists them)."""

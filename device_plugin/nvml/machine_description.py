@@ -5,7 +5,8 @@ This module only turns a YAML document into frozen value objects, or raises Mach
 naming the offending field with a dotted path ("gpus[3].numa_node"). It knows nothing about NVML
 calls; device_plugin.nvml.fake turns a description into backend answers.
 The `nvlinks:`/`nvswitch:` keys are parsed in link_description.py, `mig:` in mig_description.py,
-`nics:` in nic_description.py; description_fields.py holds the typed readers this module and link_description.py use.
+`nics:` in nic_description.py, `fabric:` and `imex_channels:` in fabric_description.py;
+description_fields.py holds the typed readers this module and link_description.py use.
 
 Extending the schema (for example a per-GPU `mig:` key): add the key to `_GPU_KEYS`, a field with a
 default to `GpuDescription`, and parse it in `_parse_gpu`. Unknown keys stay errors.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import re
 import uuid as uuid_lib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,8 @@ import yaml
 
 from device_plugin.core.errors import MachineDescriptionError
 from device_plugin.nvml import description_fields as read
+from device_plugin.nvml.fabric_description import gpu_fabric, parse_fabric_keys, parse_imex_channels
+from device_plugin.nvml.fabric_types import NO_FABRIC, FabricInfo
 from device_plugin.nvml.link_description import (
     NvLinkBundle,
     NvSwitchDomain,
@@ -40,8 +44,8 @@ _UUID_NAMESPACE = uuid_lib.UUID("6f1d3c0e-9a43-4b1e-8f1e-2d5c1f0a7b11")  # fixed
 _PCI_BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _UUID = re.compile(r"^GPU-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
 
-_TOP_KEYS = frozenset({"name", "driver_version", "gpus", "nvlinks", "nvswitch", "nics"})
-_GPU_KEYS = frozenset({"model", "memory_mib", "uuid", "pci_bus_id", "numa_node", "pcie", "mig"})
+_TOP_KEYS = frozenset({"name", "driver_version", "gpus", "nvlinks", "nvswitch", "nics", "fabric", "imex_channels"})
+_GPU_KEYS = frozenset({"model", "memory_mib", "uuid", "pci_bus_id", "numa_node", "pcie", "mig", "fabric"})
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ class GpuDescription:
     numa_node: int | None
     pcie: tuple[str, ...]  # [0] CPU socket, [1] host bridge / root port, [2:] PCIe switches, root first
     mig: MigLayout | None = None  # the `mig:` key (device_plugin/nvml/mig_description.py); None: not given
+    fabric: FabricInfo = NO_FABRIC  # the `fabric:` keys, machine-wide and the GPU's own (fabric_description.py)
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,7 @@ class MachineDescription:
     nvlinks: tuple[NvLinkBundle, ...]  # sorted by (gpu_a, gpu_b)
     nvswitch: tuple[NvSwitchDomain, ...]  # in file order: the position is the domain number
     nics: tuple[NicInfo, ...] = ()  # the `nics:` list in file order (device_plugin/nvml/nic_description.py)
+    imex_channels: tuple[int, ...] = ()  # IMEX channel device nodes the node has (fabric_description.py)
 
 
 def default_uuid(machine_name: str, index: int) -> str:
@@ -127,7 +133,8 @@ def parse_machine_description(data: object) -> MachineDescription:
     raw_gpus = read.list_of(top["gpus"], "gpus")
     if not raw_gpus:
         raise MachineDescriptionError("gpus", "a machine has at least one GPU")
-    gpus = tuple(_parse_gpu(raw, index, name) for index, raw in enumerate(raw_gpus))
+    fabric = parse_fabric_keys(top["fabric"], "fabric") if "fabric" in top else None
+    gpus = tuple(_parse_gpu(raw, index, name, fabric) for index, raw in enumerate(raw_gpus))
     _check_unique(gpus)
     _check_pcie_tree(gpus)
     _check_numa_matches_host_bridge(gpus)
@@ -136,10 +143,11 @@ def parse_machine_description(data: object) -> MachineDescription:
     check_link_totals(len(gpus), nvlinks, nvswitch)
     gpu_paths = [(f"gpus[{g.index}]", g.pcie, g.numa_node, g.pci_bus_id) for g in gpus]
     nics = parse_nics(top.get("nics"), gpu_paths)
-    return MachineDescription(name, driver, gpus, nvlinks, nvswitch, nics)
+    imex_channels = parse_imex_channels(top.get("imex_channels"))
+    return MachineDescription(name, driver, gpus, nvlinks, nvswitch, nics, imex_channels)
 
 
-def _parse_gpu(raw: object, index: int, machine_name: str) -> GpuDescription:
+def _parse_gpu(raw: object, index: int, machine_name: str, fabric: Mapping[str, Any] | None) -> GpuDescription:
     where = f"gpus[{index}]"
     gpu = read.mapping(raw, where, _GPU_KEYS, required=("model", "memory_mib"))
     model = read.string(gpu["model"], f"{where}.model")
@@ -168,7 +176,10 @@ def _parse_gpu(raw: object, index: int, machine_name: str) -> GpuDescription:
     else:
         pcie = (f"cpu{numa_node or 0}",)
     mig = parse_mig(gpu["mig"], f"{where}.mig", model) if "mig" in gpu else None
-    return GpuDescription(index, model, memory_mib, uuid, bus_id, numa_node, pcie, mig=mig)
+    own = parse_fabric_keys(gpu["fabric"], f"{where}.fabric") if "fabric" in gpu else None
+    where_fabric = f"{where}.fabric" if own is not None else "fabric"
+    fabric_info = gpu_fabric(fabric, own, where_fabric)
+    return GpuDescription(index, model, memory_mib, uuid, bus_id, numa_node, pcie, mig=mig, fabric=fabric_info)
 
 
 def _looks_like_bus_id(text: str) -> bool:

@@ -7,8 +7,10 @@ context on failure; they never return a silent default.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from device_plugin.nvml.fabric_types import FabricInfo
 from device_plugin.nvml.mig_types import MigDevice, MigMode
 from device_plugin.nvml.types import GpuInfo, NicInfo, NvLinkInfo, PcieLevel, SystemInfo
 
@@ -42,6 +44,11 @@ class NvmlBackend(Protocol):
         """MIG devices of GPU `index` (mig_types.mig_device_sort_key order); empty unless MIG is enabled now."""
         ...
 
+    def fabric_info(self, index: int) -> FabricInfo:
+        """GPU `index`'s NVLink fabric registration (cluster UUID, clique, state, status); state
+        NOT_SUPPORTED where the GPU or driver has no such fabric (device_plugin/nvml/fabric_types.py)."""
+        ...
+
     def close(self) -> None:
         """Release the backend (nvmlShutdown for the real one). Idempotent."""
         ...
@@ -61,4 +68,17 @@ class NicSource(Protocol):
 
     def pcie_path(self, pci_bus_id: str) -> tuple[str, ...] | None:
         """The root-first PCIe path (device_plugin/nvml/pcie_paths.py) of a PCI device; None when unknown."""
+        ...
+
+
+@runtime_checkable
+class ImexChannelSource(Protocol):
+    """IMEX channel device nodes (/dev/nvidia-caps-imex-channels/channel<N>): not NVML, but the driver's.
+
+    FakeNvml answers from its machine description (`imex_channels:`), RealNvml from the device nodes
+    under `dev_root` (device_plugin/nvml/imex_channels.py). A backend without the method has none.
+    """
+
+    def imex_channels(self, dev_root: Path) -> frozenset[int]:
+        """The channel numbers whose character device exists; empty when there is none."""
         ...

@@ -16,8 +16,11 @@ from typing import Any
 import pynvml
 
 from device_plugin.core.errors import NvmlError, NvmlUnavailableError
+from device_plugin.nvml.fabric_types import FabricInfo
 from device_plugin.nvml.health_types import ProbeResult
+from device_plugin.nvml.imex_channels import scan_imex_channels
 from device_plugin.nvml.mig_types import MigDevice, MigMode
+from device_plugin.nvml.real_fabric import read_fabric_info
 from device_plugin.nvml.real_health import RealEventWatch, RealHealth
 from device_plugin.nvml.real_mig import read_mig_devices, read_mig_mode
 from device_plugin.nvml.sysfs_nics import SysfsNics
@@ -200,6 +203,14 @@ class RealNvml:
             return PcieLevel(int(level))
         except ValueError as exc:
             raise NvmlError(call, f"unknown topology level {level}", device=f"GPUs {index_a},{index_b}") from exc
+
+    def fabric_info(self, index: int) -> FabricInfo:
+        """GPU `index`'s NVLink fabric registration (device_plugin/nvml/real_fabric.py)."""
+        return read_fabric_info(self._call, self._nvml, self._handle(index), f"GPU {index}")
+
+    def imex_channels(self, dev_root: Path) -> frozenset[int]:
+        """ImexChannelSource: the channel device nodes under `dev_root` (device_plugin/nvml/imex_channels.py)."""
+        return scan_imex_channels(dev_root)
 
     def nics(self) -> tuple[NicInfo, ...]:
         """NicSource: the RDMA NICs sysfs lists (sysfs_nics.py); NVML knows nothing of NICs."""

@@ -74,6 +74,20 @@ EXPECTED = {
         GPU6 NODE PIX
         GPU7 NODE PIX
     """,
+    # GB200 NVL72 compute tray: GPUs on NVLink-C2C root complexes of their Grace, ConnectX-7s on the
+    # Grace's root ports: NODE on the same Grace, SYS across, no GPUDirect-close NIC.
+    "gb200-nvl72-tray-a": """
+        GPU0 NODE NODE SYS SYS
+        GPU1 NODE NODE SYS SYS
+        GPU2 SYS SYS NODE NODE
+        GPU3 SYS SYS NODE NODE
+    """,
+    "gb200-nvl72-tray-b": """
+        GPU0 NODE NODE SYS SYS
+        GPU1 NODE NODE SYS SYS
+        GPU2 SYS SYS NODE NODE
+        GPU3 SYS SYS NODE NODE
+    """,
 }
 
 

@@ -7,9 +7,13 @@ what the FakeNvml reports. Test harness only; the NVML return codes are those of
 
 from __future__ import annotations
 
+import ctypes
+import uuid
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
+from device_plugin.nvml.fabric_types import FabricState
 from device_plugin.nvml.fake import FakeNvml
 
 NVML_ERROR_UNINITIALIZED = 1
@@ -31,6 +35,30 @@ class NVMLError(Exception):
         return f"stand-in NVML error {self.value}"
 
 
+class GpuFabricInfoV(ctypes.Structure):
+    """nvmlGpuFabricInfo_v2_t's layout, as nvidia-ml-py declares c_nvmlGpuFabricInfoV_t."""
+
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("clusterUuid", ctypes.c_uint8 * 16),
+        ("status", ctypes.c_uint),
+        ("cliqueId", ctypes.c_uint32),
+        ("state", ctypes.c_uint),
+        ("healthMask", ctypes.c_uint32),
+    ]
+
+
+class GpuFabricInfo(ctypes.Structure):
+    """nvmlGpuFabricInfo_t's layout (the deprecated, unversioned call)."""
+
+    _fields_ = [
+        ("clusterUuid", ctypes.c_uint8 * 16),
+        ("status", ctypes.c_uint),
+        ("cliqueId", ctypes.c_uint32),
+        ("state", ctypes.c_uint),
+    ]
+
+
 def nvml_form(bus_id: str) -> bytes:
     domain, rest = bus_id.split(":", 1)
     return f"{int(domain, 16):08X}:{rest.upper()}".encode()
@@ -43,12 +71,29 @@ class NvmlStandin:
     NVML_NVLINK_MAX_LINKS = NVML_NVLINK_MAX_LINKS
     NVML_NVLINK_DEVICE_TYPE_SWITCH = NVML_NVLINK_DEVICE_TYPE_SWITCH
 
-    def __init__(self, fake: FakeNvml, *, init_error: int | None = None, knows_remote_type: bool = True) -> None:
+    def __init__(
+        self,
+        fake: FakeNvml,
+        *,
+        init_error: int | None = None,
+        knows_remote_type: bool = True,
+        fabric_calls: tuple[str, ...] = ("V", "v1"),
+        fabric_error: int | None = None,
+    ) -> None:
         self._fake = fake
         self._gpus = fake.gpus()
         self._init_error = init_error
         if knows_remote_type:
             self.nvmlDeviceGetNvLinkRemoteDeviceType = self._remote_type
+        # Which fabric-info calls this "nvidia-ml-py" has (older releases lack V, oldest both).
+        if "V" in fabric_calls:
+            self.c_nvmlGpuFabricInfoV_t = GpuFabricInfoV
+            self.nvmlDeviceGetGpuFabricInfoV = self._fabric_info
+        if "v1" in fabric_calls:
+            self.c_nvmlGpuFabricInfo_t = GpuFabricInfo
+            self.nvmlDeviceGetGpuFabricInfo = self._fabric_info
+        self._fabric_error = fabric_error  # every fabric call fails with this NVML code
+        self.fabric_calls_made: list[str] = []
         self.shutdowns = 0
 
     def write_sysfs(self, sys_root: Path) -> None:
@@ -114,3 +159,18 @@ class NvmlStandin:
 
     def nvmlDeviceGetTopologyCommonAncestor(self, handle_a: int, handle_b: int) -> int:
         return int(self._fake.pcie_level(handle_a, handle_b))
+
+    def _fabric_info(self, handle: int, pointer: Any) -> int:
+        """Fills the structure behind `pointer` (ctypes.byref) like NVML; NOT_SUPPORTED without a fabric."""
+        structure = pointer._obj
+        self.fabric_calls_made.append(type(structure).__name__)
+        if self._fabric_error is not None:
+            raise NVMLError(self._fabric_error)
+        fabric = self._fake.fabric_info(handle)
+        if fabric.state is FabricState.NOT_SUPPORTED:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        structure.clusterUuid[:] = list(uuid.UUID(fabric.cluster_uuid).bytes)
+        structure.status = fabric.status
+        structure.cliqueId = fabric.clique_id
+        structure.state = int(fabric.state)
+        return 0

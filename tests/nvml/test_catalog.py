@@ -28,6 +28,9 @@ EXPECTED = {
     # MIG machines (issue 4); their MIG layouts are checked in tests/mig.
     "a100-mig-7x1g": (8, "NVIDIA A100-SXM4-40GB", 40960, [3, 3, 1, 1, 7, 7, 5, 5]),
     "h100-mig-mixed": (8, "NVIDIA H100 80GB HBM3", 81559, [0, 0, 0, 0, 1, 1, 1, 1]),
+    # GB200 NVL72 compute trays of two NVLink cliques (issue 20); fabric facts in tests/nvml/test_fabric.py.
+    "gb200-nvl72-tray-a": (4, "NVIDIA GB200", 189471, [0, 0, 1, 1]),
+    "gb200-nvl72-tray-b": (4, "NVIDIA GB200", 189471, [0, 0, 1, 1]),
 }
 
 

@@ -10,6 +10,7 @@ import itertools
 import pytest
 
 from device_plugin.core.errors import NvmlError
+from device_plugin.nvml.fabric_types import ZERO_UUID, FabricInfo, FabricState
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import PcieLevel, normalise_pci_bus_id
@@ -92,3 +93,13 @@ def test_device_minors_are_distinct_non_negative_numbers(backend: NvmlBackend) -
 def test_close_is_idempotent(backend: NvmlBackend) -> None:
     backend.close()
     backend.close()
+
+
+def test_fabric_info_for_every_gpu_and_attached_means_a_cluster(backend: NvmlBackend) -> None:
+    for gpu in backend.gpus():
+        info = backend.fabric_info(gpu.index)
+        assert isinstance(info, FabricInfo)
+        if info.attached:
+            assert info.state is FabricState.COMPLETED and info.cluster_uuid != ZERO_UUID
+    with pytest.raises(NvmlError):
+        backend.fabric_info(len(backend.gpus()))

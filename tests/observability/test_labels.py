@@ -63,6 +63,8 @@ TOPOLOGY = {
     "single-gpu": ("none", "1", "1", "ampere", "true"),
     "a100-mig-7x1g": ("nvswitch", "8", "4", "ampere", "true"),  # MIG machines (issue 4): DGX A100 40GB
     "h100-mig-mixed": ("nvswitch", "8", "2", "hopper", "true"),  # HGX H100, half the GPUs partitioned
+    "gb200-nvl72-tray-a": ("nvswitch", "4", "2", "blackwell", "true"),  # GB200 NVL72 tray: 2 Graces, 4 GPUs
+    "gb200-nvl72-tray-b": ("nvswitch", "4", "2", "blackwell", "true"),
 }
 
 

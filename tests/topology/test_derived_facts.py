@@ -41,6 +41,10 @@ FACTS: dict[str, tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...],
     "pcie-8gpu-2nic": (alone(8), pairs(8), 1),
     "workstation-4gpu": (((0, 1), (2, 3)), ((0, 1), (2, 3)), 2),  # NVLink bridges; two host bridges
     "single-gpu": (((0,),), ((0,),), 1),
+    # GB200 NVL72 trays: the 4 GPUs reach each other through the rack's NVLink switches; each GPU alone
+    # on a root complex of its Grace.
+    "gb200-nvl72-tray-a": ((tuple(range(4)),), alone(4), 4),
+    "gb200-nvl72-tray-b": ((tuple(range(4)),), alone(4), 4),
 }
 
 
