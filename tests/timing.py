@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from device_plugin.core.backoff import Backoff
 from device_plugin.kubelet.lifecycle import LifecycleTiming
-from device_plugin.kubelet.registration import Backoff
 
 FAST_LIFECYCLE = LifecycleTiming(
     register_timeout_s=10.0,

@@ -28,11 +28,11 @@ from device_plugin.commands._view import VISIBLE, allocate_summary
 from device_plugin.commands.run import configure_logging
 from device_plugin.config.health import HealthConfig
 from device_plugin.config.model import Config
+from device_plugin.core.backoff import Backoff
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import PluginError
 from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.kubelet.lifecycle import LifecycleTiming
-from device_plugin.kubelet.registration import Backoff
 from device_plugin.kubelet.standin import KubeletStandIn, PluginConnection
 from device_plugin.node.composition import GPU_RESOURCE, Node, build_node, envvar_conflicts
 from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names

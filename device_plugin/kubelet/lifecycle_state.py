@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from device_plugin.kubelet.registration import Backoff
+from device_plugin.core.backoff import Backoff
 from device_plugin.kubelet.servicer import RpcObserver
 
 log = logging.getLogger(__name__)

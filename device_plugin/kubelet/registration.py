@@ -1,7 +1,7 @@
 """The clients of our gRPC: Register (tells the kubelet where a resource's plugin socket is) and
 SelfProbe (calls GetDevicePluginOptions on our own socket: the liveness check behind /healthz).
 
-One call per attempt (register) and the backoff schedule the lifecycle retries with. A failure is a
+One call per attempt (register); the lifecycle retries with core/backoff.py's schedule. A failure is a
 RegistrationError with the kubelet's reason; it is never fatal to the daemon (the lifecycle retries).
 Kubelets >= 1.25 dial the plugin, call GetDevicePluginOptions and open ListAndWatch *inside*
 Register, so the deadline covers their 10 s dial plus those calls.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -29,32 +28,6 @@ _POLL_S = 0.05  # how often a waiting Register checks whether to give up
 
 class RegistrationAbandoned(RegistrationError):
     """The caller gave up waiting (stop or kubelet restart); not the kubelet's refusal."""
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Exponential backoff between Register attempts."""
-
-    initial_s: float = 0.2
-    factor: float = 2.0
-    max_s: float = 10.0
-
-    def delays_s(self) -> BackoffIterator:
-        return BackoffIterator(self)
-
-
-class BackoffIterator:
-    def __init__(self, backoff: Backoff) -> None:
-        self._backoff = backoff
-        self._next_s = backoff.initial_s
-
-    def __next__(self) -> float:
-        delay = self._next_s
-        self._next_s = min(self._next_s * self._backoff.factor, self._backoff.max_s)
-        return delay
-
-    def __iter__(self) -> BackoffIterator:
-        return self
 
 
 def register(

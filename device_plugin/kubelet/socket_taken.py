@@ -18,7 +18,7 @@ import logging
 import threading
 from pathlib import Path
 
-from device_plugin.kubelet.registration import Backoff, BackoffIterator
+from device_plugin.core.backoff import Backoff, BackoffDelays
 from device_plugin.serving.socket_files import served_by_someone
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ class TakenSocket:
         self._name = resource_name
         self._path = path
         self._backoff = backoff
-        self._delays: BackoffIterator = backoff.delays_s()
+        self._delays: BackoffDelays = backoff.delays_s()
         self._lock = threading.Lock()
         self._waiting = False  # between taken() and the bind that follows free_again()
         self._announced = False  # the ERROR of this episode was logged
