@@ -23,6 +23,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
 from device_plugin.dra.inventory import DraDevice
 from device_plugin.dra.kube import UnsupportedApiError, is_transient, newest_resource_version
@@ -50,7 +51,7 @@ class SlicePublisher:
         self._store = SliceStore(client, driver_name=driver_name, node_name=node_name)
         self._driver = driver_name
         self._node = node_name
-        self._backoff = (backoff_initial_s, backoff_max_s)
+        self._backoff = Backoff(initial_s=backoff_initial_s, max_s=backoff_max_s)
         self.api_version: str | None = None
         self._node_uid: str | None = None
         self.generation = 0  # the pool generation last written by us
@@ -131,7 +132,7 @@ class SlicePublisher:
     # ---- the loop ------------------------------------------------------------------------------
 
     def _loop(self) -> None:
-        delay_s = self._backoff[0]
+        delays = self._backoff.delays_s()
         while not self._stop.is_set():
             with self._cond:
                 while self._synced >= self._requested and not self._stop.is_set():
@@ -147,14 +148,14 @@ class SlicePublisher:
                 return
             except Exception as error:
                 self.error = _describe(error)
+                delay_s = next(delays)
                 if not is_transient(error):
                     log.error("publishing ResourceSlices failed (will retry): %s", self.error)
                 else:
                     log.warning("API server unavailable (%s); retrying in %.1f s", self.error, delay_s)
                 self._stop.wait(delay_s)
-                delay_s = min(delay_s * 2, self._backoff[1])
                 continue
-            delay_s = self._backoff[0]
+            delays.reset()
             self.error = ""
             with self._cond:
                 self._synced = max(self._synced, target)

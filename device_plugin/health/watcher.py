@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from device_plugin.config.health import HealthConfig
+from device_plugin.core.backoff import Backoff
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import NvmlError
 from device_plugin.health.dispatch import TransitionDispatcher
@@ -165,7 +166,7 @@ class HealthWatcher:
 
     def _event_loop(self) -> None:
         watch: EventWatch | None = None
-        retry = _Backoff(self._config.retry_initial_s, self._config.retry_max_s)
+        retry = Backoff(initial_s=self._config.retry_initial_s, max_s=self._config.retry_max_s).delays_s()
         reopen_at: float | None = None  # reopen to retry GPUs whose registration failed
         while not self._stop.is_set():
             if self._gpus_changed.is_set():
@@ -178,11 +179,11 @@ class HealthWatcher:
             if watch is None or (reopen_at is not None and time.monotonic() >= reopen_at):
                 opened = self._open_watch()
                 if opened is None:
-                    self._stop.wait(retry.next_s())
+                    self._stop.wait(next(retry))
                     continue
                 _close_quietly(watch)
                 watch = opened
-                reopen_at = time.monotonic() + retry.next_s() if opened.registration_failures else None
+                reopen_at = time.monotonic() + next(retry) if opened.registration_failures else None
             try:
                 event = watch.wait(self._config.event_wait_s)
             except Exception as exc:  # NVML stopped answering: fail closed and start over
@@ -190,7 +191,7 @@ class HealthWatcher:
                 self._watch_failed(self.gpu_indices, f"event wait failed: {exc}")
                 _close_quietly(watch)
                 watch = None
-                self._stop.wait(retry.next_s())
+                self._stop.wait(next(retry))
                 continue
             if reopen_at is None:
                 retry.reset()
@@ -248,20 +249,6 @@ class HealthWatcher:
         except Exception as exc:
             log.exception("probe of GPU %d raised unexpectedly", index)
             return ProbeResult(index, False, f"probe raised {type(exc).__name__}: {exc}")
-
-
-class _Backoff:
-    def __init__(self, initial_s: float, max_s: float) -> None:
-        self._initial_s = initial_s
-        self._max_s = max_s
-        self._next_s = initial_s
-
-    def next_s(self) -> float:
-        delay_s, self._next_s = self._next_s, min(self._next_s * 2, self._max_s)
-        return delay_s
-
-    def reset(self) -> None:
-        self._next_s = self._initial_s
 
 
 def _deliver(listeners: Sequence[TransitionListener], transitions: Sequence[HealthTransition]) -> None:
