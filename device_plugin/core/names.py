@@ -14,5 +14,9 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # The vendor/class of the CDI spec nvidia-ctk generates; NVIDIA's, same meaning.
 CDI_KIND = "nvidia.com/gpu"
 
+# Feature discovery's node label for the NVLink clique (`<clusterUUID>.<cliqueID>`): NVIDIA's, same
+# meaning, value and rule (device_plugin/topology/fabric.py), so Kueue and JobSet setups written for it work.
+GPU_CLIQUE_LABEL = "nvidia.com/gpu.clique"
+
 # Our own domain for labels and DRA attributes NVIDIA does not define (configurable where used).
 OWN_DOMAIN = "gpu-device-plugin.io"

@@ -7,7 +7,8 @@ and a writer for node-feature-discovery's `features.d` directory. No Kubernetes 
 Keys follow NVIDIA gpu-feature-discovery (GFD) so existing node selectors keep working:
 nvidia.com/gpu.{product,memory,count,family,compute.major,compute.minor,replicas,sharing-strategy},
 nvidia.com/mig.{capable,strategy}, nvidia.com/cuda.driver-version.* and nvidia.com/cuda.runtime-version.*
-(plus GFD's deprecated cuda.driver.* / cuda.runtime.*, which selectors in the wild still use).
+(plus GFD's deprecated cuda.driver.* / cuda.runtime.*, which selectors in the wild still use), and
+nvidia.com/gpu.clique on rack-scale NVLink nodes (GFD's value and rule: device_plugin/topology/fabric.py).
 GFD's "cuda.runtime" is the CUDA version the *driver* supports (nvmlSystemGetCudaDriverVersion).
 Our own topology labels: nvidia.com/gpu.nvlink, nvidia.com/gpu.nvlink-group-size, nvidia.com/gpu.numa-nodes.
 """
@@ -24,9 +25,11 @@ from device_plugin.config.model import DEFAULT_DEVICE_PLUGIN_DIR
 from device_plugin.config.safe_write import kubelet_owned_dirs, write_atomically
 from device_plugin.core.errors import PluginError
 from device_plugin.core.gpu_models import mig_capable, model_facts
+from device_plugin.core.names import GPU_CLIQUE_LABEL
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo, SystemInfo
 from device_plugin.topology.build import build_topology
+from device_plugin.topology.fabric import node_clique
 from device_plugin.topology.model import Topology
 
 log = logging.getLogger(__name__)
@@ -102,6 +105,7 @@ def compute_labels(
     if options.machine_type:
         labels["nvidia.com/gpu.machine"] = options.machine_type.strip().replace(" ", "-")
     labels.update(_topology_labels(topology))
+    labels.update(_clique_labels(topology))
     for resource, mig in options.mig_resources.items():  # GFD's keys: nvidia.com/mig-<profile>.<what>
         labels[f"{resource}.count"] = str(mig.count)
         labels[f"{resource}.memory"] = str(mig.memory_mib)
@@ -174,6 +178,14 @@ def _sharing_labels(options: LabelOptions) -> dict[str, str]:
         if info.replica_memory_mib is not None:
             labels[f"{resource}.replica-memory"] = str(info.replica_memory_mib)
     return labels
+
+
+def _clique_labels(topology: Topology) -> dict[str, str]:
+    """GFD's nvidia.com/gpu.clique when the GPUs agree on one clique; every reason it is absent or partial is logged."""
+    decided = node_clique(topology.gpu_fabric)
+    for problem in decided.problems:
+        log.warning("%s%s: %s", GPU_CLIQUE_LABEL, "" if decided.clique else " not labelled", problem)
+    return {GPU_CLIQUE_LABEL: decided.clique} if decided.clique else {}
 
 
 def nvlink_kind(topology: Topology) -> str:

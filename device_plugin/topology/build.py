@@ -14,6 +14,7 @@ device_plugin.nvml.pcie_paths.pcie_level_of_paths, the rule the fake uses for GP
 is unknown gets just its socket, so it is NODE or SYS from every NIC. On a real node GPU-GPU levels are
 NVML's; tools/pcie_level_check.py shows where NVML and the path rule disagree.
 Links that are inactive, or whose far end is neither a GPU of this node nor an NVSwitch, are ignored.
+Beyond the node: each GPU's NVLink fabric registration (clique) as the backend reports it.
 """
 
 from __future__ import annotations
@@ -141,4 +142,5 @@ def build_topology(backend: NvmlBackend) -> Topology:
         nic_levels=levels,
         gpu_pcie_paths=paths,
         nvswitch_seen=any(node[0] == "nvswitch" for node in graph.nodes),
+        gpu_fabric=tuple(backend.fabric_info(gpu.index) for gpu in gpus),
     )

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from device_plugin.core.errors import MachineDescriptionError
+from device_plugin.nvml.fabric_types import FabricInfo
 from device_plugin.nvml.pcie_paths import pcie_roots
 from device_plugin.nvml.types import PcieLevel
 from device_plugin.topology.components import connected_components, largest_clique_size
@@ -64,6 +65,8 @@ class Topology:
     gpu_pcie_paths[i] is GPU i's root-first PCIe path as the hardware layer hands it up (sysfs on a real
     node, the description on a simulated one; device_plugin.nvml.pcie_paths), None where unknown; empty
     when no path is known at all. nvswitch_seen: some GPU has an active NVLink into an NVSwitch.
+    gpu_fabric[i] is GPU i's NVLink fabric registration beyond the node (device_plugin.nvml.fabric_types;
+    the node's clique: device_plugin.topology.fabric); empty when not read.
     """
 
     gpu_names: tuple[str, ...]
@@ -73,6 +76,7 @@ class Topology:
     nic_levels: tuple[tuple[PcieLevel, ...], ...] = ()
     gpu_pcie_paths: tuple[tuple[str, ...] | None, ...] = ()
     nvswitch_seen: bool = False
+    gpu_fabric: tuple[FabricInfo, ...] = ()
     # Derived once in __post_init__ from the fields above; not compared (they follow from them).
     _domains: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
     _roots: tuple[str | None, ...] = field(init=False, repr=False, compare=False)
@@ -122,6 +126,8 @@ class Topology:
             raise MachineDescriptionError("topology.nic_levels", "GPU-NIC levels without NICs")
         if self.gpu_pcie_paths and len(self.gpu_pcie_paths) != n:
             raise MachineDescriptionError("topology.gpu_pcie_paths", f"needs {n} entries (None where unknown)")
+        if self.gpu_fabric and len(self.gpu_fabric) != n:
+            raise MachineDescriptionError("topology.gpu_fabric", f"needs {n} entries, one per GPU")
 
     def nvlink_domain(self, gpu: int) -> tuple[int, ...]:
         """The GPUs reachable from `gpu` over NVLink or NVSwitch, itself included, ascending."""
@@ -144,6 +150,12 @@ class Topology:
     def pcie_path(self, gpu: int) -> tuple[str, ...] | None:
         """GPU's root-first PCIe path from the hardware layer; None when it is unknown."""
         return self.gpu_pcie_paths[gpu] if self.gpu_pcie_paths else None
+
+    def gpu_clique(self, gpu: int) -> str | None:
+        """`<clusterUUID>.<cliqueID>` of the NVLink clique GPU is registered in; None when it is in none (yet)."""
+        if not self.gpu_fabric or not self.gpu_fabric[gpu].attached:
+            return None
+        return self.gpu_fabric[gpu].clique
 
     def pcie_root(self, gpu: int) -> str | None:
         """GPU's PCIe root complex as `pci<domain>:<bus>` (Kubernetes' pcieRoot); None when unknown."""
