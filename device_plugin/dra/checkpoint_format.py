@@ -35,6 +35,7 @@ class PreparedDevice:
     pool_name: str
     device_name: str
     cdi_device_ids: tuple[str, ...]
+    admin_access: bool = False  # the allocation's adminAccess (device_holders lets two such holders share)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ def _device(value: Any, where: str) -> PreparedDevice:
         _string(device.get("pool_name"), f"{where}.pool_name"),
         _string(device.get("device_name"), f"{where}.device_name"),
         _strings(device.get("cdi_device_ids"), f"{where}.cdi_device_ids"),
+        device.get("admin_access", False) is True,  # absent in files written before it was recorded
     )
 
 

@@ -29,8 +29,9 @@ from api import dra_v1_pb2, dra_v1_pb2_grpc
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.core.errors import ConfigError
+from device_plugin.dra.offload import WEDGED_AFTER_S, Offload
 from device_plugin.dra.prepare import Preparer
-from device_plugin.dra.servicers import SERVED, SUPPORTED_VERSIONS, Offload, Registration, dra_servicer
+from device_plugin.dra.servicers import SERVED, SUPPORTED_VERSIONS, Registration, dra_servicer
 from device_plugin.serving.kept_socket import KeptSocket
 from device_plugin.serving.probe import SocketProbe
 from device_plugin.serving.socket_files import too_long
@@ -91,12 +92,13 @@ class DraGrpcServer:
         on_registered: Callable[[], None] | None = None,
         *,
         poll_s: float = KEEP_POLL_S,
+        wedged_after_s: float = WEDGED_AFTER_S,
     ) -> None:
         self.driver_name = driver_name
         self._paths = paths
         self._poll_s = poll_s
         self.registration = Registration(driver_name, str(paths.endpoint), on_registered)
-        self._offload = Offload()
+        self._offload = Offload(wedged_after_s=wedged_after_s)
         versions = [(pb_grpc, dra_servicer(pb, pb_grpc, preparer, self._offload)) for pb, pb_grpc, _ in SERVED]
 
         def add_dra(server: grpc.aio.Server) -> None:
@@ -131,7 +133,8 @@ class DraGrpcServer:
         self._offload.close()
 
     def serving(self) -> tuple[bool, str]:
-        """Liveness: both sockets are ours, at their paths, and answer (GetInfo; an empty Unprepare)."""
+        """Liveness: both sockets are ours, at their paths, and answer (GetInfo; an empty Unprepare), and no
+        Prepare or Unprepare work has been stuck past the offload's limit."""
         if self._thread is None or not self._thread.is_alive():
             return False, f"the DRA sockets of {self.driver_name} are not kept (not started, or stopped)"
         for kept in (self._endpoint, self._registrar):
@@ -145,6 +148,9 @@ class DraGrpcServer:
             ok, detail = self._probe.check(path, name, call)
             if not ok:
                 return False, detail
+        wedged = self._offload.wedged()
+        if wedged is not None:
+            return False, wedged
         return True, f"serving DRA driver {self.driver_name} on {self._paths.endpoint}"
 
     # ---- keeping the sockets -------------------------------------------------------------------

@@ -2,7 +2,15 @@
 
 Boundary: reads ResourceClaims through a ClaimReader (the API server in production, a dict in tests),
 knows the node's devices through a DeviceView, remembers answers in a Checkpoint. Per-claim problems
-become a per-claim error message naming the claim and the device; they never raise.
+become a per-claim error message naming the claim and the device (cut short); they never raise, and a
+claim answered with an error has nothing checkpointed.
+
+A claim's state only moves the way the kubelet asked (claim_locks): the claim is read without any lock,
+then decided and written under the claim's lock, and only if no Unprepare of it succeeded meanwhile and
+its caller has not given up. A checkpointed claim is still read: while the API server says what the
+checkpoint says, the checkpoint's answer is given again; when the allocation changed, the claim is
+prepared afresh; when the read fails, the checkpoint answers (the kubelet read the claim just before).
+A device held by another prepared claim is refused (device_holders).
 
 CDI: we do not write a CDI spec. We answer names from the spec that the NVIDIA Container Toolkit
 generates on the node (`nvidia-ctk cdi generate`, kind `nvidia.com/gpu`), by UUID: a whole GPU is
@@ -13,13 +21,22 @@ spec must contain UUID names (the toolkit's `--device-name-strategy=uuid`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from device_plugin.core.short_text import one_line
 from device_plugin.dra.checkpoint import Checkpoint, PreparedClaim, PreparedDevice
+from device_plugin.dra.claim_body import Allocation, ClaimBodyError, read_allocation
+from device_plugin.dra.claim_locks import ClaimLocks, Ticket
+from device_plugin.dra.device_holders import DeviceHolders, Hold
+
+log = logging.getLogger(__name__)
 
 CDI_KIND = "nvidia.com/gpu"
+NAME_CHARS = 64  # of a claim's namespace, name, UID or a device name in a message
+ERROR_CHARS = 1024  # of a whole per-claim error
 
 
 class ClaimReader(Protocol):
@@ -55,6 +72,19 @@ def cdi_device_id(uuid: str) -> str:
     return f"{CDI_KIND}={uuid}"
 
 
+def claim_label(namespace: str, name: str, uid: str) -> str:
+    """'claim ns/name (uid)' with each part cut short: names come from the kubelet's request."""
+    return f"claim {one_line(namespace, NAME_CHARS)}/{one_line(name, NAME_CHARS)} ({one_line(uid, NAME_CHARS)})"
+
+
+def _holds(claim: PreparedClaim) -> tuple[Hold, ...]:
+    return tuple(Hold(d.device_name, d.admin_access) for d in claim.devices)
+
+
+def _never() -> bool:
+    return False
+
+
 class Preparer:
     def __init__(
         self, *, driver_name: str, pool_name: str, reader: ClaimReader, devices: DeviceView, checkpoint: Checkpoint
@@ -64,62 +94,131 @@ class Preparer:
         self._reader = reader
         self._devices = devices
         self._checkpoint = checkpoint
+        self._locks = ClaimLocks()
+        self.holders = DeviceHolders()
+        self.holders.load(self._checkpointed())
+
+    def _checkpointed(self) -> list[tuple[str, str, tuple[Hold, ...]]]:
+        claims = ((uid, self._checkpoint.get(uid)) for uid in self._checkpoint.uids())
+        return [(uid, claim_label(c.namespace, c.name, uid), _holds(c)) for uid, c in claims if c is not None]
+
+    def in_flight(self) -> int:
+        """Claims with a Prepare or Unprepare running now (their lock entries; 0 when idle)."""
+        return len(self._locks)
 
     def prepare(self, claims: Sequence[ClaimRef]) -> dict[str, PrepareResult]:
         """One result per claim UID (every claim of the request answers, as the kubelet requires)."""
-        return {claim.uid: self._prepare_one(claim) for claim in claims}
+        return {claim.uid: self.prepare_claim(claim) for claim in claims}
 
     def unprepare(self, claims: Sequence[ClaimRef]) -> dict[str, str]:
         """Claim UID -> error ("" on success). Unknown claims succeed: there is nothing to undo."""
-        results = {}
-        for claim in claims:
+        return {claim.uid: self.unprepare_claim(claim) for claim in claims}
+
+    def prepare_claim(self, claim: ClaimRef, gave_up: Callable[[], bool] = _never) -> PrepareResult:
+        """Prepare one claim; `gave_up()` True means its caller left (the answer will not be written)."""
+        label = claim_label(claim.namespace, claim.name, claim.uid)
+        try:
+            with self._locks.ticket(claim.uid) as ticket:
+                result = self._prepare(claim, label, ticket, gave_up)
+        except Exception as error:  # a bug of ours or a broken device view: still this claim's error only
+            log.exception("preparing %s failed", label)
+            result = PrepareResult(error=f"{label}: internal error: {type(error).__name__}: {error}")
+        return PrepareResult(result.devices, one_line(result.error, ERROR_CHARS)) if result.error else result
+
+    def unprepare_claim(self, claim: ClaimRef) -> str:
+        """Forget the claim (no Prepare of it that is in flight will write it again); "" on success."""
+        with self._locks.ticket(claim.uid) as ticket, ticket.locked():
+            ticket.supersede()
             try:
                 self._checkpoint.remove(claim.uid)
-                results[claim.uid] = ""
             except OSError as error:
-                results[claim.uid] = f"claim {claim.namespace}/{claim.name}: cannot update the checkpoint: {error}"
-        return results
+                label = claim_label(claim.namespace, claim.name, claim.uid)
+                return one_line(f"{label}: cannot update the checkpoint: {error}", ERROR_CHARS)
+            self.holders.release(claim.uid)
+        return ""
 
-    def _prepare_one(self, claim: ClaimRef) -> PrepareResult:
-        label = f"claim {claim.namespace}/{claim.name} ({claim.uid})"
-        done = self._checkpoint.get(claim.uid)
-        if done is not None:  # idempotent: the same answer, without reading the claim again
-            return PrepareResult(done.devices)
-        try:
-            obj = self._reader.get_claim(claim.namespace, claim.name)
+    def _prepare(self, claim: ClaimRef, label: str, ticket: Ticket, gave_up: Callable[[], bool]) -> PrepareResult:
+        if gave_up():  # queued while its caller left: no API read for an answer nobody waits for
+            return PrepareResult(error=f"{label}: the kubelet gave up on this call; nothing prepared")
+        try:  # no lock held: an Unprepare of this claim never waits for the API server
+            body = self._reader.get_claim(claim.namespace, claim.name)
         except Exception as error:  # the API server's failure is this claim's error; the kubelet retries
-            return PrepareResult(error=f"{label}: cannot read the ResourceClaim: {error}")
-        if obj is None:
-            return PrepareResult(error=f"{label}: the ResourceClaim does not exist (deleted?)")
-        uid = (obj.get("metadata") or {}).get("uid")
-        if uid != claim.uid:
+            return self._from_checkpoint(claim, ticket, f"{label}: cannot read the ResourceClaim: {error}")
+        if body is None:
+            return self._from_checkpoint(claim, ticket, f"{label}: the ResourceClaim does not exist (deleted?)")
+        try:
+            allocation = read_allocation(body, self._driver)
+        except ClaimBodyError as error:
+            return PrepareResult(error=f"{label}: malformed ResourceClaim: {error}")
+        if allocation.uid != claim.uid:
+            uid = one_line(allocation.uid, NAME_CHARS)
             return PrepareResult(error=f"{label}: the ResourceClaim now has UID {uid} (deleted and recreated?)")
-        results = (((obj.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
-        ours = [r for r in results if r.get("driver") == self._driver]
-        if not ours:
+        if not allocation.devices:
             return PrepareResult(error=f"{label}: not allocated, or no device of driver {self._driver}")
-        known, unhealthy = self._devices.device_uuids(), self._devices.unhealthy()
-        problems, devices = [], []
-        for result in ours:
-            pool, device = result.get("pool", ""), result.get("device", "")
-            if pool != self._pool:
-                problems.append(f"device {pool}/{device} belongs to pool {pool!r}, not this node's {self._pool!r}")
-            elif device not in known:
-                problems.append(f"device {device} is unknown on this node")
-            elif device in unhealthy:
-                problems.append(f"device {device} is unhealthy")
-            else:
-                # A firstAvailable result names "<request>/<subrequest>"; containers (and the kubelet,
-                # matching them against request_names) know only "<request>".
-                request = result.get("request", "").split("/", 1)[0]
-                devices.append(
-                    PreparedDevice((request,) if request else (), pool, device, (cdi_device_id(known[device]),))
-                )
+        devices, problems = self._resolve(allocation)
         if problems:
             return PrepareResult(error=f"{label}: " + "; ".join(problems))
-        prepared = PreparedClaim(claim.namespace, claim.name, tuple(devices))
-        try:
-            self._checkpoint.put(claim.uid, prepared)
-        except OSError as error:
-            return PrepareResult(error=f"{label}: cannot write the checkpoint: {error}")
+        return self._commit(claim, label, ticket, gave_up, PreparedClaim(claim.namespace, claim.name, devices))
+
+    def _from_checkpoint(self, claim: ClaimRef, ticket: Ticket, error: str) -> PrepareResult:
+        """The read failed: a claim prepared before is answered as it was, anything else gets `error`."""
+        with ticket.locked():
+            done = self._checkpoint.get(claim.uid) if ticket.still_wanted() else None
+        if done is None:
+            return PrepareResult(error=error)
+        log.warning("%s; answering what was prepared before", error)
+        return PrepareResult(done.devices)
+
+    def _resolve(self, allocation: Allocation) -> tuple[tuple[PreparedDevice, ...], list[str]]:
+        known, unhealthy = self._devices.device_uuids(), self._devices.unhealthy()
+        problems, devices = [], []
+        for result in allocation.devices:
+            pool, device = one_line(result.pool, NAME_CHARS), one_line(result.device, NAME_CHARS)
+            if result.pool != self._pool:
+                problems.append(f"device {pool}/{device} belongs to pool {pool!r}, not this node's {self._pool!r}")
+            elif result.device not in known:
+                problems.append(f"device {device} is unknown on this node")
+            elif result.device in unhealthy:
+                problems.append(f"device {device} is unhealthy")
+            else:
+                # Containers (and the kubelet, matching them against request_names) know "<request>" only.
+                devices.append(
+                    PreparedDevice(
+                        (result.request,) if result.request else (),
+                        result.pool,
+                        result.device,
+                        (cdi_device_id(known[result.device]),),
+                        result.admin_access,
+                    )
+                )
+        return tuple(devices), problems
+
+    def _commit(
+        self, claim: ClaimRef, label: str, ticket: Ticket, gave_up: Callable[[], bool], prepared: PreparedClaim
+    ) -> PrepareResult:
+        """Under the claim's lock: write `prepared` unless unwanted by now, taken, or already there."""
+        with ticket.locked():
+            if not ticket.still_wanted():
+                return PrepareResult(error=f"{label}: unprepared while this Prepare read it; nothing prepared")
+            if gave_up():
+                return PrepareResult(error=f"{label}: the kubelet gave up on this call; nothing prepared")
+            before = self._checkpoint.get(claim.uid)
+            if before == prepared:
+                return PrepareResult(before.devices)  # idempotent: the same answer
+            conflict = self.holders.take(claim.uid, label, _holds(prepared))
+            if conflict is not None:
+                return PrepareResult(error=f"{label}: {conflict}")
+            try:
+                self._checkpoint.put(claim.uid, prepared)
+            except OSError as error:
+                self._restore(claim.uid, label, before)
+                return PrepareResult(error=f"{label}: cannot write the checkpoint: {error}")
+        if before is not None:
+            log.info("%s: its allocation changed since it was prepared; prepared afresh", label)
         return PrepareResult(prepared.devices)
+
+    def _restore(self, uid: str, label: str, before: PreparedClaim | None) -> None:
+        if before is None:
+            self.holders.release(uid)
+        else:
+            self.holders.take(uid, label, _holds(before))

@@ -2,57 +2,41 @@
 
 Boundary: translates protobuf messages to Preparer calls and back, nothing more. They run on the
 process's one serving loop (device_plugin.serving.event_loop), which must never block: the Preparer
-is synchronous and may wait on the API server, so its calls run in an Offload's thread pools, and
-Unprepare has its own pool, so it never queues behind slow Prepares. A request without claims is
-answered on the loop (the liveness probe sends one). A Preparer that raises becomes INTERNAL with a
-bounded message; per-claim problems are per-claim errors in the response, as the kubelet expects.
+is synchronous and may wait on the API server, so its work runs in the Offload's pools (dra/offload.py):
+each claim of a Prepare is one task of the prepare pool (the claims of a call are read concurrently),
+and a whole Unprepare is one task of its own pool, so it never queues behind slow claim reads. A
+request without claims is answered on the loop (the liveness probe sends one). Every claim of a
+request is answered: a claim whose task failed gets that failure as its error. Only a stopped driver
+fails a whole call (INTERNAL, bounded message). When the kubelet gives up on a Prepare (its deadline,
+a cancel), the claims still running write nothing and the queued ones are not started.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import threading
+import time
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 import grpc
 
 from api import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
-from device_plugin.core.short_text import bounded_text
-from device_plugin.dra.prepare import ClaimRef, Preparer
+from device_plugin.core.short_text import bounded_text, one_line
+from device_plugin.dra.offload import PREPARE_WORKERS, UNPREPARE_WORKERS, Offload
+from device_plugin.dra.prepare import ERROR_CHARS, ClaimRef, Preparer, PrepareResult, claim_label
+
+__all__ = ["PREPARE_WORKERS", "SERVED", "SUPPORTED_VERSIONS", "UNPREPARE_WORKERS", "Registration", "dra_servicer"]
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 PLUGIN_TYPE = "DRAPlugin"
 SERVED = ((dra_v1_pb2, dra_v1_pb2_grpc, "v1"), (dra_v1beta1_pb2, dra_v1beta1_pb2_grpc, "v1beta1"))
 SUPPORTED_VERSIONS = tuple(f"{version}.DRAPlugin" for _, _, version in SERVED)
-PREPARE_WORKERS = 4  # Prepares in flight at once (each may wait on the API server)
-UNPREPARE_WORKERS = 2  # its own pool: an Unprepare never waits for a Prepare's worker
-
-
-class Offload:
-    """The thread pools Preparer calls run in; opened at start, closed at stop (running calls finish)."""
-
-    def __init__(self) -> None:
-        self.prepare: ThreadPoolExecutor | None = None
-        self.unprepare: ThreadPoolExecutor | None = None
-
-    def open(self) -> None:
-        self.close()
-        self.prepare = ThreadPoolExecutor(PREPARE_WORKERS, thread_name_prefix="dra-prepare")
-        self.unprepare = ThreadPoolExecutor(UNPREPARE_WORKERS, thread_name_prefix="dra-unprepare")
-
-    def close(self) -> None:
-        for pool in (self.prepare, self.unprepare):
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
-        self.prepare = self.unprepare = None
 
 
 def _claims(request: Any) -> list[ClaimRef]:
@@ -67,23 +51,34 @@ async def _abort(context: grpc.aio.ServicerContext, method: str, error: BaseExce
     raise AssertionError("unreachable: abort raises")
 
 
-async def _off_loop(
-    pool: ThreadPoolExecutor | None,
-    call: Callable[[Sequence[ClaimRef]], T],
-    claims: Sequence[ClaimRef],
-    context: grpc.aio.ServicerContext,
-    method: str,
-) -> T:
-    try:
-        if pool is None:
-            raise RuntimeError("the DRA driver is stopping")
-        return await asyncio.get_running_loop().run_in_executor(pool, call, claims)
-    except Exception as error:  # a Preparer bug or a stopped pool: the kubelet retries on INTERNAL
-        await _abort(context, method, error)
+def _caller_gone(context: grpc.aio.ServicerContext, cancelled: threading.Event) -> Callable[[], bool]:
+    """True once the call was cancelled or its deadline passed (checked from the worker threads)."""
+    remaining = context.time_remaining()
+    deadline = None if remaining is None else time.monotonic() + remaining
+    return lambda: cancelled.is_set() or (deadline is not None and time.monotonic() > deadline)
+
+
+def _failed(claim: ClaimRef, error: BaseException) -> PrepareResult:
+    label = claim_label(claim.namespace, claim.name, claim.uid)
+    return PrepareResult(error=one_line(f"{label}: not prepared: {type(error).__name__}: {error}", ERROR_CHARS))
 
 
 def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offload: Offload) -> Any:
     """The DRAPlugin servicer of one API version (`pb`, `pb_grpc`: its generated modules)."""
+
+    async def prepare_all(claims: list[ClaimRef], context: grpc.aio.ServicerContext) -> list[PrepareResult]:
+        cancelled = threading.Event()
+        gone = _caller_gone(context, cancelled)
+        tasks = [
+            offload.prepare(f"NodePrepareResources of claim {c.namespace}/{c.name}"[:200], _bind(preparer, c, gone))
+            for c in claims
+        ]
+        try:
+            outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        except asyncio.CancelledError:  # the kubelet left: running claims must not write
+            cancelled.set()
+            raise
+        return [o if isinstance(o, PrepareResult) else _failed(c, o) for c, o in zip(claims, outcomes, strict=True)]
 
     class Servicer(pb_grpc.DRAPluginServicer):  # type: ignore[name-defined,misc]
         async def NodePrepareResources(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -91,9 +86,10 @@ def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offloa
             claims = _claims(request)
             if not claims:
                 return response
-            results = await _off_loop(offload.prepare, preparer.prepare, claims, context, "NodePrepareResources")
-            for uid, result in results.items():
-                entry = response.claims[uid]
+            if not offload.running():
+                await _abort(context, "NodePrepareResources", RuntimeError("the DRA driver is stopping"))
+            for claim, result in zip(claims, await prepare_all(claims, context), strict=True):
+                entry = response.claims[claim.uid]
                 entry.error = result.error
                 for d in result.devices:
                     entry.devices.add(
@@ -111,12 +107,21 @@ def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offloa
             claims = _claims(request)
             if not claims:
                 return response
-            errors = await _off_loop(offload.unprepare, preparer.unprepare, claims, context, "NodeUnprepareResources")
+            try:
+                errors = await offload.unprepare("NodeUnprepareResources", lambda: preparer.unprepare(claims))
+            except Exception as failure:  # a stopped pool or a bug of ours: the kubelet retries on INTERNAL
+                await _abort(context, "NodeUnprepareResources", failure)
             for uid, error in errors.items():
                 response.claims[uid].error = error
+                if error:
+                    log.warning("NodeUnprepareResources: %s", error)
             return response
 
     return Servicer()
+
+
+def _bind(preparer: Preparer, claim: ClaimRef, gone: Callable[[], bool]) -> Callable[[], PrepareResult]:
+    return lambda: preparer.prepare_claim(claim, gone)
 
 
 class Registration(reg_grpc.RegistrationServicer):  # type: ignore[misc]

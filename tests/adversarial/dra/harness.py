@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,15 @@ from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 
 DRIVER, NODE = "gpu.nvidia.com", "node-a"
-DGX1 = {d.name: d.uuid for d in build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))[0]}
+
+
+@cache
+def machine_uuids(machine: str) -> Mapping[str, str]:
+    """Device name -> UUID of the DRA devices of a named machine (MIG devices where it has them)."""
+    return {d.name: d.uuid for d in build_devices(FakeNvml.from_machine(machine), topology_of(machine))[0]}
+
+
+DGX1 = machine_uuids("dgx1-v100")
 WAIT_S = 10.0  # a bound for a loaded machine, not a timing claim
 
 
@@ -42,11 +51,12 @@ class Devices:
     """The dgx1-v100's devices; `broken` makes the Preparer raise (a bug, not a per-claim problem)."""
 
     broken: bool = False
+    uuids: Mapping[str, str] = field(default_factory=lambda: DGX1)
 
     def device_uuids(self) -> Mapping[str, str]:
         if self.broken:
             raise RuntimeError("device view broke\n" + "x" * 5000)
-        return DGX1
+        return self.uuids
 
     def unhealthy(self) -> frozenset[str]:
         return frozenset()
@@ -76,14 +86,14 @@ class HeldClaims:
                 self.held -= 1
         return self.claims.get((namespace, name))
 
-    def add(self, name: str, uid: str, device: str) -> tuple[str, str, str]:
+    def add(self, name: str, uid: str, device: str, *, admin: bool = False) -> tuple[str, str, str]:
+        """A claim `name` (namespace ns) allocated `device` of our pool; the (namespace, uid, name) to send."""
+        result: dict[str, Any] = {"request": "g", "driver": DRIVER, "pool": NODE, "device": device}
+        if admin:
+            result["adminAccess"] = True
         self.claims[("ns", name)] = {
             "metadata": {"namespace": "ns", "name": name, "uid": uid},
-            "status": {
-                "allocation": {
-                    "devices": {"results": [{"request": "g", "driver": DRIVER, "pool": NODE, "device": device}]}
-                }
-            },
+            "status": {"allocation": {"devices": {"results": [result]}}},
         }
         return ("ns", uid, name)
 
@@ -96,18 +106,25 @@ def dra_server(
     reader: HeldClaims | None = None,
     devices: Devices | None = None,
     poll_s: float = 0.05,
+    wedged_after_s: float = 60.0,
+    preparer: Preparer | None = None,
 ) -> DraGrpcServer:
     """A DraGrpcServer (not started) for `driver_name` under `kubelet_dir` (default `root`); its
     checkpoint under `root`."""
-    preparer = Preparer(
+    preparer = preparer or preparer_of(root, reader if reader is not None else HeldClaims(), devices)
+    paths = SocketPaths.for_driver(driver_name, kubelet_dir or root)
+    return DraGrpcServer(driver_name, paths, preparer, poll_s=poll_s, wedged_after_s=wedged_after_s)
+
+
+def preparer_of(root: Path, reader: HeldClaims, devices: Devices | None = None) -> Preparer:
+    """A Preparer over the checkpoint under `root` (a second one over the same root: a restart)."""
+    return Preparer(
         driver_name=DRIVER,
         pool_name=NODE,
-        reader=reader if reader is not None else HeldClaims(),
+        reader=reader,
         devices=devices or Devices(),
         checkpoint=Checkpoint(root / "plugins" / DRIVER / "checkpoint.json"),
     )
-    paths = SocketPaths.for_driver(driver_name, kubelet_dir or root)
-    return DraGrpcServer(driver_name, paths, preparer, poll_s=poll_s)
 
 
 def get_info(socket: Path, timeout_s: float = 5.0) -> reg_pb2.PluginInfo:

@@ -1,0 +1,68 @@
+"""Which prepared claim holds which device: exclusivity checked on the node, behind the scheduler's.
+
+Boundary: an in-memory map, rebuilt from the checkpoint at start (`load`), changed by the Preparer under
+a claim's lock. The scheduler should never allocate one device to two claims, but a stale checkpoint, a
+claim re-allocated while the kubelet was away, or a scheduler bug would otherwise hand one GPU (or one
+MIG device: each is a device of its own name here, and a GPU in MIG mode is published only through
+them) to two pods. So a device already prepared for another claim is refused, naming both claims,
+unless both sides hold it with adminAccess (monitoring access, which Kubernetes lets share a device).
+This driver supports no other sharing mode in DRA mode.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Hold:
+    device: str
+    admin_access: bool
+
+
+class DeviceHolders:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_device: dict[str, dict[str, tuple[str, bool]]] = {}  # device -> {claim uid: (label, admin)}
+        self._by_claim: dict[str, tuple[Hold, ...]] = {}
+
+    def load(self, claims: Iterable[tuple[str, str, Sequence[Hold]]]) -> None:
+        """Start from the checkpoint's (uid, label, holds); conflicts there are kept, not resolved."""
+        for uid, label, holds in claims:
+            with self._lock:
+                self._add(uid, label, tuple(holds))
+
+    def take(self, uid: str, label: str, holds: Sequence[Hold]) -> str | None:
+        """Record `uid` as holding `holds` (replacing what it held), or say which claim holds one already."""
+        with self._lock:
+            for hold in holds:
+                for other, (other_label, other_admin) in self._by_device.get(hold.device, {}).items():
+                    if other != uid and not (hold.admin_access and other_admin):
+                        return f"device {hold.device} is already prepared for {other_label}, not for {label}"
+            self._remove(uid)
+            self._add(uid, label, tuple(holds))
+            return None
+
+    def release(self, uid: str) -> None:
+        with self._lock:
+            self._remove(uid)
+
+    def holders(self, device: str) -> tuple[str, ...]:
+        """UIDs of the claims that hold `device` (for tests and logs)."""
+        with self._lock:
+            return tuple(sorted(self._by_device.get(device, {})))
+
+    def _add(self, uid: str, label: str, holds: tuple[Hold, ...]) -> None:
+        self._by_claim[uid] = holds
+        for hold in holds:
+            self._by_device.setdefault(hold.device, {})[uid] = (label, hold.admin_access)
+
+    def _remove(self, uid: str) -> None:
+        for hold in self._by_claim.pop(uid, ()):
+            held = self._by_device.get(hold.device)
+            if held is not None:
+                held.pop(uid, None)
+                if not held:
+                    del self._by_device[hold.device]

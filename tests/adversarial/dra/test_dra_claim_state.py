@@ -1,0 +1,97 @@
+"""A claim's prepared state never goes backwards: an Unprepare that succeeded stays effective.
+
+Reproductions of issue 18 item 1: a Prepare whose claim read outlived the kubelet's deadline wrote the
+claim into the checkpoint after the kubelet had unprepared it, and the next Prepare of the same UID,
+re-allocated another GPU, was answered the old GPU from the checkpoint.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from device_plugin.dra.grpc_service import SocketPaths
+from device_plugin.dra.prepare import ClaimRef, PrepareResult
+from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, prepare, preparer_of, wait_until
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths hold 107 bytes
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _devices(result: PrepareResult) -> list[str]:
+    return [d.device_name for d in result.devices]
+
+
+def test_a_prepare_that_finishes_after_the_unprepare_writes_nothing(root: Path) -> None:
+    held = HeldClaims(hold=True)
+    ns, uid, name = held.add("c", "uid-1", "gpu-4")
+    preparer = preparer_of(root, held)
+    late: list[dict[str, PrepareResult]] = []
+    prepare_thread = threading.Thread(target=lambda: late.append(preparer.prepare([ClaimRef(ns, uid, name)])))
+    prepare_thread.start()
+    wait_until(lambda: held.held == 1)  # the Prepare waits on the API server
+    assert preparer.unprepare([ClaimRef(ns, uid, name)]) == {uid: ""}
+    held.release.set()
+    prepare_thread.join(10.0)
+    assert "unprepared while this Prepare read it" in late[0][uid].error
+    held.add("c", "uid-1", "gpu-6")  # the claim re-allocated another GPU, asked of a restarted driver
+    assert _devices(preparer_of(root, held).prepare([ClaimRef(ns, uid, name)])[uid]) == ["gpu-6"]
+    assert preparer.in_flight() == 0  # no lock entry left behind
+
+
+def test_a_prepare_the_kubelet_gave_up_on_writes_nothing(root: Path) -> None:
+    held = HeldClaims(hold=True)
+    claim = held.add("c", "uid-1", "gpu-4")
+    preparer = preparer_of(root, held)
+    server = dra_server(root, reader=held, preparer=preparer)
+    server.start()
+    try:
+        endpoint = SocketPaths.for_driver(DRIVER, root).endpoint
+        with pytest.raises(grpc.RpcError) as raised:
+            prepare(endpoint, [claim], timeout_s=0.5)
+        assert raised.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
+        held.release.set()
+        wait_until(lambda: held.held == 0 and preparer.in_flight() == 0)
+        held.add("c", "uid-1", "gpu-6")
+        assert [d.device_name for d in prepare(endpoint, [claim]).claims["uid-1"].devices] == ["gpu-6"]
+    finally:
+        server.stop(0.1)
+
+
+@pytest.mark.parametrize("rounds", [20], ids=["20-races"])
+def test_racing_prepares_and_unprepares_keep_memory_and_checkpoint_in_step(root: Path, rounds: int) -> None:
+    held = HeldClaims()
+    refs = [ClaimRef(*held.add(f"c{i}", f"uid-{i}", "gpu-4", admin=True)) for i in range(3)]
+    preparer = preparer_of(root, held)
+    for _ in range(rounds):
+        start = threading.Barrier(2 * len(refs))
+        threads = [threading.Thread(target=lambda r=r, s=start: (s.wait(), preparer.prepare([r]))) for r in refs]
+        threads += [threading.Thread(target=lambda r=r, s=start: (s.wait(), preparer.unprepare([r]))) for r in refs]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10.0)
+        # What this driver believes it holds is what a restart would read back from the checkpoint.
+        assert preparer.holders.holders("gpu-4") == preparer_of(root, held).holders.holders("gpu-4")
+    assert preparer.in_flight() == 0  # every lock entry went with its last user
+
+
+def test_a_checkpointed_claim_whose_allocation_changed_is_prepared_afresh(root: Path) -> None:
+    held = HeldClaims()
+    ns, uid, name = held.add("c", "uid-1", "gpu-4")
+    preparer = preparer_of(root, held)
+    assert _devices(preparer.prepare([ClaimRef(ns, uid, name)])[uid]) == ["gpu-4"]
+    held.add("c", "uid-1", "gpu-6")  # deallocated and allocated again while the kubelet was away
+    assert _devices(preparer.prepare([ClaimRef(ns, uid, name)])[uid]) == ["gpu-6"]
+    other = held.add("d", "uid-2", "gpu-4")
+    assert preparer.prepare([ClaimRef(*other)])["uid-2"].error == ""  # gpu-4 was let go
