@@ -20,31 +20,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from enum import StrEnum
 
 from device_plugin.allocation.protocols import device_sort_key
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import ConfigError
+from device_plugin.core.mig_strategy import STRATEGY_FIELD, MigStrategy
 from device_plugin.nvml.mig_types import MigDevice
 from device_plugin.nvml.types import GpuInfo
 
 log = logging.getLogger(__name__)
 
-STRATEGY_FIELD = "flags.migStrategy"
 DEFAULT_DOMAIN = "nvidia.com"
-
-
-class MigStrategy(StrEnum):
-    NONE = "none"
-    SINGLE = "single"
-    MIXED = "mixed"
-
-    @classmethod
-    def parse(cls, value: str) -> MigStrategy:
-        try:
-            return cls(value)
-        except ValueError:
-            raise ConfigError(STRATEGY_FIELD, f"{value!r} is not one of none, single, mixed") from None
 
 
 def gpu_resource(domain: str = DEFAULT_DOMAIN) -> str:

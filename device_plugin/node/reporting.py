@@ -19,6 +19,7 @@ from device_plugin.allocation.resources import ResourceManager
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config.model import Config
 from device_plugin.config.safe_write import kubelet_owned_dirs
+from device_plugin.core.mig_strategy import MigStrategy
 from device_plugin.node.composition import Node
 from device_plugin.node.front_end import FrontEnd
 from device_plugin.nvml.protocol import NvmlBackend
@@ -34,7 +35,6 @@ from device_plugin.observability.labels import (
 )
 from device_plugin.observability.metrics import DeviceSnapshots, PluginMetrics
 from device_plugin.topology.model import Topology
-from mig.strategy import MigStrategy
 
 
 def node_metrics(
