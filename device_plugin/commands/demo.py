@@ -31,6 +31,7 @@ from device_plugin.config.model import Config
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import PluginError
+from device_plugin.core.mig_strategy import MigStrategy
 from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.kubelet.lifecycle import LifecycleTiming
 from device_plugin.kubelet.standin import KubeletStandIn, PluginConnection
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
                 f"migStrategy {config.flags.mig_strategy} serves nothing on '{args.machine}': every GPU has MIG "
                 "enabled. The demo uses --mig-strategy mixed (`run` needs the same flag or flags.migStrategy)."
             )
-            config = replace(config, flags=replace(config.flags, mig_strategy="mixed"))
+            config = replace(config, flags=replace(config.flags, mig_strategy=MigStrategy.MIXED.value))
             node = build_node(backend, config)
         if not node.resources:
             print(f"nothing to serve on '{args.machine}' with this config; see `gpu-device-plugin topology`")
@@ -128,7 +129,7 @@ def _walk_through(backend: FakeNvml, node: Node, config: Config, args: argparse.
     served = ", ".join(f"{r.resource_name} ({len(r.snapshot().devices)})" for r in node.resources)
     print(f"Resources served (migStrategy {config.flags.mig_strategy}): {served}. Following {resource}.")
     mig_gpus = sorted(node.mig.devices_by_gpu)
-    if mig_gpus and config.flags.mig_strategy == "none":
+    if mig_gpus and config.flags.mig_strategy == MigStrategy.NONE:
         print(
             f"Note: GPUs {', '.join(map(str, mig_gpus))} have MIG enabled, so migStrategy none leaves them out of "
             "nvidia.com/gpu (a MIG-enabled GPU cannot be handed out whole); --mig-strategy mixed serves their MIG "

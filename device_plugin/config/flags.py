@@ -14,8 +14,10 @@ from typing import Any
 
 from device_plugin.config.declare import CliFlag, Reload, section, setting
 from device_plugin.config.schema import BOOL, FROZEN_MAPPING, STR, STRATEGY_LIST, choice
+from device_plugin.core.mig_strategy import MigStrategy
 
 RESERVE = Reload.RESERVE
+_MIG_CHOICES = "|".join(MigStrategy)  # none|single|mixed
 
 
 def _frozen(value: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
@@ -76,11 +78,11 @@ class PluginFlags:
 class Flags:
     mig_strategy: str = setting(
         "migStrategy",
-        choice("none", "single", "mixed"),
-        default="none",
+        choice(*MigStrategy),
+        default=MigStrategy.NONE.value,
         reload=RESERVE,
         env="MIG_STRATEGY",
-        cli=CliFlag("--mig-strategy", "none|single|mixed: how MIG devices are served", "none|single|mixed"),
+        cli=CliFlag("--mig-strategy", f"{_MIG_CHOICES}: how MIG devices are served", _MIG_CHOICES),
     )
     fail_on_init_error: bool = setting(
         "failOnInitError",

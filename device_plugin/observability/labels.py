@@ -25,6 +25,7 @@ from device_plugin.config.model import DEFAULT_DEVICE_PLUGIN_DIR
 from device_plugin.config.safe_write import kubelet_owned_dirs, write_atomically
 from device_plugin.core.errors import PluginError
 from device_plugin.core.gpu_models import mig_capable, model_facts
+from device_plugin.core.mig_strategy import MigStrategy
 from device_plugin.core.names import GPU_CLIQUE_LABEL
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo, SystemInfo
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_FEATURES_FILE = Path("/etc/kubernetes/node-feature-discovery/features.d/gpu-device-plugin")
 SHARING_STRATEGIES = ("none", "time-slicing", "mps")
-MIG_STRATEGIES = ("none", "single", "mixed")
+MIG_STRATEGIES = tuple(strategy.value for strategy in MigStrategy)
 LABELS_FILE_FIELD = "gpuDevicePlugin.labelsFile"
 
 
@@ -69,7 +70,7 @@ class MigResourceLabelInput:
 
 @dataclass(frozen=True)
 class LabelOptions:
-    mig_strategy: str = "none"
+    mig_strategy: str = MigStrategy.NONE.value
     # None: decide from the GPU model (A100/A30/H100/H200/B200 ... are MIG-capable).
     mig_capable: bool | None = None
     # resource name -> sharing; nvidia.com/gpu is labelled unshared (replicas 1, none) unless listed.
