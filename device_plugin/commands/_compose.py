@@ -20,6 +20,7 @@ from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.arguments import add_config_file_argument, add_setting_arguments
 from device_plugin.config.loader import load_effective_config
 from device_plugin.config.model import Config
+from device_plugin.config.not_applied import warn_not_applied
 from device_plugin.node.composition import Node, build_node
 from device_plugin.nvml.protocol import NvmlBackend
 
@@ -31,8 +32,12 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_cli_config(args: argparse.Namespace) -> Config:
-    """The effective config `run` would load with these flags (ConfigError names the field)."""
-    return load_effective_config(args, os.environ)
+    """The effective config `run` would load with these flags (ConfigError names the field), with `run`'s
+    warning about NVIDIA fields that have no effect."""
+    config = load_effective_config(args, os.environ)
+    show_warnings()
+    warn_not_applied(config)
+    return config
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from device_plugin.commands._machine import machine_help
 from device_plugin.config.arguments import add_config_file_argument, add_setting_arguments
 from device_plugin.config.loader import sources_from_args
 from device_plugin.config.model import Config
+from device_plugin.config.not_applied import warn_not_applied
 from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.core.errors import ConfigError, NvmlUnavailableError, PluginError
 from device_plugin.core.version import package_version
@@ -119,6 +120,7 @@ def _run(args: argparse.Namespace) -> int:
         "; ".join(config.sources) or "defaults",
         config.describe(),
     )
+    warn_not_applied(config)  # NVIDIA's fields taken with no effect: one line, at start and on reload
     if args.fake_events and not args.machine:
         log.error("--fake-events needs --machine: faults can only be injected into a simulated machine")
         return 2

@@ -3,7 +3,8 @@
 A field of the config dataclasses (config/model.py, config/health.py) is written
 `name: type = setting(key, kind, default=..., reload=..., env=..., cli=...)`. The declaration (a
 frozen Setting in the attribute's metadata) holds the file key, the check and text parser (`kind`),
-the environment variable, the command-line flag and the reload class. Everything else is derived from
+the environment variable, the command-line flag, the reload class, and for NVIDIA's fields this plugin
+accepts without acting on them, which values have no effect (not_applied). Everything else is derived from
 it by walking the dataclasses (declared()): the schema table and env map (config/model.py), the
 argparse flags (commands/run.py), the health section's keys (config/health.py), the reload rules
 (config/reload.py) and the docs table test. Nested sections are `section(key, Class)` attributes.
@@ -57,6 +58,8 @@ class Setting:
     cli: CliFlag | None = None
     empty_means_off: bool = False  # the env var set but empty still means something: "turn it off"
     section_env: tuple[str, ...] = ()  # env vars the section's own parser reads (health: DP_*)
+    # NVIDIA's fields accepted so a ConfigMap loads: which values have no effect here (config/not_applied.py)
+    not_applied: Callable[[Any], bool] | None = None
 
 
 def setting(
@@ -70,9 +73,10 @@ def setting(
     cli: CliFlag | None = None,
     empty_means_off: bool = False,
     section_env: tuple[str, ...] = (),
+    not_applied: Callable[[Any], bool] | None = None,
 ) -> Any:
     """A dataclass field carrying its declaration (typed Any so the attribute keeps its own type)."""
-    metadata = {SETTING: Setting(key, kind, reload, env, cli, empty_means_off, section_env)}
+    metadata = {SETTING: Setting(key, kind, reload, env, cli, empty_means_off, section_env, not_applied)}
     if default_factory is not None:
         return field(default_factory=default_factory, metadata=metadata)
     return field(default=default, metadata=metadata)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from device_plugin.config.loader import check_labels_file
 from device_plugin.config.model import Config
+from device_plugin.config.not_applied import warn_not_applied
 from device_plugin.config.reading import read_regular_file
 from device_plugin.core.errors import ConfigError, PluginError
 
@@ -51,6 +52,7 @@ class ConfigFileReload:
             log.error("config file changed but is invalid, keeping the running config: %s", error)
             return running
         log.info("config file changed; effective config now: %s", config.describe())
+        warn_not_applied(config)
         return config
 
     def unserved(self, config: Config) -> None:

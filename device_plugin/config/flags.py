@@ -2,7 +2,8 @@
 
 Boundary: the declarations of `flags` and `flags.plugin` only; config/model.py loads them. Every key
 here re-serves all resources when a reload changes it (an Allocate answer or a policy may differ).
-Keys NVIDIA has and this plugin does not apply yet are accepted so an existing ConfigMap loads.
+Keys NVIDIA has and this plugin does not apply are accepted so an existing ConfigMap loads; the values
+that have no effect are declared (not_applied) and named in one warning (config/not_applied.py).
 """
 
 from __future__ import annotations
@@ -64,13 +65,27 @@ class PluginFlags:
         "cdiAnnotationPrefix", STR, default="cdi.k8s.io/", reload=RESERVE, env="CDI_ANNOTATION_PREFIX"
     )
     nvidia_ctk_path: str = setting(
-        "nvidiaCTKPath", STR, default="/usr/bin/nvidia-ctk", reload=RESERVE, env="NVIDIA_CTK_PATH"
+        "nvidiaCTKPath",
+        STR,
+        default="/usr/bin/nvidia-ctk",
+        reload=RESERVE,
+        env="NVIDIA_CTK_PATH",
+        not_applied=lambda value: value != "/usr/bin/nvidia-ctk",  # for CDI specs, which we do not write
     )
     container_driver_root: str = setting(
-        "containerDriverRoot", STR, default="/driver-root", reload=RESERVE, env="CONTAINER_DRIVER_ROOT"
+        "containerDriverRoot",
+        STR,
+        default="/driver-root",
+        reload=RESERVE,
+        env="CONTAINER_DRIVER_ROOT",
+        not_applied=lambda value: value != "/driver-root",  # NVML is loaded from the image's library path
     )
     shared_devices_allocation_policy: str = setting(
-        "sharedDevicesAllocationPolicy", choice("distributed", "packed"), default="distributed", reload=RESERVE
+        "sharedDevicesAllocationPolicy",
+        choice("distributed", "packed"),
+        default="distributed",
+        reload=RESERVE,
+        env="SHARED_DEVICES_ALLOCATION_POLICY",
     )
 
 
@@ -107,14 +122,30 @@ class Flags:
     )
     # None: same as nvidia_driver_root
     nvidia_dev_root: str | None = setting("nvidiaDevRoot", STR, default=None, reload=RESERVE, env="NVIDIA_DEV_ROOT")
-    mps_root: str = setting("mpsRoot", STR, default="", reload=RESERVE, env="MPS_ROOT")
-    gdrcopy_enabled: bool = setting("gdrcopyEnabled", BOOL, default=False, reload=RESERVE)
-    gds_enabled: bool = setting("gdsEnabled", BOOL, default=False, reload=RESERVE)
-    mofed_enabled: bool = setting("mofedEnabled", BOOL, default=False, reload=RESERVE)
-    use_node_feature_api: bool | None = setting("useNodeFeatureAPI", BOOL, default=None, reload=RESERVE)
+    # MPS is refused (sharing.mps), so its root has nothing to point at.
+    mps_root: str = setting("mpsRoot", STR, default="", reload=RESERVE, env="MPS_ROOT", not_applied=bool)
+    # NVIDIA's plugin adds NVIDIA_GDRCOPY/GDS/MOFED=enabled and a `<kind>=all` CDI device to every Allocate
+    # answer (the container toolkit then mounts the device nodes); this plugin does not (docs/migrating.md).
+    gdrcopy_enabled: bool = setting(
+        "gdrcopyEnabled", BOOL, default=False, reload=RESERVE, env="GDRCOPY_ENABLED", not_applied=bool
+    )
+    gds_enabled: bool = setting("gdsEnabled", BOOL, default=False, reload=RESERVE, env="GDS_ENABLED", not_applied=bool)
+    mofed_enabled: bool = setting(
+        "mofedEnabled", BOOL, default=False, reload=RESERVE, env="MOFED_ENABLED", not_applied=bool
+    )
+    # GFD's: true publishes a NodeFeature object; the labels here always go to a features.d file (labelsFile).
+    use_node_feature_api: bool | None = setting(
+        "useNodeFeatureAPI", BOOL, default=None, reload=RESERVE, not_applied=lambda value: value is True
+    )
+    # Discovery is always NVML here: auto and nvml mean that; tegra (CSV files on Jetson) is not done.
     device_discovery_strategy: str = setting(
-        "deviceDiscoveryStrategy", choice("auto", "nvml", "tegra"), default="auto", reload=RESERVE
+        "deviceDiscoveryStrategy",
+        choice("auto", "nvml", "tegra"),
+        default="auto",
+        reload=RESERVE,
+        env="DEVICE_DISCOVERY_STRATEGY",
+        not_applied=lambda value: value == "tegra",
     )
     plugin: PluginFlags = section("plugin", PluginFlags)
     # GFD's settings: accepted so shared ConfigMaps load; this plugin ignores them.
-    gfd: Mapping[str, Any] = setting("gfd", FROZEN_MAPPING, default_factory=_frozen, reload=RESERVE)
+    gfd: Mapping[str, Any] = setting("gfd", FROZEN_MAPPING, default_factory=_frozen, reload=RESERVE, not_applied=bool)

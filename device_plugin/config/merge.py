@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from device_plugin.config.hints import unknown_key
 from device_plugin.config.schema import Field, sections
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short
@@ -56,7 +57,7 @@ def walk(fields: Mapping[str, Field], raw: Mapping[str, Any]) -> dict[str, Any]:
                     raise ConfigError(path, f"must be a mapping, got {short(value)}")
                 visit(path, value)
             else:
-                raise ConfigError(path, "unknown field")
+                raise ConfigError(path, unknown_key(path, [*fields, *known_sections, "version"]))
 
     visit("", raw)
     return values

@@ -25,7 +25,9 @@ from device_plugin.config.declare import SECTION, SETTING, CliFlag, Reload, decl
 from device_plugin.config.flags import Flags
 from device_plugin.config.health import ENV_VARS as HEALTH_ENV_VARS
 from device_plugin.config.health import HealthConfig, parse_health_config
+from device_plugin.config.hints import helm_values_message
 from device_plugin.config.merge import walk
+from device_plugin.config.reading import FIELD as FILE_FIELD
 from device_plugin.config.schema import (
     BOOL,
     DEFAULT_DRA_DRIVER_NAME,
@@ -38,6 +40,7 @@ from device_plugin.config.schema import (
     RESCAN_INTERVAL,
     STR,
     SUPPORTED_VERSION,
+    TOP_LEVEL,
     Field,
     choice,
 )
@@ -148,7 +151,14 @@ class Config:
     version: str = SUPPORTED_VERSION
     flags: Flags = section("flags", Flags)
     # NVIDIA's other top-level sections: set in the file only; a change re-serves every resource.
-    resources: Mapping[str, Any] = setting("resources", RESOURCES, reload=RESERVE, default_factory=_frozen)
+    # `resources` (custom resource names) is accepted and not applied, as in NVIDIA's plugin
+    resources: Mapping[str, Any] = setting(
+        "resources",
+        RESOURCES,
+        reload=RESERVE,
+        default_factory=_frozen,
+        not_applied=lambda value: any(value.get(kind) for kind in ("gpus", "mig")),
+    )
     # parsed by config/sharing.py, with flags.plugin.sharedDevicesAllocationPolicy as the default placement
     sharing: SharingConfig = setting("sharing", RAW_MAPPING, reload=RESERVE, default_factory=SharingConfig)
     imex: Mapping[str, Any] = setting("imex", IMEX, reload=RESERVE, default_factory=_frozen)
@@ -205,6 +215,9 @@ def parse_config(
     version = raw.get("version") or SUPPORTED_VERSION
     if version != SUPPORTED_VERSION:
         raise ConfigError("version", f"unsupported version {short(version)}; only {SUPPORTED_VERSION!r} is accepted")
+    helm = helm_values_message(raw, TOP_LEVEL)
+    if helm is not None:
+        raise ConfigError(FILE_FIELD, helm)
     values = walk(FIELDS, raw)
     config: Config = _build(Config, "", values, env or {})
     return replace(config, version=version, sources=sources)

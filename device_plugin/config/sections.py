@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from device_plugin.config.hints import unknown_key
 from device_plugin.config.schema import Field, no_text
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short
@@ -23,7 +24,7 @@ def _mapping(field: str, value: Any, allowed: tuple[str, ...]) -> dict[str, Any]
         raise ConfigError(field, f"must be a mapping, got {short(value)}")
     for key in value:
         if key not in allowed:
-            raise ConfigError(f"{field}.{key}", "unknown field")
+            raise ConfigError(f"{field}.{key}", unknown_key(f"{field}.{key}", [f"{field}.{a}" for a in allowed]))
     return value
 
 

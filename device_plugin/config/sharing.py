@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from device_plugin.config.hints import did_you_mean
 from device_plugin.config.sharing_model import (
     GPU_RESOURCE,
     SHARED_SUFFIX,
@@ -231,7 +232,10 @@ def _require_mapping(raw: Any, where: str) -> None:
 def _refuse_unknown(raw: Mapping[str, Any], where: str, known: Sequence[str]) -> None:
     unknown = sorted(str(k) for k in raw if k not in known)
     if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}", f"unknown key; known keys: {', '.join(known)}")
+        path = f"{where}.{unknown[0]}"
+        guess = did_you_mean(path, [f"{where}.{k}" for k in known])
+        hint = f"did you mean {guess}? " if guess else ""
+        raise ConfigError(path, f"unknown key; {hint}known keys: {', '.join(known)}")
 
 
 def sharing_as_file(sharing: SharingConfig) -> dict[str, Any]:

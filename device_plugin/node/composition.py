@@ -118,8 +118,6 @@ def compose_node(
     cannot be served on these GPUs (say a `sharing` entry names one that is gone)."""
     # A rescan rebuilds every minute: its routine lines go to DEBUG.
     routine = logging.DEBUG if rescan else logging.INFO
-    if config.resources and not rescan:
-        log.warning("config 'resources' (custom resource names) is accepted but not applied; serving defaults")
     gpus = inventory.gpus
     sharing = resolve_sharing(config.sharing, gpus)  # parsed at load; GPU indices and UUIDs checked here
     allocator, topology = inventory.allocator, inventory.topology

@@ -75,6 +75,18 @@ def test_our_own_settings_change_without_re_serving(
     assert node.kubelet.current(GPU) is connection and not connection.stream_ended
 
 
+def test_a_mode_edit_is_logged_as_needing_a_restart_and_the_plugin_keeps_serving(
+    node: Node, caplog: pytest.LogCaptureFixture
+) -> None:
+    connection = node.kubelet.wait_for_connection(GPU, timeout_s=WAIT_S)
+    node.config_file.write_text("version: v1\ngpuDevicePlugin: {mode: dra}\n")
+    with caplog.at_level(logging.WARNING):
+        assert not node.daemon.rebuild()
+    assert "gpuDevicePlugin.mode changed; it takes effect when the plugin restarts" in caplog.text
+    assert node.daemon.config.daemon.mode == "device-plugin"
+    assert node.kubelet.current(GPU) is connection and not connection.stream_ended
+
+
 def test_the_config_watch_survives_configmap_style_updates(tmp_path: Path) -> None:
     # The kubelet's atomic writer: <dir>/..<ts>/config.yaml, <dir>/..data -> ..<ts>, config.yaml -> ..data/...
     def publish(version: int) -> None:

@@ -1,0 +1,48 @@
+"""Accepted but not applied: NVIDIA's fields this plugin takes (so an existing ConfigMap loads unchanged)
+and does nothing with, named in one warning whenever a config is taken, at start and on every reload.
+
+Boundary: which set fields have no effect, from their declarations (config/declare.py not_applied: the
+values that do nothing here, e.g. `gdsEnabled: true`, a non-empty `resources`); the callers log the line
+(`run` at start, config/file_reload.py on a reload, the commands that show what `run` would serve).
+docs/migrating.md "Accepted but not applied" says, per field, what NVIDIA's plugin does with it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from device_plugin.config.declare import get
+from device_plugin.config.model import SETTINGS, Config
+
+DOC = "docs/migrating.md#accepted-but-not-applied"
+DECLARED = tuple(d for d in SETTINGS if d.setting.not_applied is not None)
+
+log = logging.getLogger("device_plugin.config")
+
+
+def not_applied(config: Config) -> tuple[str, ...]:
+    """Dotted paths of the fields set to a value that has no effect here, in declaration order."""
+    found = []
+    for declared in DECLARED:
+        check = declared.setting.not_applied
+        assert check is not None
+        if check(get(config, declared.attrs)):
+            found.append(declared.path)
+    return tuple(found)
+
+
+def not_applied_warning(config: Config) -> str | None:
+    fields = not_applied(config)
+    if not fields:
+        return None
+    return (
+        f"config: accepted but not applied (no effect in this plugin): {', '.join(fields)}; "
+        f"see {DOC} for what NVIDIA's plugin does with each"
+    )
+
+
+def warn_not_applied(config: Config) -> None:
+    """One WARNING line naming every field of `config` that has no effect, or nothing."""
+    message = not_applied_warning(config)
+    if message is not None:
+        log.warning("%s", message)
