@@ -57,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = commands.get(getattr(args, "command", None) or "")
     if unknown:
         (command or parser).error(unknown_arguments_message(command or parser, unknown))
+    if getattr(args, "config", None):  # every message and the config watch name it in full, whatever the cwd
+        args.config = os.path.abspath(args.config)
     if getattr(args, "handler", None) is None:
         parser.print_help()
         return 2

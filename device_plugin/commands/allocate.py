@@ -118,7 +118,20 @@ def _device_ids(
     assert resource is not None
     if must and not composed.whole_gpus(resource):
         raise InvalidRequestError(f"--must-include names whole GPUs; {name} devices are replicas or MIG devices")
+    if not set(must) <= wanted:
+        raise InvalidRequestError(f"--must-include: {_gpus(set(must) - wanted)} not in --available {_gpus(wanted)}")
     return [d.id for d in devices if d.gpu_indices[0] in wanted], [d.id for d in devices if d.gpu_indices[0] in must]
+
+
+def _check_size(size: int, name: str, ids: list[str], must_ids: list[str], available: list[int] | None) -> None:
+    """The request in the flags' terms (the allocator's own checks name the kubelet's wire fields)."""
+    if size <= 0:
+        raise InvalidRequestError(f"--size must be at least 1, got {size}")
+    if size > len(ids):
+        among = "on the --available GPUs" if available is not None else "on this node"
+        raise InvalidRequestError(f"--size {size} exceeds the {len(ids)} {name} devices {among}")
+    if len(must_ids) > size:
+        raise InvalidRequestError(f"--must-include holds {len(must_ids)} devices, more than --size {size}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -127,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         must = parse_indices(args.must_include, "--must-include") or []
         with composed_node(args) as composed:
             ids, must_ids = _device_ids(composed, args.resource, available, must)
+            _check_size(args.size, args.resource, ids, must_ids, available)
             resource = composed.resource(args.resource)
             assert resource is not None
             chosen = resource.preferred_allocation(ids, must_ids, args.size)

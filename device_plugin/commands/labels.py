@@ -58,5 +58,5 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"gpu-device-plugin labels: cannot write {args.output}: {error}", file=sys.stderr)
         return 1
-    print(f"{args.output}: {'written' if changed else 'unchanged'} ({len(labels)} labels)")
+    print(f"{args.output.absolute()}: {'written' if changed else 'unchanged'} ({len(labels)} labels)")
     return 0

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 lines = args.trace.read_text(encoding="utf-8").splitlines()
             except OSError as error:
-                raise ConfigError("--trace", f"cannot read {args.trace}: {error.strerror}") from None
+                raise ConfigError("--trace", f"cannot read {args.trace.absolute()}: {error.strerror}") from None
             events = parse_trace(lines, source=str(args.trace))
         else:
             events = generate_workload(allocator.topology.gpu_count, seed=args.seed, pods=args.pods)

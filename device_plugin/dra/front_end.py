@@ -202,8 +202,10 @@ class DraFrontEnd:
         if not serving:
             return EndpointProbeResult(False, detail)
         status = self.server.registration.status
-        if status is None or not status[0]:
-            return EndpointProbeResult(False, f"not registered with the kubelet: {status}")
+        if status is None:  # the kubelet's plugin watcher has not called GetInfo/NotifyRegistrationStatus yet
+            return EndpointProbeResult(False, "not registered with the kubelet yet")
+        if not status[0]:
+            return EndpointProbeResult(False, f"the kubelet refused the registration: {status[1] or 'no reason given'}")
         if self.publisher.error or not self.publisher.wait_synced(0.0):
             return EndpointProbeResult(False, f"ResourceSlices not published yet {self.publisher.error}".strip())
         return EndpointProbeResult(True, f"registered; pool generation {self.publisher.generation}")

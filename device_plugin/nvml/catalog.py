@@ -36,8 +36,9 @@ def load_machine_description(name_or_path: str) -> MachineDescription:
     if name_or_path in names:
         resource = _machines_dir() / f"{name_or_path}{_SUFFIX}"
         return parse_machine_yaml(resource.read_text(encoding="utf-8"), source=f"shipped machine {name_or_path}")
-    path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") or len(path.parts) > 1 or path.is_file():
+    given = Path(name_or_path)
+    if given.suffix in (".yaml", ".yml") or len(given.parts) > 1 or given.is_file():
+        path = given.absolute()  # messages name it in full: the working directory is not in the log
         if not path.is_file():
             raise MachineDescriptionError("machine", f"no machine-description file at {path}")
         return load_machine_file(path)

@@ -116,7 +116,11 @@ def parse_machine_yaml(text: str, *, source: str = "<string>") -> MachineDescrip
     except MachineDescriptionError as exc:
         raise MachineDescriptionError(exc.field, f"{exc.message} in {source}") from exc
     except yaml.YAMLError as exc:
-        raise MachineDescriptionError("machine", f"{source} is not valid YAML: {exc}") from exc
+        # PyYAML's message spans lines (problem, then a caret under the text): the problem and its place.
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise MachineDescriptionError("machine", f"{source} is not valid YAML: {problem}{where}") from exc
     try:
         return parse_machine_description(data)
     except MachineDescriptionError as exc:

@@ -52,7 +52,7 @@ def test_allocate_on_a_mixed_node_offers_only_the_gpus_served_whole(capsys: pyte
     "argv, says",
     [
         (["--machine", "h100-mig-mixed", "--size", "1", "--available", "0,5"], "GPU 0"),
-        (["--machine", "h100-mig-mixed", "--size", "5"], "exceeds the 4 available"),
+        (["--machine", "h100-mig-mixed", "--size", "5"], "--size 5 exceeds the 4 nvidia.com/gpu devices"),
         (["--machine", "a100-mig-7x1g", "--size", "1"], "nvidia.com/gpu is not served"),
         (
             [

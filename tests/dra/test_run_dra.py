@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -167,5 +168,39 @@ def test_sigterm_in_mode_dra_with_a_hung_api_server_is_cut_short_and_exits_non_z
             process.kill()
             process.wait()
         relay.close()
+        api.down()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_readyz_before_the_kubelet_registers_says_so_in_words() -> None:
+    """No kubelet plugin watcher here: /readyz stays 503 and says why (it used to say "...: None")."""
+    root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))
+    api = ApiStandin().up()
+    api.add_node(NODE)
+    env = {**os.environ, "NODE_NAME": NODE, "KUBECONFIG": str(kubeconfig(root / "kubeconfig", api.host))}
+    with socket.socket() as probe_port:
+        probe_port.bind(("127.0.0.1", 0))
+        port = probe_port.getsockname()[1]
+    command = [sys.executable, "-m", "device_plugin.cli", "run", "--machine", "single-gpu", "--mode", "dra"]
+    command += ["--device-plugin-dir", str(root / "device-plugins"), "--metrics-address", f"127.0.0.1:{port}"]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+    body = ""
+    try:
+        deadline = time.monotonic() + 30
+        while "not registered with the kubelet yet" not in body:
+            assert time.monotonic() < deadline, body
+            time.sleep(0.05)
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5).close()
+                body = "200"  # must not happen: nobody registered us
+                break
+            except urllib.error.HTTPError as error:
+                body = error.read().decode()
+            except OSError:  # not listening yet
+                continue
+        assert "not registered with the kubelet yet" in body and "None" not in body, body
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
         api.down()
         shutil.rmtree(root, ignore_errors=True)
