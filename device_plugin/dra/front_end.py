@@ -31,7 +31,7 @@ from device_plugin.config.model import Config
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import ConfigError
 from device_plugin.dra.checkpoint import Checkpoint
-from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
+from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths, check_socket_paths
 from device_plugin.dra.inventory import DraDevice, inventory_devices
 from device_plugin.dra.kube import ApiClaimReader, api_client, newest_resource_version
 from device_plugin.dra.prepare import Preparer
@@ -52,12 +52,18 @@ def front_end_maker(config: Config, environ: Mapping[str, str]) -> Callable[[], 
     node_name = environ.get("NODE_NAME", "")
     if not node_name:
         raise ConfigError("mode dra", "NODE_NAME is not set; set it from the downward API (fieldRef spec.nodeName)")
+    driver_name = config.daemon.driver_name  # sockets too long to bind: a config error now, not at serving time
+    check_socket_paths(driver_name, SocketPaths.for_driver(driver_name, _kubelet_dir(config)))
     try:
         client = api_client()
     except ConfigException as error:
         reason = f"no API server to talk to (KUBECONFIG or in-cluster service account): {error}"
         raise ConfigError("mode dra", reason) from None
     return lambda: DraFrontEnd.for_config(config, client, node_name=node_name)
+
+
+def _kubelet_dir(config: Config) -> Path:
+    return Path(config.daemon.device_plugin_dir).parent
 
 
 class _ClaimsInDiscoveredVersion:
@@ -113,9 +119,12 @@ class DraFrontEnd:
     @classmethod
     def for_config(cls, config: Config, client: k8s.ApiClient, *, node_name: str, **options: Any) -> DraFrontEnd:
         """The driver name and kubelet directory (the parent of devicePluginDir) from `config`."""
-        kubelet_dir = Path(config.daemon.device_plugin_dir).parent
         return cls(
-            client, node_name=node_name, driver_name=config.daemon.driver_name, kubelet_dir=kubelet_dir, **options
+            client,
+            node_name=node_name,
+            driver_name=config.daemon.driver_name,
+            kubelet_dir=_kubelet_dir(config),
+            **options,
         )
 
     # ---- DeviceView (for the Preparer) ---------------------------------------------------------

@@ -9,6 +9,7 @@ capacity on the device, v1beta1 under `basic`.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -16,14 +17,27 @@ from typing import Any
 from device_plugin.dra.inventory import MAX_ATTRIBUTES_AND_CAPACITIES, DraDevice
 
 MAX_DEVICES_PER_SLICE = 128
+MAX_NAME_CHARS = 253  # an object name (DNS subdomain)
+NAME_HASH_CHARS = 12  # hex digits of sha256 in a name that had to be cut
 API_VERSIONS = ("v1", "v1beta2", "v1beta1")  # newest first; older ones are refused
 GROUP = "resource.k8s.io"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def slice_name(node_name: str, driver_name: str, number: int) -> str:
-    """Deterministic, so a republish updates the same objects: <node>-<driver with dashes>-<n>."""
-    return f"{node_name}-{driver_name.replace('.', '-')}-{number}"[:253]
+    """Deterministic, so a republish updates the same objects: <node>-<driver with dashes>-<n>.
+
+    A name is a DNS subdomain of at most 253 characters, and node names may use all 253. When the plain
+    name does not fit, the node name is cut (never ending in '-' or '.') and a hash of the whole node and
+    driver name follows it, so two long node names that share a prefix still get distinct names."""
+    driver = driver_name.replace(".", "-")
+    name = f"{node_name}-{driver}-{number}"
+    if len(name) <= MAX_NAME_CHARS:
+        return name
+    digest = hashlib.sha256(f"{node_name}/{driver_name}".encode()).hexdigest()[:NAME_HASH_CHARS]
+    tail = f"-{digest}-{driver}-{number}"
+    head = node_name[: max(0, MAX_NAME_CHARS - len(tail))].rstrip("-.")
+    return f"{head}{tail}" if head else f"{digest}-{number}"
 
 
 def device_object(device: DraDevice, api_version: str) -> dict[str, Any]:

@@ -1,0 +1,59 @@
+"""/healthz and /readyz in mode dra follow what is actually served.
+
+On main 67e3c9c liveness was "the publisher thread is alive" and readiness "registered and published":
+with the DRA sockets removed, or the serving loop wedged, both stayed 200.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from device_plugin.dra.front_end import DraFrontEnd
+from device_plugin.dra.kube import api_client
+from device_plugin.serving import event_loop
+from tests.adversarial.dra.harness import wait_until
+from tests.dra.api_standin import ApiStandin
+from tests.dra.kubelet_dra_standin import DraKubeletStandin
+
+DRIVER, NODE = "gpu.nvidia.com", "node-a"
+
+
+@pytest.fixture
+def driver() -> Iterator[DraFrontEnd]:
+    root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths hold 107 bytes
+    api = ApiStandin().up()
+    api.add_node(NODE)
+    front_end = DraFrontEnd(api_client(api.host), node_name=NODE, driver_name=DRIVER, kubelet_dir=root)
+    front_end.start()  # no devices: an empty pool is still a pool
+    try:
+        DraKubeletStandin(root / "plugins_registry").wait_for_plugin()
+        wait_until(lambda: front_end.readiness().ok and front_end.liveness().ok)
+        yield front_end
+    finally:
+        front_end.stop(2.0)
+        api.down()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_both_probes_fail_while_the_serving_loop_does_not_answer(driver: DraFrontEnd) -> None:
+    release = threading.Event()
+    event_loop.call_soon(release.wait, 20.0)  # what a handler that never returns does to the loop
+    try:
+        wait_until(lambda: not driver.liveness().ok)
+        assert "did not answer" in driver.liveness().detail
+        assert not driver.readiness().ok and "did not answer" in driver.readiness().detail
+    finally:
+        release.set()
+    wait_until(lambda: driver.liveness().ok and driver.readiness().ok)
+
+
+def test_liveness_fails_when_the_slice_watch_is_gone(driver: DraFrontEnd) -> None:
+    """A dead watch would leave a wiped pool unrepaired: the kubelet should restart us."""
+    driver.publisher.watch.stop()
+    assert not driver.liveness().ok and "slice publisher" in driver.liveness().detail
