@@ -67,8 +67,7 @@ class SlicePublisher:
             lambda: self.api_version,
             self.resync,
             watch_s=watch_s,
-            backoff_initial_s=backoff_initial_s,
-            backoff_max_s=backoff_max_s,
+            backoff=self._backoff,
         )
 
     # ---- public --------------------------------------------------------------------------------

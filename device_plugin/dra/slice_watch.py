@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
 from device_plugin.dra.kube import REQUEST_TIMEOUT_S
 from device_plugin.dra.slice_store import PLURAL, SliceStore
@@ -34,6 +35,7 @@ WATCH_S = 300  # the server ends each watch after this; we resume it
 READ_SLACK_S = 30.0  # a stream silent this much longer than WATCH_S is a hung connection
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event line (a slice is at most ~1.5 MiB as JSON)
 WAIT_LIST_S = 0.5  # how often a thread waiting for a LIST looks at stop()
+RETRY = Backoff(initial_s=0.1, max_s=5.0)  # between failed watches (the publisher passes its own)
 
 
 class WatchEnded(Exception):
@@ -48,14 +50,13 @@ class SliceWatch:
         changed: Callable[[], None],
         *,
         watch_s: int = WATCH_S,
-        backoff_initial_s: float = 0.1,
-        backoff_max_s: float = 5.0,
+        backoff: Backoff = RETRY,
     ) -> None:
         self._store = store
         self._api_version = api_version
         self._changed = changed
         self._watch_s = watch_s
-        self._backoff = (backoff_initial_s, backoff_max_s)
+        self._backoff = backoff
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._response: Any = None
@@ -86,7 +87,7 @@ class SliceWatch:
     def _loop(self) -> None:
         since: str | None = None
         seen_lists = 0
-        delay_s = self._backoff[0]
+        delays = self._backoff.delays_s()
         while not self._stop.is_set():
             version = self._api_version()
             if since is None or version is None:
@@ -97,15 +98,14 @@ class SliceWatch:
                     seen_lists, since = self._store.list_count, self._store.list_version
             try:
                 since = self._watch(version, since)
-                delay_s = self._backoff[0]
+                delays.reset()
             except Exception as error:
                 if self._stop.is_set():
                     return
                 log.info("the watch on our ResourceSlices ended (%s); listing them again", _reason(error))
                 since = None
                 self._changed()  # the resync lists again (and repairs what we may have missed)
-                self._stop.wait(delay_s)
-                delay_s = min(delay_s * 2, self._backoff[1])
+                self._stop.wait(next(delays))
 
     def _watch(self, version: str, since: str) -> str:
         """Follow one watch from `since`; returns the resourceVersion to resume from when it ends normally."""
