@@ -86,6 +86,7 @@ VALUE_TYPES = (
     "device_plugin.core.errors",
     "device_plugin.core.short_text",
     "device_plugin.core.mig_strategy",  # the strategy names (none, single, mixed)
+    "device_plugin.core.names",  # the wire names (nvidia.com/gpu)
     "device_plugin.allocation.protocols",
     "device_plugin.allocation.request",  # the ValidatedRequest a policy takes
     "device_plugin.nvml.types",

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Protocol
 
 from device_plugin.config.sharing_model import (
-    GPU_RESOURCE,
     SHARED_SUFFIX,
     DeviceSelection,
     Placement,
@@ -20,6 +19,7 @@ from device_plugin.config.sharing_model import (
     SharingConfig,
     TimeSlicingConfig,
 )
+from device_plugin.core.names import GPU_RESOURCE
 
 __all__ = [
     "GPU_RESOURCE",

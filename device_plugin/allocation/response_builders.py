@@ -33,11 +33,11 @@ from device_plugin.config.model import Flags
 from device_plugin.core.devices import ContainerAllocation, Device, DeviceSpec, Mount
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.ids import parse_device_id
+from device_plugin.core.names import CDI_KIND
 
 VOLUME_MOUNTS_ROOT = "/var/run/nvidia-container-devices"
 DEFAULT_CDI_ANNOTATION_PREFIX = "cdi.k8s.io/"
 NIC_HINTS_ENV = "GPU_DEVICE_PLUGIN_NICS"  # gpuDevicePlugin.nicHints: close RDMA NICs of the allocated GPUs
-DEFAULT_CDI_KIND = "nvidia.com/gpu"  # the vendor/class nvidia-ctk's generated CDI spec uses
 CDI_ANNOTATION_NAME = "gpu-device-plugin"
 # Node-wide control devices, in the order NVIDIA passes them; each only if it exists.
 CONTROL_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
@@ -106,7 +106,7 @@ class ResponseSettings:
     # Host prefix of DeviceSpec.host_path (NVIDIA's nvidiaDevRoot, e.g. /run/nvidia/driver).
     host_dev_root: str = "/"
     cdi_annotation_prefix: str = DEFAULT_CDI_ANNOTATION_PREFIX
-    cdi_kind: str = DEFAULT_CDI_KIND  # "<vendor>/<class>" of the CDI spec's devices
+    cdi_kind: str = CDI_KIND  # "<vendor>/<class>" of the CDI spec's devices
 
     def __post_init__(self) -> None:
         if not self.device_list_strategies:

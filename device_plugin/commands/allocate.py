@@ -17,7 +17,7 @@ from device_plugin.commands._compose import Composed, add_config_arguments, comp
 from device_plugin.commands._machine import add_machine_argument, fail, parse_indices
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import InvalidRequestError, PluginError
-from device_plugin.node.composition import GPU_RESOURCE
+from device_plugin.core.names import GPU_RESOURCE
 
 NAME = "allocate"
 HELP = "choose GPUs for a request as GetPreferredAllocation would (--explain: why these)"

@@ -25,7 +25,7 @@ from types import FrameType
 from typing import Any
 
 from device_plugin.commands._view import allocate_summary, health_changes
-from device_plugin.node.composition import GPU_RESOURCE
+from device_plugin.core.names import GPU_RESOURCE
 
 NAME = "kubelet-standin"
 HELP = "Play the kubelet on a device-plugin directory: print registrations, device lists, health; --allocate N."

@@ -20,7 +20,6 @@ from typing import Any
 
 from device_plugin.config.hints import did_you_mean
 from device_plugin.config.sharing_model import (
-    GPU_RESOURCE,
     SHARED_SUFFIX,
     DeviceSelection,
     Placement,
@@ -31,6 +30,7 @@ from device_plugin.config.sharing_model import (
     TimeSlicingConfig,
 )
 from device_plugin.core.errors import ConfigError
+from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.core.short_text import short
 
 ROOT = "sharing"

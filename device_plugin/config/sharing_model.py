@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_SUFFIX = ".shared"  # renameByDefault appends it, as NVIDIA's plugin does
 
 

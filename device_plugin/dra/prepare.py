@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from device_plugin.core.names import CDI_KIND
 from device_plugin.core.short_text import one_line
 from device_plugin.dra.checkpoint import Checkpoint, PreparedClaim, PreparedDevice
 from device_plugin.dra.claim_body import Allocation, ClaimBodyError, read_allocation
@@ -34,7 +35,6 @@ from device_plugin.dra.device_holders import DeviceHolders, Hold
 
 log = logging.getLogger(__name__)
 
-CDI_KIND = "nvidia.com/gpu"
 NAME_CHARS = 64  # of a claim's namespace, name, UID or a device name in a message
 ERROR_CHARS = 1024  # of a whole per-claim error
 

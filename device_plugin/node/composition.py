@@ -44,8 +44,6 @@ from timeslice import (
 
 log = logging.getLogger(__name__)
 
-GPU_RESOURCE = "nvidia.com/gpu"
-
 # (resource name, decision) -> None: the allocation-quality metric hooks in here.
 ResourceDecisionHook = Callable[[str, AllocationDecision], None]
 

@@ -26,7 +26,7 @@ from device_plugin.config.safe_write import kubelet_owned_dirs, write_atomically
 from device_plugin.core.errors import PluginError
 from device_plugin.core.gpu_models import mig_capable, model_facts
 from device_plugin.core.mig_strategy import MigStrategy
-from device_plugin.core.names import GPU_CLIQUE_LABEL
+from device_plugin.core.names import GPU_CLIQUE_LABEL, GPU_RESOURCE
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo, SystemInfo
 from device_plugin.topology.build import build_topology
@@ -35,7 +35,6 @@ from device_plugin.topology.model import Topology
 
 log = logging.getLogger(__name__)
 
-GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_FEATURES_FILE = Path("/etc/kubernetes/node-feature-discovery/features.d/gpu-device-plugin")
 SHARING_STRATEGIES = ("none", "time-slicing", "mps")
 MIG_STRATEGIES = tuple(strategy.value for strategy in MigStrategy)

@@ -19,8 +19,8 @@ import pytest
 from api import deviceplugin_pb2 as pb
 from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestIndexPolicy, ValidatedRequest
 from device_plugin.allocation.resources import ResourceManager
+from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.kubelet.lifecycle import PROBE_MAX_AGE_S
-from device_plugin.node.composition import GPU_RESOURCE
 from device_plugin.nvml.backends import open_backend
 from device_plugin.serving import event_loop
 from tests.composed import gpu_devices

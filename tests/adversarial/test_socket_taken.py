@@ -26,8 +26,8 @@ from typing import TypeVar
 
 import pytest
 
+from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.kubelet.standin import KubeletStandIn
-from device_plugin.node.composition import GPU_RESOURCE
 from device_plugin.serving.socket_files import served_by_someone
 
 T = TypeVar("T")

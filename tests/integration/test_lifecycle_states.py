@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
+from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.kubelet.lifecycle_state import LIVE, TRANSITIONS, IllegalTransition, State, StateMachine
-from device_plugin.node.composition import GPU_RESOURCE
 
 from .conftest import WAIT_S, Node, start_node
 

@@ -8,10 +8,10 @@ import pytest
 
 from device_plugin.config.model import Config
 from device_plugin.core.errors import RegistrationError
+from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.kubelet.lifecycle import PluginManager, socket_name
 from device_plugin.kubelet.registration import register
 from device_plugin.kubelet.standin import KubeletStandIn, is_extended_resource_name
-from device_plugin.node.composition import GPU_RESOURCE
 from device_plugin.nvml.backends import open_backend
 from tests.composed import build_resources
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from device_plugin.node.composition import GPU_RESOURCE
+from device_plugin.core.names import GPU_RESOURCE
 
 from .conftest import WAIT_S, Node
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from device_plugin.core.errors import NvmlUnavailableError
+from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.kubelet.standin import KubeletStandIn
-from device_plugin.node.composition import GPU_RESOURCE
 from device_plugin.nvml.backends import open_backend
 
 from .conftest import WAIT_S
