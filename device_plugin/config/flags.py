@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from device_plugin.config.declare import CliFlag, Reload, section, setting
-from device_plugin.config.schema import BOOL, FROZEN_MAPPING, STR, STRATEGY_LIST, choice
+from device_plugin.config.schema import BOOL, FROZEN_MAPPING, HOST_DIR, STR, STRATEGY_LIST, choice
 from device_plugin.core.mig_strategy import MigStrategy
 
 RESERVE = Reload.RESERVE
@@ -114,14 +114,16 @@ class Flags:
     )
     nvidia_driver_root: str = setting(
         "nvidiaDriverRoot",
-        STR,
+        HOST_DIR,
         default="/",
         reload=RESERVE,
         env="NVIDIA_DRIVER_ROOT",
         cli=CliFlag("--nvidia-driver-root", "the host's NVIDIA driver root (device nodes for passDeviceSpecs)", "DIR"),
     )
     # None: same as nvidia_driver_root
-    nvidia_dev_root: str | None = setting("nvidiaDevRoot", STR, default=None, reload=RESERVE, env="NVIDIA_DEV_ROOT")
+    nvidia_dev_root: str | None = setting(
+        "nvidiaDevRoot", HOST_DIR, default=None, reload=RESERVE, env="NVIDIA_DEV_ROOT"
+    )
     # MPS is refused (sharing.mps), so its root has nothing to point at.
     mps_root: str = setting("mpsRoot", STR, default="", reload=RESERVE, env="MPS_ROOT", not_applied=bool)
     # NVIDIA's plugin adds NVIDIA_GDRCOPY/GDS/MOFED=enabled and a `<kind>=all` CDI device to every Allocate

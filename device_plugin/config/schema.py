@@ -63,6 +63,14 @@ def _text(field: str, text: str) -> str:
     return text
 
 
+def _host_dir(field: str, value: Any) -> str:
+    # Device paths handed to the kubelet are built under it: empty or relative would make them relative.
+    text = _str(field, value)
+    if not text.startswith("/"):
+        raise ConfigError(field, f"must be an absolute path on the host, got {short(text)}")
+    return text
+
+
 def _path(field: str, value: Any) -> Path:
     # An empty path would silently mean the working directory (Path("") is ".").
     if not _str(field, value).strip():
@@ -156,6 +164,7 @@ RESCAN_INTERVAL = Seconds(1.0, 86400.0)
 BOOL = Field(_bool, _bool_text)
 STR = Field(_str, _text)
 PATH = Field(_path, _text)
+HOST_DIR = Field(_host_dir, _text)  # kept as text, like NVIDIA's
 STRATEGY_LIST = Field(_strategy_list, _strategy_text)
 DNS_SUBDOMAIN = Field(_dns_subdomain, _dns_subdomain)
 RAW_MAPPING = Field(_mapping, _no_text)  # a section another parser reads (config/health.py)
