@@ -25,6 +25,7 @@ BENCHMARKS = (
     "bench_health.py",
     "bench_observability.py",
     "bench_dra.py",
+    "bench_dra_slow_api.py",
     "bench_checkpoint.py",
     "bench_config_limits.py",
 )

@@ -22,6 +22,7 @@ from device_plugin.core.errors import PluginError
 from device_plugin.dra.slices import API_VERSIONS, GROUP
 
 REQUEST_TIMEOUT_S = 5.0
+KEPT_CONNECTIONS = 24
 
 
 class UnsupportedApiError(PluginError):
@@ -39,6 +40,9 @@ def api_client(host: str | None = None) -> k8s.ApiClient:
         configuration = k8s.Configuration()
         k8s_config.load_incluster_config(client_configuration=configuration)
     configuration.retries = 0  # our loops retry with backoff; urllib3's instant retries only add delay
+    # Kept connections for every claim read in flight (dra/offload.py reads 16 at once) plus the publisher's
+    # calls and watch; the default (5 per CPU) would close and reopen connections after every burst.
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, KEPT_CONNECTIONS)
     return k8s.ApiClient(configuration)
 
 

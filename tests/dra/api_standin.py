@@ -71,6 +71,7 @@ class ApiStandin:
         self._changed = threading.Condition(self._lock)
         self._events: list[tuple[int, str, dict[str, Any]]] = []  # (resourceVersion, type, object) in order
         self.ignore_field_selector = False
+        self.claim_read_delay_s = 0.0  # a slow API server: each ResourceClaim GET waits this long first
         self._rv = itertools.count(1)
         self._faults: list[int] = []
         self._races: set[str] = set()
@@ -90,7 +91,7 @@ class ApiStandin:
         class Handler(_Handler):
             api = standin
 
-        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server = _Server(("127.0.0.1", self.port), Handler)
         server.daemon_threads = True
         self.port = server.server_address[1]
         self._server = server
@@ -268,6 +269,10 @@ def _status(code: int, message: str, reason: str = "", status: str = "Failure") 
     return {"kind": "Status", "apiVersion": "v1", "status": status, "message": message, "reason": reason, "code": code}
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # the default 5 drops bursts of connections (a 1 s SYN retry), as no API server does
+
+
 class _Handler(BaseHTTPRequestHandler):
     api: ApiStandin
     protocol_version = "HTTP/1.1"
@@ -279,6 +284,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         url = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        if self.command == "GET" and "/resourceclaims/" in url.path and self.api.claim_read_delay_s > 0:
+            time.sleep(self.api.claim_read_delay_s)  # outside the lock: slow reads overlap, as on a real server
         if self.command == "GET" and query.get("watch") in ("true", "1"):
             self._watch(url.path, query)
             return
