@@ -15,6 +15,7 @@ from typing import Any
 
 from device_plugin.config.declare import CliFlag, Reload, section, setting
 from device_plugin.config.schema import BOOL, FROZEN_MAPPING, HOST_DIR, STR, STRATEGY_LIST, choice
+from device_plugin.config.sharing_model import Placement
 from device_plugin.core.mig_strategy import MigStrategy
 
 RESERVE = Reload.RESERVE
@@ -82,8 +83,8 @@ class PluginFlags:
     )
     shared_devices_allocation_policy: str = setting(
         "sharedDevicesAllocationPolicy",
-        choice("distributed", "packed"),
-        default="distributed",
+        choice(*Placement),
+        default=Placement.DISTRIBUTED.value,
         reload=RESERVE,
         env="SHARED_DEVICES_ALLOCATION_POLICY",
     )

@@ -172,7 +172,7 @@ FROZEN_MAPPING = Field(lambda field, value: MappingProxyType(dict(_mapping(field
 choice = _choice
 no_text = _no_text  # a section's kind: set in the file only
 
-# Top-level keys with a shape of their own (validated in config/sections.py and config/sharing.py).
+# The config file's top-level keys (NVIDIA's, and our section).
 TOP_LEVEL = ("version", "flags", "resources", "sharing", "imex", OUR_SECTION)
 CONFIG_FILE_ENV = "CONFIG_FILE"
 
