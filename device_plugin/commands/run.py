@@ -44,7 +44,7 @@ from device_plugin.process.signals import install as install_signal_handlers
 NAME = "run"
 HELP = "Run the device plugin daemon (real NVML, or a simulated machine with --machine)."
 
-log = logging.getLogger("device_plugin")
+log = logging.getLogger(__name__)
 
 STOP_TIMEOUT_S = 3.5  # the runtime's share; the watchers' joins after it keep SIGTERM to exit under 5 s
 STOPPING = {  # what a stop does first, per mode, for the log line

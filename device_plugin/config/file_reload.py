@@ -20,7 +20,7 @@ from device_plugin.config.not_applied import warn_not_applied
 from device_plugin.config.reading import read_regular_file
 from device_plugin.core.errors import ConfigError, PluginError
 
-log = logging.getLogger("device_plugin.node.daemon")  # the daemon's log lines, as before the split
+log = logging.getLogger(__name__)
 
 ConfigLoader = Callable[[], Config]
 

@@ -17,7 +17,7 @@ from device_plugin.config.model import SETTINGS, Config
 DOC = "docs/migrating.md#accepted-but-not-applied"
 DECLARED = tuple(d for d in SETTINGS if d.setting.not_applied is not None)
 
-log = logging.getLogger("device_plugin.config")
+log = logging.getLogger(__name__)
 
 
 def not_applied(config: Config) -> tuple[str, ...]:

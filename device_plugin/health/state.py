@@ -23,7 +23,7 @@ from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Health
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult
 
-log = logging.getLogger("device_plugin.health.watcher")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from device_plugin.health.dispatch import TransitionDispatcher
 from device_plugin.health.state import GpuHealthState, HealthStateMachine, HealthTransition
 from device_plugin.nvml.health_types import EventWatch, HealthEventKind, HealthSource, ProbeResult
 
-log = logging.getLogger("device_plugin.health.watcher")
+log = logging.getLogger(__name__)
 
 TransitionListener = Callable[[HealthTransition], object]  # what a listener returns is ignored
 REPLAY_WAIT_S = 5.0  # how long replay() waits for its delivery (a hung listener must not hold a rescan)

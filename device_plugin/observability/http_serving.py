@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 
-log = logging.getLogger("device_plugin.observability.http_endpoint")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
