@@ -2,7 +2,7 @@
 
 The API the composition root uses, in order:
 1. resolve_sharing(config.sharing, gpus) -> SharingConfig: the section as parsed at load (config/sharing.py),
-   checked against this node's GPUs (ConfigError names the field); parse_sharing(raw, gpus=...) does both
+   checked against this node's GPUs (ConfigError names the field)
 2. share_resources({name: base devices}, config) -> AdvertisedResources     (.devices, .shared, .unmatched)
 3. per shared resource: ReplicaPolicy.for_resource(shared, choose_gpus) and
    ReplicaResponseBuilder.for_resource(shared, inner_builder) for its ResourceManager
@@ -11,7 +11,7 @@ Health fan-out needs nothing here: every replica carries its GPU's gpu_indices, 
 ResourceManager.set_gpu_health reaches all of them.
 """
 
-from timeslice.config import MPS_NOT_SUPPORTED, parse_sharing, resolve_sharing
+from timeslice.config import MPS_NOT_SUPPORTED, resolve_sharing
 from timeslice.memory import NO_MEMORY_ISOLATION_WARNING, describe_sharing, replica_memory_mib
 from timeslice.model import GPU_RESOURCE, Placement, SharedResourceSpec, SharingConfig, TimeSlicingConfig
 from timeslice.policy import ChooseGpus, ReplicaPolicy, lowest_index_gpus
@@ -33,7 +33,6 @@ __all__ = [
     "TimeSlicingConfig",
     "describe_sharing",
     "lowest_index_gpus",
-    "parse_sharing",
     "replica_devices",
     "replica_memory_mib",
     "resolve_sharing",

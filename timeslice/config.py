@@ -9,26 +9,15 @@ gRPC or files.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
-from device_plugin.config.sharing import MPS_NOT_SUPPORTED, parse_sharing_section
+from device_plugin.config.sharing import MPS_NOT_SUPPORTED
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short
-from timeslice.model import DeviceSelection, GpuRef, Placement, SelectionEntry, SelectionKind, SharingConfig
+from timeslice.model import DeviceSelection, GpuRef, SelectionEntry, SelectionKind, SharingConfig
 
-__all__ = ["MPS_NOT_SUPPORTED", "parse_sharing", "resolve_sharing"]
-
-
-def parse_sharing(
-    raw: Mapping[str, Any] | None,
-    *,
-    gpus: Sequence[GpuRef],
-    default_placement: Placement | str = Placement.DISTRIBUTED,
-) -> SharingConfig:
-    """Parse a raw `sharing` section and resolve it against `gpus` in one step (tests, tools)."""
-    return resolve_sharing(parse_sharing_section(raw, default_placement=default_placement), gpus)
+__all__ = ["MPS_NOT_SUPPORTED", "resolve_sharing"]
 
 
 def resolve_sharing(sharing: SharingConfig, gpus: Sequence[GpuRef]) -> SharingConfig:

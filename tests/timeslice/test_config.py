@@ -8,7 +8,8 @@ import pytest
 
 from device_plugin.core.errors import ConfigError
 from tests.timeslice.node import SERVER_8
-from timeslice.config import MPS_NOT_SUPPORTED, parse_sharing
+from tests.timeslice.parsed import parse_sharing
+from timeslice.config import MPS_NOT_SUPPORTED
 from timeslice.model import Placement, SelectionKind
 
 TS = "sharing.timeSlicing"

@@ -9,7 +9,7 @@ from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import PluginError, UnhealthyDeviceError
 from tests.timeslice.node import SERVER_8, WORKSTATION_4, base_devices, gpus, mig_devices
-from timeslice.config import parse_sharing
+from tests.timeslice.parsed import parse_sharing
 from timeslice.memory import NO_MEMORY_ISOLATION_WARNING, describe_sharing, replica_memory_mib
 from timeslice.policy import ReplicaPolicy
 from timeslice.replicas import share_resources

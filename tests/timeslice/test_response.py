@@ -10,7 +10,7 @@ from device_plugin.allocation.protocols import VISIBLE_DEVICES_ENV, EnvVarRespon
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.errors import InvalidRequestError
 from tests.timeslice.node import SERVER_8, base_devices
-from timeslice.config import parse_sharing
+from tests.timeslice.parsed import parse_sharing
 from timeslice.policy import ReplicaPolicy
 from timeslice.replicas import share_resources
 from timeslice.response import ReplicaResponseBuilder
