@@ -13,6 +13,8 @@ from pathlib import Path
 
 from device_plugin.commands._compose import add_config_arguments, composed_node
 from device_plugin.commands._machine import add_machine_argument
+from device_plugin.config.model import DEFAULT_DEVICE_PLUGIN_DIR
+from device_plugin.config.safe_write import kubelet_owned_dirs
 from device_plugin.core.errors import ConfigError, PluginError
 from device_plugin.observability.labels import FeaturesFileWriter, compute_labels, format_features_file
 
@@ -41,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
             options = replace(label_options(composed.node, composed.config), machine_type=args.machine_type)
             allocator = composed.node.allocator
             labels = compute_labels(composed.backend, options, allocator.topology if allocator is not None else None)
+            plugin_dir = composed.config.daemon.device_plugin_dir
     except ConfigError as error:  # a bad machine, config or flag
         print(f"gpu-device-plugin labels: {error}", file=sys.stderr)
         return 2
@@ -51,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(format_features_file(labels))
         return 0
     try:
-        changed = FeaturesFileWriter(args.output, field="--output").write(labels)
+        # Never into the kubelet's directories: the default ones, and those of the configured devicePluginDir.
+        refused = (*kubelet_owned_dirs(DEFAULT_DEVICE_PLUGIN_DIR), *kubelet_owned_dirs(plugin_dir))
+        changed = FeaturesFileWriter(args.output, refuse_under=refused, field="--output").write(labels)
     except ConfigError as error:  # a directory, FIFO or device at the path, or inside the kubelet's directory
         print(f"gpu-device-plugin labels: {error}", file=sys.stderr)
         return 2

@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from device_plugin.config.declare import SETTING, Reload, setting
+from device_plugin.config.hints import did_you_mean
 from device_plugin.config.schema import BOOL, Field, Seconds
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short
@@ -104,7 +105,10 @@ def parse_health_config(
         raise ConfigError(field, f"must be a mapping, got {type(raw).__name__}")
     for key in raw:
         if key not in KNOWN_KEYS:
-            raise ConfigError(f"{field}.{key}", f"unknown field; known fields: {', '.join(KNOWN_KEYS)}")
+            path = f"{field}.{key}"
+            guess = did_you_mean(path, [f"{field}.{k}" for k in KNOWN_KEYS])
+            hint = f"did you mean {guess}? " if guess else ""
+            raise ConfigError(path, f"unknown field; {hint}known fields: {', '.join(KNOWN_KEYS)}")
     values: dict[str, Any] = {}
     enabled = raw.get("enabled", True)
     if not isinstance(enabled, bool):

@@ -30,6 +30,7 @@ MISSPELT = [
     ("sharing-key", "sharing: {timeSlicing: {renamebyDefault: true}}", "sharing.timeSlicing.renameByDefault"),
     ("resources-key", "resources: {gpu: []}", "resources.gpus"),
     ("imex-key", "imex: {channelIds: [0]}", "imex.channelIDs"),
+    ("health-key", "gpuDevicePlugin: {health: {ignoredXIDs: [13]}}", "gpuDevicePlugin.health.ignoredXids"),
 ]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from device_plugin.cli import main
 from device_plugin.config.file_reload import ConfigFileReload
 from device_plugin.config.loader import ConfigSources, load_config
 from device_plugin.core.errors import ConfigError
@@ -121,3 +122,14 @@ def test_a_reload_onto_the_dra_checkpoint_keeps_the_running_config(
 def test_a_path_beside_the_kubelet_dirs_is_fine(kubelet: Kubelet) -> None:
     labels = kubelet.root / "features.d" / "gpu"  # inside the kubelet dir, but not one we serve in
     assert load_config(env=env_for(kubelet, labels)).daemon.labels_file == str(labels)
+
+
+@pytest.mark.parametrize("make", [c[1] for c in REFUSED], ids=[c[0] for c in REFUSED])
+def test_the_labels_command_refuses_it_as_output(
+    kubelet: Kubelet, make: Callable[[Kubelet], Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.setenv("DEVICE_PLUGIN_DIR", str(kubelet.device_plugins))
+    monkeypatch.delenv("CONFIG_FILE", raising=False)
+    assert main(["labels", "--machine", "single-gpu", "--output", str(make(kubelet))]) == 2
+    assert "--output: " in capsys.readouterr().err
+    assert kubelet.checkpoint.read_text() == '{"version": 1}'
