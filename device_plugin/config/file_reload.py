@@ -4,7 +4,8 @@ Boundary: change detection (a digest of the content, read bounded and non-blocki
 content is reported once and the running config is kept. A valid content the daemon could not serve on
 the GPUs it found (a `sharing` entry naming a GPU that is gone) is handed back (unserved) and offered again
 at the next look, so it applies once the GPUs allow. What a change means for the running daemon
-(re-serve, apply now, or wait for a restart) is device_plugin/node/daemon.py's decision.
+(re-serve, apply now, or wait for a restart) is device_plugin/node/reloads.py's decision, carried out by the
+node runtime (device_plugin/node/runtime.py).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Watch the config file with watchdog and say when it may have changed.
 
 Kubernetes updates a mounted ConfigMap by swapping a `..data` symlink in the file's directory, so the
-watch covers the directory and reports any event there; the Daemon compares the content digest and
-ignores events that changed nothing.
+watch covers the directory and reports any event there; the node runtime's ConfigFileReload
+(config/file_reload.py) compares the content digest and ignores events that changed nothing.
 """
 
 from __future__ import annotations
