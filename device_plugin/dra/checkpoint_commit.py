@@ -58,10 +58,11 @@ class GroupSync:
 def replace_files(
     folder: ClaimsFolder, group: GroupSync, files: Mapping[str, bytes], previous: Mapping[str, bytes | None]
 ) -> None:
-    """Write `files` (name -> bytes) and sync; on failure put back `previous` (None: no file) and raise."""
+    """Write `files` (name -> bytes) and sync; on failure put back `previous` (None or absent: no file
+    was there, so the write may place it before its fsync) and raise."""
     replaced: list[str] = []
     try:
-        folder.write_all(list(files.items()), replaced.append)
+        folder.write_all([(name, data, previous.get(name) is None) for name, data in files.items()], replaced.append)
         group.sync()
     except BaseException:
         _put_back(folder, replaced, previous)

@@ -95,6 +95,25 @@ def test_a_failed_put_many_is_not_remembered_and_puts_back_what_it_replaced(
     assert files(tmp_path / "claims") == ["kept.json"]
 
 
+@pytest.mark.parametrize("uid", ["new", "kept"], ids=["a-new-claim", "a-claim-replaced"])
+def test_a_failed_fsync_leaves_the_folder_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uid: str) -> None:
+    """A new claim's file is renamed into place before its fsync: a failed fsync must take it away again;
+    a replacement is fsynced before its rename, so the old content stays."""
+    checkpoint = Checkpoint(tmp_path / "checkpoint.json")
+    checkpoint.put("kept", claim(1))
+
+    def io_error(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(checkpoint_files.os, "fsync", io_error)
+    with pytest.raises(OSError, match="Input/output"):
+        checkpoint.put(uid, claim(2))
+    monkeypatch.undo()
+    assert files(tmp_path / "claims") == ["kept.json"]
+    again = Checkpoint(tmp_path / "checkpoint.json")
+    assert again.uids() == ("kept",) == checkpoint.uids() and again.get("kept") == claim(1)
+
+
 def test_a_failed_delete_forgets_only_the_claims_whose_files_are_gone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
