@@ -10,6 +10,7 @@ Conventions follow NVIDIA's device plugin and container toolkit so that existing
                   the env cannot be forged by an unprivileged pod spec this way)
 - cdi-annotations annotation <prefix>gpu-device-plugin_<digest> = "<kind>=<id>,..."
 - cdi-cri         cdi_devices = ["<kind>=<id>", ...] (kubelet's DevicePluginCDIDevices field)
+IMEX channels (imex.channelIDs) join every answer in each strategy's form (allocation/imex.py).
 Strategies combine additively. volume-mounts wins the NVIDIA_VISIBLE_DEVICES value over envvar (as
 NVIDIA's plugin does). When every selected strategy is CDI, no env and no device specs are returned:
 the CDI spec carries the device nodes.
@@ -28,6 +29,7 @@ from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 
+from device_plugin.allocation.imex import ImexChannels
 from device_plugin.allocation.protocols import VISIBLE_DEVICES_ENV, device_sort_key
 from device_plugin.config.model import Flags
 from device_plugin.core.devices import ContainerAllocation, Device, DeviceSpec, Mount
@@ -190,12 +192,14 @@ class StrategyResponseBuilder:
         device_nodes: DeviceNodes | None = None,
         mig_indices: Mapping[str, tuple[int, int]] | None = None,
         nic_hints: Mapping[int, tuple[str, ...]] | None = None,
+        imex: ImexChannels | None = None,
     ) -> None:
         self._settings = settings
         self._nodes = device_nodes or DeviceNodes()
         self._mig_indices = MappingProxyType(dict(mig_indices or {}))
         # gpuDevicePlugin.nicHints: GPU index -> its GPUDirect-close RDMA NICs; None: the setting is off
         self._nic_hints = None if nic_hints is None else MappingProxyType(dict(nic_hints))
+        self._imex = imex or ImexChannels()  # imex.channelIDs the node has: in every answer (allocation/imex.py)
 
     def check_devices(self, devices: Iterable[Device]) -> None:
         """Fail at start-up rather than at Allocate when a device cannot be named."""
@@ -212,10 +216,13 @@ class StrategyResponseBuilder:
         cdi_devices: tuple[str, ...] = ()
         if DeviceListStrategy.ENVVAR in strategies:
             envs[VISIBLE_DEVICES_ENV] = ",".join(names)
+            envs.update(self._imex.envs())
         if DeviceListStrategy.VOLUME_MOUNTS in strategies:
             envs[VISIBLE_DEVICES_ENV] = VOLUME_MOUNTS_ROOT
             mounts = tuple(Mount(f"{VOLUME_MOUNTS_ROOT}/{n}", "/dev/null", read_only=True) for n in names)
+            mounts += self._imex.mounts()
         qualified = tuple(f"{self._settings.cdi_kind}={n}" for n in names)
+        qualified += self._imex.cdi_devices(self._settings.cdi_kind)
         if DeviceListStrategy.CDI_ANNOTATIONS in strategies and qualified:
             annotations[self._annotation_key(qualified)] = ",".join(qualified)
         if DeviceListStrategy.CDI_CRI in strategies:
@@ -225,7 +232,9 @@ class StrategyResponseBuilder:
             nics = _unique(nic for d in ordered for gpu in d.gpu_indices for nic in self._nic_hints.get(gpu, ()))
             if nics:
                 envs[NIC_HINTS_ENV] = ",".join(nics)
-        specs = self._device_specs(ordered) if self._settings.pass_device_specs and not self._settings.only_cdi else ()
+        specs: tuple[DeviceSpec, ...] = ()
+        if self._settings.pass_device_specs and not self._settings.only_cdi:
+            specs = self._device_specs(ordered) + self._imex.device_specs(self._settings.host_dev_root)
         return ContainerAllocation(
             envs=MappingProxyType(envs),
             mounts=mounts,

@@ -6,10 +6,11 @@ env var, CLI flag and reload class. NVIDIA's `flags` are declared in config/flag
 env map (ENV_FIELDS) and the flags `run` adds (CLI_SETTINGS) are derived from the declarations.
 parse_config checks the merged, file-shaped mapping in one pass; config/loader.py merges the sources
 (CLI > env > file > default) into it. The outcome is a frozen dataclass tree.
-NVIDIA's sections `resources`, `sharing` and `imex` are declared like the others (file only, reload
-class RESERVE). `sharing` is parsed into typed values, and checked, once, by config/sharing.py; only its
-checks that need the GPUs (indices and UUIDs in `devices`) wait for build time (timeslice/config.py).
-`resources` and `imex` keep their validated raw shape (config/sections.py).
+NVIDIA's sections `resources` and `sharing` are declared like the others (file only, reload class
+RESERVE), `imex` as a section of two settings (config/imex.py, with NVIDIA's env vars and flags).
+`sharing` is parsed into typed values, and checked, once, by config/sharing.py; only its checks that
+need the GPUs (indices and UUIDs in `devices`) wait for build time (timeslice/config.py). `resources`
+keeps its validated raw shape (config/sections.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from device_plugin.config.flags import Flags
 from device_plugin.config.health import ENV_VARS as HEALTH_ENV_VARS
 from device_plugin.config.health import HealthConfig, parse_health_config
 from device_plugin.config.hints import helm_values_message
+from device_plugin.config.imex import ImexConfig
 from device_plugin.config.merge import walk
 from device_plugin.config.reading import FIELD as FILE_FIELD
 from device_plugin.config.schema import (
@@ -44,7 +46,7 @@ from device_plugin.config.schema import (
     Field,
     choice,
 )
-from device_plugin.config.sections import IMEX, RESOURCES
+from device_plugin.config.sections import RESOURCES
 from device_plugin.config.sharing import parse_sharing_section, sharing_as_file
 from device_plugin.config.sharing_model import SharingConfig
 from device_plugin.core.errors import ConfigError
@@ -161,7 +163,7 @@ class Config:
     )
     # parsed by config/sharing.py, with flags.plugin.sharedDevicesAllocationPolicy as the default placement
     sharing: SharingConfig = setting("sharing", RAW_MAPPING, reload=RESERVE, default_factory=SharingConfig)
-    imex: Mapping[str, Any] = setting("imex", IMEX, reload=RESERVE, default_factory=_frozen)
+    imex: ImexConfig = section("imex", ImexConfig)
     daemon: DaemonSettings = section(OUR_SECTION, DaemonSettings)
     sources: tuple[str, ...] = ()  # where values came from, for the start-up log line
 

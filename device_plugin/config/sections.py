@@ -1,10 +1,10 @@
-"""Shape checks for the config sections `resources` and `imex`, kept in their validated raw shape.
+"""Shape checks for the config section `resources`, kept in its validated raw shape.
 
 They follow NVIDIA's v1 schema so existing files load; what each section *means* is decided by its
 consumer. Checked here: known keys only, types, and the rules NVIDIA enforces at load time (non-empty
-names, IMEX channel IDs). Errors name the field by dotted path with list positions, e.g.
-`resources.gpus[0].name`. RESOURCES and IMEX are the sections' declared kinds (config/model.py);
-`sharing` is parsed, and checked, once, by config/sharing.py.
+names). Errors name the field by dotted path with list positions, e.g. `resources.gpus[0].name`.
+RESOURCES is the section's declared kind (config/model.py); `sharing` is parsed, and checked, once, by
+config/sharing.py; `imex` is a section of declared settings (config/imex.py).
 """
 
 from __future__ import annotations
@@ -57,20 +57,8 @@ def check_resources(value: Any) -> dict[str, Any]:
     return section
 
 
-def check_imex(value: Any) -> dict[str, Any]:
-    if value is None:
-        return {}
-    section = _mapping("imex", value, ("channelIDs", "required"))
-    _type("imex.required", section.get("required"), bool)
-    channels = section.get("channelIDs")
-    if channels is not None and _list("imex.channelIDs", channels) not in ([], [0]):
-        raise ConfigError("imex.channelIDs", f"must be [] or [0], got {short(channels)}")
-    return section
-
-
 def _frozen(value: dict[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(value)
 
 
 RESOURCES = Field(lambda _field, value: _frozen(check_resources(value)), no_text)
-IMEX = Field(lambda _field, value: _frozen(check_imex(value)), no_text)

@@ -6,7 +6,8 @@
   by the same Allocator.
 - `sharing.timeSlicing` turns GPUs into replicas (timeslice/), whose physical GPUs are chosen by the
   same Allocator.
-- Allocate answers follow flags.plugin (device-list strategy, ID strategy, passDeviceSpecs).
+- Allocate answers follow flags.plugin (device-list strategy, ID strategy, passDeviceSpecs) and carry
+  the node's `imex.channelIDs` channels (allocation/imex.py).
 - envvar_conflicts(): what the kubelet will do wrong with the composed resources (two of them in one
   container under `envvar` alone), as warnings for the front-end to log.
 No gRPC here: the device-plugin front-end (kubelet/front_end.py) serves what this returns.
@@ -19,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from device_plugin.allocation.imex import node_imex_channels, resolve_imex_channels
 from device_plugin.allocation.protocols import AllocationPolicy, ResponseBuilder
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.allocation.response_builders import StrategyResponseBuilder, response_settings, scan_device_nodes
@@ -130,7 +132,10 @@ def compose_node(
     # /dev/nvidia<minor>: the driver's minor number, which need not equal the NVML index.
     minors = {gpu.index: backend.device_minor(gpu.index) for gpu in gpus} if settings.pass_device_specs else None
     hints = topology.close_nic_names() if config.daemon.nic_hints else None
-    builder = StrategyResponseBuilder(settings, scan_device_nodes(dev_root, minors), mig_indices(inventory.mig), hints)
+    present = node_imex_channels(backend, dev_root) if config.imex.channel_ids else frozenset()
+    imex = resolve_imex_channels(config.imex, present, quiet=rescan)  # ConfigError when required and missing
+    nodes = scan_device_nodes(dev_root, minors)
+    builder = StrategyResponseBuilder(settings, nodes, mig_indices(inventory.mig), hints, imex)
     mig_ids = set(mig_indices(inventory.mig))
     placement = config.flags.plugin.shared_devices_allocation_policy
     resources = []

@@ -75,7 +75,7 @@ def write(tmp_path: Path, text: str) -> Path:
                 == ("/d", ":9400", "json")
             ),
         ),
-        ("imex: {channelIDs: [0], required: true}\n", lambda c: c.imex["required"] is True),
+        ("imex: {channelIDs: [0], required: true}\n", lambda c: c.imex.required is True),
     ],
     ids=[
         "empty-file",

@@ -47,6 +47,8 @@ ENV = {
     "NIC_HINTS": f"{D}.nicHints",
     "PLUGIN_MODE": f"{D}.mode",
     "DRA_DRIVER_NAME": f"{D}.driverName",
+    "IMEX_CHANNEL_IDS": "imex.channelIDs",
+    "IMEX_REQUIRED": "imex.required",
 }
 CLI = {
     "--mig-strategy": "flags.migStrategy",
@@ -62,6 +64,8 @@ CLI = {
     "--rescan-interval-s": f"{D}.rescanIntervalSeconds",
     "--mode": f"{D}.mode",
     "--dra-driver-name": f"{D}.driverName",
+    "--imex-channel-ids": "imex.channelIDs",
+    "--imex-required": "imex.required",
 }
 # What a hot reload does (README "Hot reload"); everything under `flags` and the sections re-serve.
 RELOAD = {
@@ -77,13 +81,14 @@ RELOAD = {
     f"{D}.driverName": Reload.START_ONLY,
     "sharing": Reload.RESERVE,
     "resources": Reload.RESERVE,
-    "imex": Reload.RESERVE,
+    "imex.channelIDs": Reload.RESERVE,
+    "imex.required": Reload.RESERVE,
 }
 
 
 def test_env_map_is_the_documented_one() -> None:
     assert ENV_FIELDS == ENV
-    assert {"METRICS_ADDRESS", "LABELS_FILE"} == EMPTY_MEANS_OFF_ENV
+    assert {"METRICS_ADDRESS", "LABELS_FILE", "IMEX_CHANNEL_IDS"} == EMPTY_MEANS_OFF_ENV
 
 
 def test_cli_flags_are_the_documented_ones() -> None:
@@ -125,7 +130,7 @@ def test_every_flags_key_and_section_re_serves_and_only_those_of_ours_listed_do_
     for declared in SETTINGS:
         expected = RELOAD.get(declared.path, Reload.RESERVE)
         assert declared.setting.reload is expected, declared.path
-        nvidias = declared.path.startswith("flags.") or declared.path in ("resources", "sharing", "imex")
+        nvidias = declared.path.startswith(("flags.", "imex.")) or declared.path in ("resources", "sharing")
         assert nvidias == (expected is Reload.RESERVE), declared.path
     declared_classes = {d.path: d.setting.reload for d in SETTINGS}
     assert {path: declared_classes[path] for path in RELOAD} == RELOAD
@@ -179,7 +184,7 @@ def test_restart_only_fields_keep_their_running_values() -> None:
             lambda c: replace(c, flags=replace(c.flags, plugin=replace(c.flags.plugin, device_id_strategy="index"))),
             True,
         ),
-        (lambda c: replace(c, imex={"required": True}), True),
+        (lambda c: replace(c, imex=replace(c.imex, required=True)), True),
         (lambda c: replace(c, daemon=replace(c.daemon, labels_file="/tmp/x")), False),
         (lambda c: replace(c, daemon=replace(c.daemon, nic_hints=True)), False),
         (lambda c: replace(c, daemon=replace(c.daemon, metrics_address="")), False),
