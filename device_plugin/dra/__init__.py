@@ -7,6 +7,8 @@ Modules, one job each:
 - slices: the ResourceSlice objects of one node's pool, in the shape of a chosen resource.k8s.io version.
 - checkpoint, prepare, servicers, grpc_service: the kubelet side (registration, NodePrepareResources
   & co.; the sockets served and kept through device_plugin.serving).
+- claim_body, claim_locks, device_holders, offload: what Prepare relies on (a claim body read
+  defensively, per-claim locks and epochs, which claim holds which device, the worker pools).
 - kube, publisher: the API-server side through the `kubernetes` client (version discovery, the
   ResourceClaim reader, the ResourceSlice publisher with its retry thread).
 - front_end: the DRA front-end of the node runtime (device_plugin/node/runtime.py), which `run --mode dra`

@@ -55,6 +55,10 @@ def _text(item: Mapping[str, Any], key: str, where: str) -> str:
     value = item.get(key)
     if not isinstance(value, str) or not value:
         raise ClaimBodyError(f"{where}.{key} is {short(value)} ({_kind(value)}), not a non-empty string")
+    try:  # it goes into the answer's protobuf strings, which must be UTF-8 (a lone surrogate is not)
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ClaimBodyError(f"{where}.{key} is {short(value)}, not valid UTF-8") from None
     return value
 
 

@@ -40,7 +40,11 @@ SUPPORTED_VERSIONS = tuple(f"{version}.DRAPlugin" for _, _, version in SERVED)
 
 
 def _claims(request: Any) -> list[ClaimRef]:
-    return [ClaimRef(c.namespace, c.uid, c.name) for c in request.claims]
+    """The request's claims, one per UID (the first of repeats): the answer is a map by UID."""
+    unique: dict[str, ClaimRef] = {}
+    for c in request.claims:
+        unique.setdefault(c.uid, ClaimRef(c.namespace, c.uid, c.name))
+    return list(unique.values())
 
 
 async def _abort(context: grpc.aio.ServicerContext, method: str, error: BaseException) -> NoReturn:
@@ -70,7 +74,9 @@ def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offloa
         cancelled = threading.Event()
         gone = _caller_gone(context, cancelled)
         tasks = [
-            offload.prepare(f"NodePrepareResources of claim {c.namespace}/{c.name}"[:200], _bind(preparer, c, gone))
+            offload.prepare(
+                f"NodePrepareResources of {claim_label(c.namespace, c.name, c.uid)}", _bind(preparer, c, gone)
+            )
             for c in claims
         ]
         try:

@@ -42,6 +42,7 @@ BODIES = {
     "admin-access-a-string": (_allocated({**GOOD, "device": "gpu-0", "adminAccess": "yes"}), "adminAccess is 'yes'"),
     "uid-a-number": ({"metadata": {"uid": 7}}, "metadata.uid is a int"),
     "driver-null": (_allocated({**GOOD, "driver": None}), "results[0].driver is None"),
+    "request-a-lone-surrogate": (_allocated({**GOOD, "request": "\ud800", "device": "gpu-0"}), "not valid UTF-8"),
     "million-results": (_allocated(*[GOOD] * 1_000_000), "holds 1000000 items"),
 }
 
@@ -79,6 +80,14 @@ def test_a_malformed_claim_is_its_own_error_and_the_good_claim_is_prepared(
     assert len(error) <= 400 and not answer.claims["uid-bad"].devices
     assert answer.claims["uid-good"].error == "" and answer.claims["uid-good"].devices[0].device_name == "gpu-1"
     assert Checkpoint(root / "plugins" / DRIVER / "checkpoint.json").uids() == ("uid-good",)
+
+
+def test_a_claim_sent_twice_is_answered_once_with_its_devices_once(
+    root: Path, claims: HeldClaims, server: DraGrpcServer
+) -> None:
+    claim = claims.add("twice", "uid-2x", "gpu-2")
+    answer = prepare(SocketPaths.for_driver(DRIVER, root).endpoint, [claim, claim])
+    assert [d.device_name for d in answer.claims["uid-2x"].devices] == ["gpu-2"]
 
 
 def test_a_megabyte_claim_name_gives_a_short_error(root: Path, server: DraGrpcServer) -> None:
