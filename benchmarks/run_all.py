@@ -26,6 +26,7 @@ BENCHMARKS = (
     "bench_observability.py",
     "bench_dra.py",
     "bench_dra_slow_api.py",
+    "bench_dra_republish.py",
     "bench_checkpoint.py",
     "bench_config_limits.py",
 )
