@@ -199,6 +199,8 @@ class DraFrontEnd:
 
     def liveness(self) -> EndpointProbeResult:
         """The sockets as served now (ours, at their paths, answering) and the publisher's threads."""
+        if taken := self.server.socket_taken():  # waiting is right and a restart would not help: /readyz is red
+            return EndpointProbeResult(True, taken)
         serving, detail = self.server.serving()
         if not serving:
             return EndpointProbeResult(False, detail)

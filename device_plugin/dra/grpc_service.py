@@ -6,7 +6,8 @@ where the kubelet's plugin watcher finds us (it calls GetInfo); `<kubelet>/plugi
 is the endpoint GetInfo names. GetInfo lists every served version as "<proto package>.DRAPlugin".
 
 Both are served by grpc.aio on the process's one serving loop, bound 0600 whatever the umask. A
-foreign file at either path is refused and left untouched (logged; serving() says so). A thread
+foreign file at either path is refused and left untouched (logged; serving() says so); a path another
+process serves is waited for, not bound over (serving/taken_socket.py; socket_taken() says so). A thread
 looks every `poll_s`: a socket (or its folder) that was removed is served afresh, the endpoint
 first; the registration socket reappearing makes the kubelet register us again, so its `status` is
 forgotten then. The registration socket is served only while the endpoint is: the kubelet must not
@@ -106,8 +107,14 @@ class DraGrpcServer:
                 pb_grpc.add_DRAPluginServicer_to_server(servicer, server)
 
         add_registration = partial(reg_grpc.add_RegistrationServicer_to_server, self.registration)
-        self._endpoint = KeptSocket(paths.endpoint, f"DRA driver {driver_name}", add_dra)
-        self._registrar = KeptSocket(paths.registration, f"DRA registration {driver_name}", add_registration)
+        taken_by = (  # who else serves our paths, when one does (the one ERROR names them)
+            f"NVIDIA's DRA driver for GPUs, or a second copy of this driver, with driver name {driver_name}",
+            "Run one DRA driver per driver name on a node, or set another gpuDevicePlugin.driverName.",
+        )
+        self._endpoint = KeptSocket(paths.endpoint, f"DRA driver {driver_name}", add_dra, taken_by=taken_by)
+        self._registrar = KeptSocket(
+            paths.registration, f"DRA registration {driver_name}", add_registration, taken_by=taken_by
+        )
         self._probe = SocketProbe(PROBE_TIMEOUT_S, PROBE_MAX_AGE_S)
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -131,6 +138,10 @@ class DraGrpcServer:
         self._endpoint.stop(grace_s)
         self._probe.close()
         self._offload.close()
+
+    def socket_taken(self) -> str:
+        """Why we wait instead of serving: another process serves one of our paths; "" when none does."""
+        return self._endpoint.taken() or self._registrar.taken()
 
     def serving(self) -> tuple[bool, str]:
         """Liveness: both sockets are ours, at their paths, and answer (GetInfo; an empty Unprepare), and no

@@ -8,38 +8,13 @@ another resource, and a partial re-serve is "stop that manager, start this one" 
 protocol. The cost is a directory watch and a control thread per resource (a node serves a
 handful); all sockets are served on the one process-wide loop (serving/event_loop.py).
 
-State machine (lifecycle_state.py). The control thread does the work of the state it is in; other
-threads only move the state, which ends whatever wait the control thread is in.
-
-    state                  control thread                               next
-    RESTARTING (initial)   stop the old server, bind a fresh 0600       UNREGISTERED; NOT_SERVING (another file
-                           socket                                       holds the path, or it cannot be bound);
-                                                                        WAITING_FOR_DIRECTORY (missing/unwritable);
-                                                                        SOCKET_TAKEN (another process serves it)
-    WAITING_FOR_DIRECTORY  wait a backoff delay, server stopped         RESTARTING
-    SOCKET_TAKEN           after each backoff delay: path still         RESTARTING once it is free
-                           served by another process? (socket_taken.py)
-    NOT_SERVING            every 1 s: kubelet.sock replaced?            RESTARTING if so
-    UNREGISTERED           wait for kubelet.sock; our socket still ours REGISTERING (RESTARTING if not ours)
-    REGISTERING            Register, abandoned when the state moves     REGISTERED; UNREGISTERED for a backoff
-                                                                        delay when refused
-    REGISTERED             every 1 s: our socket and kubelet.sock the   RESTARTING if either changed
-                           same? (a watch dies with its directory)
-    STREAM_LOST            wait stream_lost_grace_s                     UNREGISTERED if the kubelet holds no
-                                                                        stream, else REGISTERED
-    FAILED                 wait a backoff delay                         RESTARTING
-
-    event (other threads)                                               move
-    kubelet.sock created and not the one we registered or are           any live state -> RESTARTING
-    registering with (kubelet restart); our socket removed or replaced
-    the kubelet ended a ListAndWatch stream of our current server       REGISTERING, REGISTERED -> STREAM_LOST
-    an unexpected error in the control thread                           any live state -> FAILED
-    stop(): empty list sent, server stopped, our socket removed         any live state -> STOPPING -> STOPPED
-
-Backoff delays grow over consecutive failed generations. No file in the directory but our socket
-is ever touched; the directory (absolute from construction) is created at start if it can be, and
-after that only waited for. serving() is the liveness check: the control thread runs, our socket
-is ours and answers GetDevicePluginOptions within probe_timeout_s (reused for PROBE_MAX_AGE_S).
+The state machine is drawn in lifecycle_state.py. The control thread does the work of the state it is
+in; other threads only move the state, which ends whatever wait the control thread is in. Backoff
+delays grow over consecutive failed generations. No file in the directory but our socket is ever
+touched (a path another process serves is waited for: serving/taken_socket.py); the directory
+(absolute from construction) is created at start if it can be, and after that only waited for.
+serving() is the liveness check: the control thread runs, our socket is ours and answers
+GetDevicePluginOptions within probe_timeout_s (reused for PROBE_MAX_AGE_S).
 """
 
 from __future__ import annotations
@@ -65,12 +40,16 @@ from device_plugin.kubelet.plugin_dir_watch import DirectoryEvents, KubeletWatch
 from device_plugin.kubelet.registration import KUBELET_SOCKET_NAME, RegistrationAbandoned, SelfProbe, register
 from device_plugin.kubelet.served import Served, serve
 from device_plugin.kubelet.servicer import DevicePluginServicer
-from device_plugin.kubelet.socket_taken import TakenSocket
 from device_plugin.serving.socket_files import DirectoryUnusable, describe_os_error, identity, inode
+from device_plugin.serving.taken_socket import TakenSocket
 
 log = logging.getLogger(__name__)
 S = State
 SOCKET_GONE = "one of our sockets was removed or replaced; serving fresh sockets"  # as the docs quote it
+TAKEN_BY = {  # who else serves our socket's path, when one does (for the one ERROR)
+    "likely": "NVIDIA's device plugin, or a second copy of this plugin on the same --device-plugin-dir",
+    "remedy": "Run one device plugin per node.",
+}
 
 
 class PluginManager:
@@ -96,7 +75,7 @@ class PluginManager:
         self._registering_with: tuple[int, int] | None = None  # ... and of the one a Register call is under way to
         self._thread: threading.Thread | None = None
         self._probe = SelfProbe(self._timing.probe_timeout_s, PROBE_MAX_AGE_S)
-        self._taken = TakenSocket(self._name, self._dir / socket_name(self._name), self._timing.backoff)
+        self._taken = TakenSocket(self._name, self._dir / socket_name(self._name), self._timing.backoff, **TAKEN_BY)
         self._watcher = KubeletWatcher(
             self._dir, socket_name(self._name), self._on_dir_events, debounce_s=self._timing.debounce_s
         )

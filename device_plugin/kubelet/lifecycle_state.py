@@ -1,15 +1,42 @@
 """What the serving lifecycle is made of, apart from its work: the states, the transitions allowed
 between them, the one place the state changes, the timings it runs on and the observer it reports to.
 
-Boundary: it does nothing itself (no files, no sockets, no kubelet calls). PluginManager (lifecycle.py,
-whose docstring draws the diagram) drives this machine from its control thread, while the directory
-watch, ending streams and stop() move it from other threads; this module keeps their moves
-consistent, logs each one and lets the control thread wait for the next. TRANSITIONS is the diagram
+Boundary: it does nothing itself (no files, no sockets, no kubelet calls). PluginManager (lifecycle.py)
+drives this machine from its control thread, while the directory watch, ending streams and stop() move
+it from other threads; this module keeps their moves consistent, logs each one and lets the control
+thread wait for the next. TRANSITIONS is the diagram
 in executable form: a move it does not list is a bug and raises.
 
 Every move names the states it expects to leave (`expect`). A move whose expected state is already
 gone is refused (False), never an error: an event got there first (a stop, a kubelet restart), and
 the control thread then acts on the state the event left.
+
+The diagram: what PluginManager's control thread does in each state, and the events that move it.
+
+    state                  control thread                               next
+    RESTARTING (initial)   stop the old server, bind a fresh 0600       UNREGISTERED; NOT_SERVING (another file
+                           socket                                       holds the path, or it cannot be bound);
+                                                                        WAITING_FOR_DIRECTORY (missing/unwritable);
+                                                                        SOCKET_TAKEN (another process serves it)
+    WAITING_FOR_DIRECTORY  wait a backoff delay, server stopped         RESTARTING
+    SOCKET_TAKEN           after each backoff delay: path still         RESTARTING once it is free
+                           served by another process? (serving/taken_socket.py)
+    NOT_SERVING            every 1 s: kubelet.sock replaced?            RESTARTING if so
+    UNREGISTERED           wait for kubelet.sock; our socket still ours REGISTERING (RESTARTING if not ours)
+    REGISTERING            Register, abandoned when the state moves     REGISTERED; UNREGISTERED for a backoff
+                                                                        delay when refused
+    REGISTERED             every 1 s: our socket and kubelet.sock the   RESTARTING if either changed
+                           same? (a watch dies with its directory)
+    STREAM_LOST            wait stream_lost_grace_s                     UNREGISTERED if the kubelet holds no
+                                                                        stream, else REGISTERED
+    FAILED                 wait a backoff delay                         RESTARTING
+
+    event (other threads)                                               move
+    kubelet.sock created and not the one we registered or are           any live state -> RESTARTING
+    registering with (kubelet restart); our socket removed or replaced
+    the kubelet ended a ListAndWatch stream of our current server       REGISTERING, REGISTERED -> STREAM_LOST
+    an unexpected error in the control thread                           any live state -> FAILED
+    stop(): empty list sent, server stopped, our socket removed         any live state -> STOPPING -> STOPPED
 """
 
 from __future__ import annotations

@@ -4,15 +4,19 @@ Boundary: one path and its server. `keep()` is called by the owner's poll (any t
 serialised here): when our socket is not at the path any more it binds a fresh one (creating the
 folder if `create_folder`), and the old server finishes its calls for STOP_GRACE_S on its own. Another
 file at the path is refused and left untouched; the refusal is logged once, `problem()` says it
-until the file goes. `stop()` removes the socket only if it is still ours.
+until the file goes. A socket another process serves is not bound over (taken_socket.py): keep() looks
+again only after each backoff delay, and `taken()` says so meanwhile. `stop()` removes the socket only
+if it is still ours.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 
+from device_plugin.core.backoff import Backoff
 from device_plugin.serving.aio_server import AddServices, AioSocketServer
 from device_plugin.serving.socket_files import (
     bind_private,
@@ -22,6 +26,7 @@ from device_plugin.serving.socket_files import (
     inode,
     remove_own_socket,
 )
+from device_plugin.serving.taken_socket import TakenSocket
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +35,16 @@ NOT_STARTED = "not served yet"
 
 
 class KeptSocket:
-    def __init__(self, path: Path, label: str, add_services: AddServices, *, create_folder: bool = True) -> None:
+    def __init__(
+        self,
+        path: Path,
+        label: str,
+        add_services: AddServices,
+        *,
+        create_folder: bool = True,
+        taken_by: tuple[str, str] = ("a second copy of this process", "Run one copy per node."),
+    ) -> None:
+        """`taken_by`: who else likely serves the path, and what to do about it (the one ERROR says both)."""
         self.path = path
         self.label = label
         self._add_services = add_services
@@ -40,11 +54,17 @@ class KeptSocket:
         self._inode: int | None = None
         self._problem = NOT_STARTED  # why nothing of ours is served at the path ("" while it is)
         self.bound = 0  # sockets bound so far (the first one and every re-serve)
+        self._taken = TakenSocket(label, path, Backoff(), likely=taken_by[0], remedy=taken_by[1])
+        self._look_again = 0.0  # monotonic time of the next look at a path another process serves
 
     def intact(self) -> bool:
         """Our socket is at the path now (the file there has the inode we bound)."""
         own = self._inode
         return own is not None and inode(self.path) == own
+
+    def taken(self) -> str:
+        """Why nothing of ours is served: another process serves the path; "" when that is not so."""
+        return self._taken.waiting()
 
     def problem(self) -> str:
         """Why this socket is not served as it should be now; "" when it is."""
@@ -60,9 +80,22 @@ class KeptSocket:
         with self._lock:
             if self.intact():
                 return False
+            if self._taken.waiting():  # another process serves the path: look only when the backoff says
+                now = time.monotonic()
+                if now < self._look_again:
+                    return False
+                if not self._taken.free_again():
+                    self._look_again = now + self._taken.next_delay_s()
+                    return False
             replaced = self._server
             self._server, self._inode = None, None
-            bound = self._bind()
+            if self._taken.taken():  # never bind over another live server: the two would replace each other
+                self._problem = self._taken.waiting()
+                self._look_again = time.monotonic() + self._taken.next_delay_s()
+                bound = False
+            elif bound := self._bind():
+                self._taken.bound()
+            # After the bind: the old socket's inode stays in use meanwhile, so the fresh one never reuses it.
             if replaced is not None:
                 replaced.stop_soon(STOP_GRACE_S)
             return bound
