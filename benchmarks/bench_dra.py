@@ -11,7 +11,7 @@
     the share whose GPUs form an optimal set of the node (the allocator's objective: score equal to the best
     set of that size on the empty node), and the claims that could not be placed, for: index order without
     constraint (how NVIDIA's driver lists), our partition order without constraint, our order with a
-    `matchAttribute: partitionK` constraint, and the `firstAvailable` example (best K-set, else one NUMA
+    `matchAttribute: <ownDomain>/bestSetK` constraint, and the `firstAvailable` example (best K-set, else one NUMA
     node, else any). "missed" counts constrained claims refused although a whole group was free (must be 0).
 
 Run: .venv/bin/python benchmarks/bench_dra.py [--rounds N] [--claims N] [--seed S]
@@ -35,6 +35,8 @@ from _common import percentile, table
 
 from device_plugin.allocator import Allocator
 from device_plugin.config.model import Config
+from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
+from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.core.devices import Health
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra.inventory import build_devices
@@ -46,7 +48,7 @@ from device_plugin.topology.build import build_topology
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
-DRIVER, NODE = "gpu.nvidia.com", "bench-node"
+DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "bench-node"
 MACHINES = ("dgx1-v100", "pcie-8gpu-2socket", "hgx-h100", "island-16gpu")
 
 
@@ -278,8 +280,8 @@ def first_fit(free: Sequence[Device], size: int, match: str | None) -> tuple[int
 def place(free: Sequence[Device], size: int, scenario: str) -> tuple[int, ...] | None:
     if scenario in ("index", "ours"):
         return first_fit(free, size, None)
-    part = f"partition{size}" if size > 1 else None
-    if scenario == "partitionK":
+    part = f"{OWN_DOMAIN}/bestSet{size}" if size > 1 else None
+    if scenario == "bestSetK":
         return first_fit(free, size, part)
     for match in (part, "resource.kubernetes.io/numaNode", None):  # firstAvailable: best set, NUMA node, any
         chosen = first_fit(free, size, match)
@@ -326,10 +328,10 @@ def replay(machine: str, scenario: str, events: list[tuple[str, int]]) -> tuple[
         chosen = place(free, value, scenario) if value <= len(listing) else None
         if chosen is None:
             unplaced += 1
-            key = f"partition{value}"
+            key = f"{OWN_DOMAIN}/bestSet{value}"
             groups = {a[key] for _, a in listing if key in a}
             whole_free = any(all(g not in busy for g, a in listing if a.get(key) == grp) for grp in groups)
-            if scenario in ("partitionK", "firstAvailable") and value > 1 and whole_free:
+            if scenario in ("bestSetK", "firstAvailable") and value > 1 and whole_free:
                 missed += 1
             continue
         held[serial] = chosen
@@ -344,7 +346,7 @@ def bench_listing(seed: int, claims: int) -> list[list[str]]:
     events = trace(seed, claims)
     rows = []
     for machine in MACHINES:
-        for scenario in ("index", "ours", "partitionK", "firstAvailable"):
+        for scenario in ("index", "ours", "bestSetK", "firstAvailable"):
             stats, unplaced, missed = replay(machine, scenario, events)
             shares = [f"{100 * o / p:.0f}% of {p}" if p else "-" for o, p in (stats[2], stats[4])]
             rows.append([machine, scenario, *shares, str(unplaced), str(missed)])

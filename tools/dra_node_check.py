@@ -6,8 +6,8 @@ Usage (on a GPU node, from the checkout): .venv/bin/python tools/dra_node_check.
 Opens NVML (reads only: never changes MIG or any other setting), reads the RDMA NICs and the PCIe root
 of every GPU from sysfs, builds the devices and slices exactly as `run --mode dra` would, and checks
 them: every whole GPU published once as gpu-<minor> with its NVML UUID, every MIG device of a GPU in
-MIG mode published and the GPU itself not, at most 32 attributes and capacities per device, partition
-groups disjoint and of their exact size, and, where kubernetes-validate is installed (`make venv`
+MIG mode published and the GPU itself not, at most 32 attributes and capacities per device, best-set
+groups (`<ownDomain>/bestSetK...`) of their exact size K, and, where kubernetes-validate is installed (`make venv`
 installs it), each slice valid for Kubernetes 1.34. What only a real node shows (pcieRoot, NUMA, NICs)
 is printed; a missing one is a note, not a failure, since a VM or sandbox may hide sysfs. No cluster
 is contacted. Exit 0 when every check passed, 1 otherwise.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -26,6 +27,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME  # noqa: E402
+from device_plugin.core.names import OWN_DOMAIN  # noqa: E402
 from device_plugin.dra.inventory import MAX_ATTRIBUTES_AND_CAPACITIES, build_devices  # noqa: E402
 from device_plugin.dra.slices import build_slices  # noqa: E402
 from device_plugin.nvml.backends import open_backend  # noqa: E402
@@ -33,6 +36,7 @@ from device_plugin.nvml.protocol import NvmlBackend  # noqa: E402
 from device_plugin.topology.build import build_topology  # noqa: E402
 
 STANDARD = "resource.kubernetes.io/"
+BEST_SET = re.compile(r"^bestSet(\d+)")
 
 
 def device_bodies(slices: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -72,10 +76,20 @@ def check_slices(slices: Sequence[dict[str, Any]], backend: NvmlBackend) -> list
         count = len(d["attributes"]) + len(d["capacity"])
         if count > MAX_ATTRIBUTES_AND_CAPACITIES:
             failures.append(f"{d['name']}: {count} attributes and capacities (limit {MAX_ATTRIBUTES_AND_CAPACITIES})")
-    for k in (2, 4, 8, 16):
-        groups = Counter(d["attributes"][f"partition{k}"] for d in devices if f"partition{k}" in d["attributes"])
-        failures += [f"partition{k}={value} has {size} GPUs" for value, size in groups.items() if size != k]
+    groups = Counter(
+        (name, size, value)
+        for d in devices
+        for name, value in d["attributes"].items()
+        if (size := best_set_size(name)) is not None
+    )
+    failures += [f"{name}={value} has {n} GPUs" for (name, size, value), n in groups.items() if n != size]
     return failures
+
+
+def best_set_size(name: str) -> int | None:
+    """K of one of our best-set grouping attributes (`<domain>/bestSet4`, `.../bestSet4B`), else None."""
+    match = BEST_SET.match(name.rsplit("/", 1)[-1]) if name.startswith(f"{OWN_DOMAIN}/") else None
+    return int(match.group(1)) if match else None
 
 
 def schema_failures(slices: Sequence[dict[str, Any]]) -> list[str]:
@@ -106,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"driver {info.driver_version}, CUDA {info.cuda_driver_version}; {topology.gpu_count} GPUs")
         print(f"RDMA NICs: {', '.join(topology.nic_names) or 'none seen'}")
         devices, _ = build_devices(backend, topology)
-        slices = build_slices(devices, node_name=args.node_name, driver_name="gpu.nvidia.com", generation=1)
+        slices = build_slices(devices, node_name=args.node_name, driver_name=DEFAULT_DRA_DRIVER_NAME, generation=1)
         for d in device_bodies(slices):
             a = d["attributes"]
             where = [
@@ -114,8 +128,9 @@ def main(argv: list[str] | None = None) -> int:
                 for key in (STANDARD + "pcieRoot", STANDARD + "numaNode")
                 if key in a
             ]
-            nic = f"nearestNIC={a['nearestNIC']} ({a['nearestNICDistance']})" if "nearestNIC" in a else "no NIC"
-            parts = " ".join(f"p{k}={a[f'partition{k}']}" for k in (2, 4, 8, 16) if f"partition{k}" in a)
+            nic_key, distance_key = f"{OWN_DOMAIN}/nearestNIC", f"{OWN_DOMAIN}/nearestNICDistance"
+            nic = f"nearestNIC={a[nic_key]} ({a[distance_key]})" if nic_key in a else "no NIC"
+            parts = " ".join(f"{k.rsplit('/', 1)[1]}={v}" for k, v in a.items() if best_set_size(k) is not None)
             print(
                 f"  {d['name']:<22} {a.get('productName', '')}  {' '.join(where) or 'no pcieRoot/NUMA'}  {nic}  {parts}"
             )

@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from device_plugin.dra.inventory import build_devices
+    from device_plugin.core.names import own_name
+    from device_plugin.dra.inventory import OWN_ATTRIBUTES, build_devices
     from device_plugin.dra.slices import build_slices
     from device_plugin.nvml.backends import open_backend
     from device_plugin.topology.build import build_topology
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         backend = open_backend(args.machine)
         try:
             topology = build_topology(backend)
-            devices, _ = build_devices(backend, topology)
+            devices, _ = build_devices(backend, topology, own_domain=config.daemon.own_domain)
         finally:
             backend.close()
     except PluginError as error:
@@ -73,18 +74,12 @@ def run(args: argparse.Namespace) -> int:
         pool = spec["pool"]
         print(
             f"# {obj['metadata']['name']}: driver {spec['driver']}, pool {pool['name']} generation {pool['generation']}"
+            f"; our attributes under {config.daemon.own_domain}/"
         )
         for device in spec["devices"]:
             attrs = device.get("attributes") or device["basic"]["attributes"]
-            shown = (
-                "partition2",
-                "partition4",
-                "partition8",
-                "partition16",
-                "nvlinkDomain",
-                "nearestNIC",
-                "nearestNICDistance",
-            )
-            parts = [f"{k}={v}" for k in shown if k in attrs for v in attrs[k].values()]
+            # Ours, shown without the domain (the header line names it), in OWN_ATTRIBUTES' order.
+            ours = [(k, own_name(config.daemon.own_domain, k)) for k in OWN_ATTRIBUTES if k != "gpuDirectNIC"]
+            parts = [f"{short}={v}" for short, k in ours if k in attrs for v in attrs[k].values()]
             print(f"{device['name']:<22} {attrs['uuid']['string']:<42} {' '.join(parts)}")
     return 0

@@ -37,6 +37,7 @@ from device_plugin.config.schema import (
     DNS_SUBDOMAIN,
     MODES,
     OUR_SECTION,
+    OWN_DOMAIN_NAME,
     PATH,
     RAW_MAPPING,
     RESCAN_INTERVAL,
@@ -50,6 +51,7 @@ from device_plugin.config.sections import RESOURCES
 from device_plugin.config.sharing import parse_sharing_section, sharing_as_file
 from device_plugin.config.sharing_model import SharingConfig
 from device_plugin.core.errors import ConfigError
+from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.core.short_text import short
 
 DEFAULT_DEVICE_PLUGIN_DIR = Path("/var/lib/kubelet/device-plugins")
@@ -145,6 +147,15 @@ class DaemonSettings:
         reload=Reload.START_ONLY,
         env="DRA_DRIVER_NAME",
         cli=CliFlag("--dra-driver-name", "the DRA driver name (mode dra)", "NAME"),
+    )
+    # the domain of our own node labels and DRA attributes (never nvidia.com, kubernetes.io, k8s.io)
+    own_domain: str = setting(
+        "ownDomain",
+        OWN_DOMAIN_NAME,
+        default=OWN_DOMAIN,
+        reload=Reload.RESTART,
+        env="OWN_DOMAIN",
+        cli=CliFlag("--own-domain", "domain of our own labels and DRA attributes (env OWN_DOMAIN)", "DOMAIN"),
     )
 
 

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from device_plugin.core.errors import ConfigError
+from device_plugin.core.names import OWN_DOMAIN, foreign_owner
 from device_plugin.core.short_text import short
 
 SUPPORTED_VERSION = "v1"
@@ -109,14 +110,24 @@ def _dns_subdomain(field: str, value: Any) -> str:
     # A DRA driver name is a DNS subdomain (it prefixes attribute names and names the kubelet socket dir).
     if not isinstance(value, str) or len(value) > 63 or not _DNS_SUBDOMAIN.match(value):
         raise ConfigError(
-            field, f"must be a DNS subdomain of at most 63 characters (e.g. gpu.nvidia.com), got {short(value)}"
+            field, f"must be a DNS subdomain of at most 63 characters (e.g. gpu.example.com), got {short(value)}"
         )
     return value
 
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 MODES = ("device-plugin", "dra")  # one node runs one: both would hand out the same GPU twice
-DEFAULT_DRA_DRIVER_NAME = "gpu.nvidia.com"
+DEFAULT_DRA_DRIVER_NAME = f"gpu.{OWN_DOMAIN}"  # ours, so our attributes never read as NVIDIA driver's
+
+
+def _own_domain(field: str, value: Any) -> str:
+    # Our labels and attributes go under this domain; one that NVIDIA or Kubernetes owns would make our
+    # names read as theirs (core/names.py), so those domains and their subdomains are refused.
+    checked = _dns_subdomain(field, value)
+    owner = foreign_owner(checked)
+    if owner is not None:
+        raise ConfigError(field, f"{checked!r} is under {owner}, whose names are not ours; use a domain you own")
+    return checked
 
 
 def _mapping(field: str, value: Any) -> Mapping[str, Any]:
@@ -167,6 +178,7 @@ PATH = Field(_path, _text)
 HOST_DIR = Field(_host_dir, _text)  # kept as text, like NVIDIA's
 STRATEGY_LIST = Field(_strategy_list, _strategy_text)
 DNS_SUBDOMAIN = Field(_dns_subdomain, _dns_subdomain)
+OWN_DOMAIN_NAME = Field(_own_domain, _own_domain)
 RAW_MAPPING = Field(_mapping, _no_text)  # a section another parser reads (config/health.py)
 FROZEN_MAPPING = Field(lambda field, value: MappingProxyType(dict(_mapping(field, value))), _no_text)
 choice = _choice

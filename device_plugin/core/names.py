@@ -20,3 +20,20 @@ GPU_CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
 # Our own domain for labels and DRA attributes NVIDIA does not define (configurable where used).
 OWN_DOMAIN = "gpu-device-plugin.io"
+
+# Domains whose names mean what their owners say: none of ours may sit under them (ownDomain refuses them).
+FOREIGN_DOMAINS = ("nvidia.com", "kubernetes.io", "k8s.io")
+
+
+def foreign_owner(domain: str) -> str | None:
+    """The foreign domain that `domain` is or sits under (`gpu.nvidia.com` -> `nvidia.com`); None if none."""
+    lowered = domain.lower().rstrip(".")
+    for owner in FOREIGN_DOMAINS:
+        if lowered == owner or lowered.endswith("." + owner):
+            return owner
+    return None
+
+
+def own_name(domain: str, name: str) -> str:
+    """`<domain>/<name>`: a label key or a DRA attribute of ours, qualified by the configured domain."""
+    return f"{domain}/{name}"

@@ -8,7 +8,7 @@ owns the inventory, health, rescans, config reloads, metrics, probes' endpoint a
 - the published devices are those minus the devices of unhealthy GPUs (a GPU's MIG devices go with it). A
   health transition only marks them and hands the list to the publisher's thread (request() returns at
   once), so an unhealthy GPU leaves the pool and comes back on recovery; the partition values stay those
-  of the inventory (a claim that matches on partitionK just finds its group short of the sick GPU);
+  of the inventory (a claim that matches on bestSetK just finds its group short of the sick GPU);
 - a rescan whose inventory equals the last one costs a comparison and publishes nothing;
 - when the kubelet (re)registers us it may have wiped the node's slices: we reconcile again;
 - the driver name and the kubelet directory (the parent of devicePluginDir: registration socket in
@@ -30,6 +30,7 @@ from kubernetes.config.config_exception import ConfigException
 from device_plugin.config.model import Config
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import ConfigError
+from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.checkpoint import Checkpoint
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths, check_socket_paths
 from device_plugin.dra.inventory import DraDevice, inventory_devices
@@ -92,9 +93,11 @@ class DraFrontEnd:
         node_name: str,
         driver_name: str,
         kubelet_dir: Path,
+        own_domain: str = OWN_DOMAIN,
         backoff_max_s: float = 5.0,
     ) -> None:
         self.driver_name = driver_name
+        self.own_domain = own_domain  # of our own attributes (bestSetK, nvlinkDomain, NIC ones)
         self._context: RuntimeContext | None = None
         self._lock = threading.Lock()  # guards the device lists and the unhealthy set
         self._inventory: NodeInventory | None = None
@@ -118,12 +121,13 @@ class DraFrontEnd:
 
     @classmethod
     def for_config(cls, config: Config, client: k8s.ApiClient, *, node_name: str, **options: Any) -> DraFrontEnd:
-        """The driver name and kubelet directory (the parent of devicePluginDir) from `config`."""
+        """The driver name, own domain and kubelet directory (the parent of devicePluginDir) from `config`."""
         return cls(
             client,
             node_name=node_name,
             driver_name=config.daemon.driver_name,
             kubelet_dir=_kubelet_dir(config),
+            own_domain=config.daemon.own_domain,
             **options,
         )
 
@@ -160,7 +164,7 @@ class DraFrontEnd:
         if inventory == self._inventory:
             return False  # the common rescan: a comparison, nothing built, nothing published
         assert self._context is not None, "attach() first"
-        devices, _ = inventory_devices(self._context.backend, inventory)
+        devices, _ = inventory_devices(self._context.backend, inventory, own_domain=self.own_domain)
         with self._lock:
             self._inventory = inventory
             if devices == self._all:
@@ -195,7 +199,7 @@ class DraFrontEnd:
         return (self.driver_name,)
 
     def label_options(self, config: Config) -> LabelOptions:
-        return LabelOptions(mig_strategy=config.flags.mig_strategy)
+        return LabelOptions(mig_strategy=config.flags.mig_strategy, own_domain=config.daemon.own_domain)
 
     def liveness(self) -> EndpointProbeResult:
         """The sockets as served now (ours, at their paths, answering) and the publisher's threads."""

@@ -9,8 +9,11 @@ GPU is `gpu-<minor>`, a MIG device `gpu-<parent minor>-mig-<GI profile id>-<plac
 size>`. A GPU in MIG mode is published only through its MIG devices (as NVIDIA's driver does), and stays
 out of the partitions.
 
-Attribute names (without a domain: the driver's own) are listed in ATTRIBUTES with their meaning;
-`docs` in docs/dra.md repeats them. The Kubernetes standard attributes live under resource.kubernetes.io.
+Attribute names without a domain are the driver's own and mean what NVIDIA's driver means by them
+(ATTRIBUTES); the Kubernetes standard attributes live under resource.kubernetes.io. Ours, which NVIDIA's
+driver does not define or defines differently (its `partitionK` are Fabric Manager partitions), are
+qualified by the configured own domain (OWN_ATTRIBUTES, `own_domain` below: gpuDevicePlugin.ownDomain).
+docs/dra.md repeats both tables.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 
 from device_plugin.allocator import Allocator
 from device_plugin.core.gpu_models import model_facts
+from device_plugin.core.names import OWN_DOMAIN, own_name
 from device_plugin.dra.partitions import Partitions, compute_partitions
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.nvml.mig_profiles import profile_table
@@ -46,14 +50,17 @@ ATTRIBUTES = {
     STANDARD + "pciBusID": "PCI address, Kubernetes standard attribute",
     STANDARD + "pcieRoot": "PCIe root complex pci<domain>:<bus>, standard; only where the PCIe tree is known",
     STANDARD + "numaNode": "NUMA node of the GPU; only where the platform reports one",
-    "partition2": "greedy best pairs (ours); equal values = one of this node's best pairs",
-    "partition4": "greedy best 4-sets (ours)",
-    "partition8": "greedy best 8-sets (ours)",
-    "partition16": "greedy best 16-sets (ours)",
-    "nvlinkDomain": "GPU indices reachable over NVLink/NVSwitch, joined by '-' (ours)",
-    "nearestNIC": "RDMA device name (e.g. mlx5_0) of the NIC nearest this GPU; only where NICs are seen (ours)",
-    "nearestNICDistance": "PCIe distance to that NIC as nvidia-smi topo -m prints it: PIX|PXB|PHB|NODE|SYS (ours)",
-    "gpuDirectNIC": "true when that NIC is GPUDirect-close (PIX or PXB): RDMA skips host memory (ours)",
+}
+# Ours, under the own domain (`<ownDomain>/<name>`).
+OWN_ATTRIBUTES = {
+    "bestSet2": "greedy best pairs; equal values = one of this node's best pairs, numbered in listing order",
+    "bestSet4": "greedy best 4-sets",
+    "bestSet8": "greedy best 8-sets",
+    "bestSet16": "greedy best 16-sets",
+    "nvlinkDomain": "GPU indices reachable over NVLink/NVSwitch, joined by '-'",
+    "nearestNIC": "RDMA device name (e.g. mlx5_0) of the NIC nearest this GPU; only where NICs are seen",
+    "nearestNICDistance": "PCIe distance to that NIC as nvidia-smi topo -m prints it: PIX|PXB|PHB|NODE|SYS",
+    "gpuDirectNIC": "true when that NIC is GPUDirect-close (PIX or PXB): RDMA skips host memory",
 }
 CAPACITIES = {"memory": "GPU or MIG device memory"}
 MAX_ATTRIBUTES_AND_CAPACITIES = 32  # the API's per-device limit
@@ -87,16 +94,16 @@ def nvlink_domain_text(topology: Topology, gpu: int) -> str:
     return "-".join(str(g) for g in topology.nvlink_domain(gpu))
 
 
-def nic_attributes(topology: Topology, gpu: int) -> list[Attribute]:
+def nic_attributes(topology: Topology, gpu: int, domain: str = OWN_DOMAIN) -> list[Attribute]:
     """The GPU's nearest RDMA NIC and its PCIe distance; nothing on a node where no NIC is seen."""
     nearest = topology.nearest_nic(gpu)
     if nearest is None:
         return []
     level = topology.nic_level(gpu, nearest)
     return [
-        ("nearestNIC", "string", topology.nic_names[nearest]),
-        ("nearestNICDistance", "string", level.short_name),
-        ("gpuDirectNIC", "bool", level <= GPUDIRECT_CLOSE),
+        (own_name(domain, "nearestNIC"), "string", topology.nic_names[nearest]),
+        (own_name(domain, "nearestNICDistance"), "string", level.short_name),
+        (own_name(domain, "gpuDirectNIC"), "bool", level <= GPUDIRECT_CLOSE),
     ]
 
 
@@ -105,11 +112,12 @@ def build_devices(
     topology: Topology,
     *,
     exclude_uuids: Iterable[str] = (),
+    own_domain: str = OWN_DOMAIN,
 ) -> tuple[tuple[DraDevice, ...], Partitions]:
     """Every device of the node read afresh, minus `exclude_uuids` (left out of the partitions too)."""
     mig = discover(backend)
     inventory = NodeInventory(mig.gpus, mig, topology, Allocator(topology) if mig.gpus else None)
-    return inventory_devices(backend, inventory, exclude_uuids=exclude_uuids)
+    return inventory_devices(backend, inventory, exclude_uuids=exclude_uuids, own_domain=own_domain)
 
 
 def inventory_devices(
@@ -117,6 +125,7 @@ def inventory_devices(
     inventory: NodeInventory,
     *,
     exclude_uuids: Iterable[str] = (),
+    own_domain: str = OWN_DOMAIN,
 ) -> tuple[tuple[DraDevice, ...], Partitions]:
     """The inventory's devices, whole GPUs in partition order (over the inventory's own Allocator), then
     MIG devices by parent."""
@@ -135,13 +144,13 @@ def inventory_devices(
         gpu = gpus[index]
         attrs = [("type", "string", "gpu"), ("uuid", "string", gpu.uuid), *_gpu_attributes(backend, gpu, common)]
         attrs += [
-            (f"partition{k}", "int", g)
+            (own_name(own_domain, f"bestSet{k}"), "int", g)
             for k in sorted(partitions.groups)
             if (g := partitions.group_of(k, index)) is not None
         ]
         attrs += _pci_attributes(gpu, topology)
-        attrs.append(("nvlinkDomain", "string", nvlink_domain_text(topology, index)))
-        attrs += nic_attributes(topology, index)
+        attrs.append((own_name(own_domain, "nvlinkDomain"), "string", nvlink_domain_text(topology, index)))
+        attrs += nic_attributes(topology, index, own_domain)
         name = f"gpu-{backend.device_minor(index)}"
         devices.append(DraDevice(name, gpu.uuid, index, tuple(attrs), (("memory", quantity_mib(gpu.memory_mib)),)))
     for index in sorted(mig_gpus):

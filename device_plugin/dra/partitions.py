@@ -1,13 +1,13 @@
-"""Split a node's GPUs into best K-sets (`partitionK` attributes) and derive the device listing order.
+"""Split a node's GPUs into best K-sets (`<ownDomain>/bestSetK` attributes) and derive the device listing order.
 
 Boundary: pure, over an Allocator; no NVML, no Kubernetes objects. For each size K in PARTITION_SIZES
 that the node has at least K GPUs for, the groups are chosen greedily by the allocator's own objective:
 the best K-set of all eligible GPUs is group 0, the best K-set of the GPUs left is group 1, and so on.
-GPUs left over (fewer than K remain) get no `partitionK` value, so a claim that matches on it can never
+GPUs left over (fewer than K remain) get no `bestSetK` value, so a claim that matches on it can never
 take them together.
 
 The listing order matters because Kubernetes' structured allocator takes the first devices, in slice
-order, that satisfy a request. Ordering by (partition of the largest size, ..., partition2, index)
+order, that satisfy a request. Ordering by (group of the largest size, ..., pair, index)
 puts the members of a best 8-set together, within them the best 4-sets, within those the best pairs.
 Greedy groups of different sizes need not nest (a best 4-set may straddle two 8-sets on some 16-GPU
 layouts); then the larger size wins the order and the smaller groups are split, which is documented

@@ -131,4 +131,9 @@ def label_options(node: Node, config: Config) -> LabelOptions:
                 memory_mib=min(d.memory_mib for d in devices),
                 multiprocessors=min(d.multiprocessor_count for d in devices),
             )
-    return LabelOptions(mig_strategy=config.flags.mig_strategy, sharing=sharing, mig_resources=mig_resources)
+    return LabelOptions(
+        mig_strategy=config.flags.mig_strategy,
+        sharing=sharing,
+        mig_resources=mig_resources,
+        own_domain=config.daemon.own_domain,
+    )

@@ -10,7 +10,8 @@ nvidia.com/mig.{capable,strategy}, nvidia.com/cuda.driver-version.* and nvidia.c
 (plus GFD's deprecated cuda.driver.* / cuda.runtime.*, which selectors in the wild still use), and
 nvidia.com/gpu.clique on rack-scale NVLink nodes (GFD's value and rule: device_plugin/topology/fabric.py).
 GFD's "cuda.runtime" is the CUDA version the *driver* supports (nvmlSystemGetCudaDriverVersion).
-Our own topology labels: nvidia.com/gpu.nvlink, nvidia.com/gpu.nvlink-group-size, nvidia.com/gpu.numa-nodes.
+Our own topology labels (GFD has none of these) live under the configured own domain (LabelOptions.own_domain,
+default core/names.py OWN_DOMAIN), never under nvidia.com: OWN_LABELS names and explains them.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from device_plugin.config.safe_write import kubelet_owned_dirs, write_atomically
 from device_plugin.core.errors import PluginError
 from device_plugin.core.gpu_models import mig_capable, model_facts
 from device_plugin.core.mig_strategy import MigStrategy
-from device_plugin.core.names import GPU_CLIQUE_LABEL, GPU_RESOURCE
+from device_plugin.core.names import GPU_CLIQUE_LABEL, GPU_RESOURCE, OWN_DOMAIN, own_name
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo, SystemInfo
 from device_plugin.topology.build import build_topology
@@ -77,6 +78,7 @@ class LabelOptions:
     machine_type: str | None = None  # nvidia.com/gpu.machine (DMI product name), when known
     # MIG resource name (nvidia.com/mig-1g.10gb) -> its devices, for GFD's per-profile labels.
     mig_resources: Mapping[str, MigResourceLabelInput] = field(default_factory=dict)
+    own_domain: str = OWN_DOMAIN  # gpuDevicePlugin.ownDomain: the domain of OWN_LABELS
 
     def __post_init__(self) -> None:
         if self.mig_strategy not in MIG_STRATEGIES:
@@ -104,7 +106,7 @@ def compute_labels(
     labels["nvidia.com/mig.strategy"] = options.mig_strategy
     if options.machine_type:
         labels["nvidia.com/gpu.machine"] = options.machine_type.strip().replace(" ", "-")
-    labels.update(_topology_labels(topology))
+    labels.update(_topology_labels(topology, options.own_domain))
     labels.update(_clique_labels(topology))
     for resource, mig in options.mig_resources.items():  # GFD's keys: nvidia.com/mig-<profile>.<what>
         labels[f"{resource}.count"] = str(mig.count)
@@ -175,8 +177,9 @@ def _sharing_labels(options: LabelOptions) -> dict[str, str]:
     for resource, info in sharing.items():
         labels[f"{resource}.replicas"] = str(info.replicas)
         labels[f"{resource}.sharing-strategy"] = info.strategy
-        if info.replica_memory_mib is not None:
-            labels[f"{resource}.replica-memory"] = str(info.replica_memory_mib)
+        if info.replica_memory_mib is not None:  # ours (GFD has none): `<own domain>/gpu.shared.replica-memory`
+            short = resource.split("/", 1)[-1]
+            labels[own_name(options.own_domain, f"{short}.replica-memory")] = str(info.replica_memory_mib)
     return labels
 
 
@@ -197,24 +200,35 @@ def nvlink_kind(topology: Topology) -> str:
     return "pairs" if topology.largest_nvlink_group == 2 else "mesh"
 
 
-def _topology_labels(topology: Topology) -> dict[str, str]:
+# Our own labels (name under the own domain -> meaning); docs/observability.md lists them with the old names.
+OWN_LABELS = {
+    "nvlink-kind": "none | pairs | mesh | nvswitch: how the GPUs are NVLinked",
+    "nvlink-largest-group-gpus": "GPUs in the largest group joined by NVLink (1 without NVLink)",
+    "gpu-numa-node-count": "NUMA nodes that hold GPUs; absent where the platform reports none",
+    "rdma-nic-count": "RDMA NICs seen",
+    "gpudirect-close-gpu-fraction": "share of GPUs with a GPUDirect-close (PIX/PXB) NIC, e.g. 0.5; absent without NICs",
+    "<resource>.replica-memory": "MiB one time-sliced replica of nvidia.com/<resource> can count on; shared ones only",
+}
+
+
+def _topology_labels(topology: Topology, domain: str) -> dict[str, str]:
     labels = {
-        "nvidia.com/gpu.nvlink": nvlink_kind(topology),
-        "nvidia.com/gpu.nvlink-group-size": str(topology.largest_nvlink_group),
+        own_name(domain, "nvlink-kind"): nvlink_kind(topology),
+        own_name(domain, "nvlink-largest-group-gpus"): str(topology.largest_nvlink_group),
     }
     numa = {node for node in topology.numa_nodes if node is not None}
     if numa:  # unknown on platforms that do not report NUMA: omit rather than claim 0
-        labels["nvidia.com/gpu.numa-nodes"] = str(len(numa))
-    labels.update(_nic_labels(topology))
+        labels[own_name(domain, "gpu-numa-node-count")] = str(len(numa))
+    labels.update(_nic_labels(topology, domain))
     return labels
 
 
-def _nic_labels(topology: Topology) -> dict[str, str]:
+def _nic_labels(topology: Topology, domain: str) -> dict[str, str]:
     """RDMA NICs, and the share of GPUs with a GPUDirect-close one (PIX/PXB), as "0.5"; no share without NICs."""
-    labels = {"nvidia.com/gpu.nic-count": str(topology.nic_count)}
+    labels = {own_name(domain, "rdma-nic-count"): str(topology.nic_count)}
     if topology.nic_count and topology.gpu_count:
         close = sum(1 for gpu in range(topology.gpu_count) if topology.close_nics(gpu))
-        labels["nvidia.com/gpu.nic-close-fraction"] = f"{close / topology.gpu_count:.3g}"
+        labels[own_name(domain, "gpudirect-close-gpu-fraction")] = f"{close / topology.gpu_count:.3g}"
     return labels
 
 

@@ -49,6 +49,7 @@ ENV = {
     "DRA_DRIVER_NAME": f"{D}.driverName",
     "IMEX_CHANNEL_IDS": "imex.channelIDs",
     "IMEX_REQUIRED": "imex.required",
+    "OWN_DOMAIN": f"{D}.ownDomain",
 }
 CLI = {
     "--mig-strategy": "flags.migStrategy",
@@ -66,6 +67,7 @@ CLI = {
     "--dra-driver-name": f"{D}.driverName",
     "--imex-channel-ids": "imex.channelIDs",
     "--imex-required": "imex.required",
+    "--own-domain": f"{D}.ownDomain",
 }
 # What a hot reload does (README "Hot reload"); everything under `flags` and the sections re-serve.
 RELOAD = {
@@ -76,6 +78,7 @@ RELOAD = {
     f"{D}.logFormat": Reload.RESTART,
     f"{D}.health": Reload.RESTART,
     f"{D}.devicePluginDir": Reload.RESTART,
+    f"{D}.ownDomain": Reload.RESTART,
     f"{D}.nicHints": Reload.NEXT_RESERVE,
     f"{D}.mode": Reload.START_ONLY,
     f"{D}.driverName": Reload.START_ONLY,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from device_plugin.config.loader import load_config
+from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.node.composition import build_node
 from device_plugin.node.reporting import label_options
 from device_plugin.nvml.fake import FakeNvml
@@ -31,7 +32,8 @@ def test_time_slicing_labels_replicas_and_the_memory_each_can_count_on(tmp_path:
     assert labels["nvidia.com/gpu.replicas"] == "4"
     assert labels["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
     assert labels["nvidia.com/gpu.product"].endswith("-SHARED")
-    assert labels["nvidia.com/gpu.replica-memory"] == str(81559 // 4)
+    assert labels[f"{OWN_DOMAIN}/gpu.replica-memory"] == str(81559 // 4)
+    assert "nvidia.com/gpu.replica-memory" not in labels  # ours, not GFD's: never in NVIDIA's namespace
 
 
 def test_unshared_whole_gpus_get_no_mig_or_replica_memory_labels() -> None:

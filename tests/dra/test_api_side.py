@@ -9,14 +9,17 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import MaxRetryError
 
+from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.inventory import DraDevice, build_devices
 from device_plugin.dra.kube import ApiClaimReader, UnsupportedApiError, api_client, is_transient
 from device_plugin.dra.publisher import SlicePublisher
+from device_plugin.dra.slices import slice_name
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin
 
-DRIVER, NODE = "gpu.nvidia.com", "node-a"
+DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
+FIRST_SLICE = slice_name(NODE, DRIVER, 0)
 DGX1 = build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))[0]
 
 
@@ -96,17 +99,17 @@ def test_the_generation_is_bumped_on_every_change_and_nothing_is_written_without
 def test_stale_slices_of_ours_go_and_other_drivers_slices_stay(api: ApiStandin) -> None:
     p = publisher(api)
     p.reconcile(many(200))
-    foreign = dict(api.slices[f"{NODE}-gpu-nvidia-com-0"], metadata={"name": "nic-slice", "resourceVersion": "1"})
+    foreign = dict(api.slices[FIRST_SLICE], metadata={"name": "nic-slice", "resourceVersion": "1"})
     api.slices["nic-slice"] = {**foreign, "spec": {**foreign["spec"], "driver": "nic.example.com"}}
     restarted = publisher(api)  # an earlier run left 2 slices; this one has fewer devices
     assert restarted.reconcile(DGX1) == 2  # the generation continues above what the server holds
-    assert sorted(api.slices) == ["nic-slice", f"{NODE}-gpu-nvidia-com-0"]
+    assert sorted(api.slices) == ["nic-slice", FIRST_SLICE]
 
 
 def test_a_conflict_on_update_rereads_and_updates_again(api: ApiStandin) -> None:
     p = publisher(api)
     p.reconcile(DGX1)
-    api.race_next_put(f"{NODE}-gpu-nvidia-com-0")
+    api.race_next_put(FIRST_SLICE)
     api.requests.clear()
     assert p.reconcile(DGX1[2:]) == 2
     assert [m for m, _ in api.requests] == ["GET", "PUT", "GET", "PUT"]  # list, 409, re-read, update

@@ -7,6 +7,8 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 
+from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
+from device_plugin.core.names import OWN_DOMAIN
 from tests.deploy.render import render
 
 DRA_DIR = Path(__file__).resolve().parents[2] / "deploy" / "dra"
@@ -52,11 +54,11 @@ def test_the_daemonset_runs_dra_mode_with_the_kubelet_plugin_dirs_node_name_and_
     assert (subject["name"], subject["namespace"]) == (pod["serviceAccountName"], daemonset["metadata"]["namespace"])
 
 
-def test_the_partition4_claim_asks_for_four_gpus_sharing_one_partition4_value() -> None:
+def test_the_best_set_claim_asks_for_four_gpus_sharing_one_best_set4_value() -> None:
     (template,) = [o for o in OBJECTS if o["metadata"]["name"] == "four-best-connected-gpus"]
     devices = template["spec"]["spec"]["devices"]
     assert devices["requests"][0]["exactly"]["count"] == 4
-    assert devices["constraints"] == [{"requests": ["gpus"], "matchAttribute": "gpu.nvidia.com/partition4"}]
+    assert devices["constraints"] == [{"requests": ["gpus"], "matchAttribute": f"{OWN_DOMAIN}/bestSet4"}]
 
 
 def test_the_first_available_claim_falls_back_from_best_set_to_numa_node_to_any() -> None:
@@ -65,7 +67,7 @@ def test_the_first_available_claim_falls_back_from_best_set_to_numa_node_to_any(
     assert [s["name"] for s in devices["requests"][0]["firstAvailable"]] == ["best-4set", "one-numa-node", "any-4"]
     constrained = {c["requests"][0]: c["matchAttribute"] for c in devices["constraints"]}
     assert constrained == {
-        "gpus/best-4set": "gpu.nvidia.com/partition4",
+        "gpus/best-4set": f"{OWN_DOMAIN}/bestSet4",
         "gpus/one-numa-node": "resource.kubernetes.io/numaNode",
     }
 
@@ -80,3 +82,11 @@ def test_the_docs_show_the_shipped_claim_templates_verbatim(doc: str) -> None:
     blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", readme, flags=re.DOTALL)]
     shown = [b for b in blocks if isinstance(b, dict) and b.get("kind") == "ResourceClaimTemplate"]
     assert shown == [o for o in OBJECTS if o["kind"] == "ResourceClaimTemplate"]
+
+
+def test_the_device_class_selects_our_default_driver_name_not_nvidias() -> None:
+    (device_class,) = [o for o in OBJECTS if o["kind"] == "DeviceClass"]
+    assert device_class["metadata"]["name"] == DEFAULT_DRA_DRIVER_NAME
+    (selector,) = device_class["spec"]["selectors"]
+    assert f'device.driver == "{DEFAULT_DRA_DRIVER_NAME}"' in selector["cel"]["expression"]
+    assert "nvidia.com" not in selector["cel"]["expression"]

@@ -19,6 +19,7 @@ import pytest
 from device_plugin.config.health import HealthConfig
 from device_plugin.config.loader import load_config
 from device_plugin.config.model import Config
+from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra.inventory import STANDARD, build_devices
 from device_plugin.dra.kube import api_client
@@ -29,7 +30,7 @@ from device_plugin.topology.build import build_topology
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
-DRIVER, NODE = "gpu.nvidia.com", "node-a"
+DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
 FAST = HealthConfig(quiet_period_s=0.2, probe_interval_s=0.02, event_wait_s=0.05, retry_initial_s=0.02, retry_max_s=0.1)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.checkpoint import Checkpoint
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.dra.inventory import build_devices
@@ -19,7 +20,7 @@ from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
-DRIVER, NODE = "gpu.nvidia.com", "node-a"
+DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
 DGX1 = {d.name: d.uuid for d in build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))[0]}
 
 

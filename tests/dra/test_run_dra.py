@@ -19,10 +19,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
-DRIVER, NODE = "gpu.nvidia.com", "node-a"
+DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
 
 
 def kubeconfig(path: Path, server: str) -> Path:

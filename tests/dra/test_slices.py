@@ -1,4 +1,4 @@
-"""ResourceSlices of every shipped machine: partitions by the allocator's objective, limits, API validity."""
+"""ResourceSlices of every shipped machine: best sets by the allocator's objective, limits, API validity."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ import kubernetes_validate
 import pytest
 
 from device_plugin.cli import main
-from device_plugin.dra.inventory import MAX_ATTRIBUTES_AND_CAPACITIES, STANDARD, DraDevice, build_devices, semver
+from device_plugin.core.names import OWN_DOMAIN as OWN
+from device_plugin.dra.inventory import (
+    MAX_ATTRIBUTES_AND_CAPACITIES,
+    OWN_ATTRIBUTES,
+    STANDARD,
+    DraDevice,
+    build_devices,
+    semver,
+)
 from device_plugin.dra.slices import MAX_DEVICES_PER_SLICE, build_slices
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
@@ -31,7 +39,7 @@ def attrs(device: DraDevice) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("machine", MACHINES, ids=MACHINES)
-def test_each_partition4_group_is_an_optimal_4set_of_what_earlier_groups_left(machine: str) -> None:
+def test_each_best_set4_group_is_an_optimal_4set_of_what_earlier_groups_left(machine: str) -> None:
     devices, partitions = devices_of(machine)
     whole = sorted(d.gpu_index for d in devices if attrs(d)["type"] == "gpu")
     brute = BruteForce(topology_of(machine))
@@ -51,14 +59,14 @@ def test_each_partition4_group_is_an_optimal_4set_of_what_earlier_groups_left(ma
 
 
 @pytest.mark.parametrize("machine", MACHINES, ids=MACHINES)
-def test_partition_attributes_are_disjoint_groups_of_exactly_k_and_only_sizes_the_node_has(machine: str) -> None:
+def test_best_set_attributes_are_disjoint_groups_of_exactly_k_and_only_sizes_the_node_has(machine: str) -> None:
     devices, _ = devices_of(machine)
     gpus = [d for d in devices if attrs(d)["type"] == "gpu"]
     for k in (2, 4, 8, 16):
         by_value: dict[object, list[str]] = {}
         for d in gpus:
-            if f"partition{k}" in attrs(d):
-                by_value.setdefault(attrs(d)[f"partition{k}"], []).append(d.name)
+            if f"{OWN}/bestSet{k}" in attrs(d):
+                by_value.setdefault(attrs(d)[f"{OWN}/bestSet{k}"], []).append(d.name)
         assert all(len(members) == k for members in by_value.values())
         assert len(by_value) == len(gpus) // k  # every full group published, no more
         assert sorted(by_value) == list(range(len(by_value)))
@@ -215,14 +223,33 @@ def test_each_gpu_names_its_nearest_nic_and_whether_gpudirect_reaches_it(machine
     devices, _ = devices_of(machine)
     close_count, distinct = NIC_CASES[machine]
     gpus = [attrs(d) for d in devices if attrs(d)["type"] == "gpu"]
-    assert sum(bool(a["gpuDirectNIC"]) for a in gpus) == close_count
-    assert len({a["nearestNIC"] for a in gpus}) == distinct
+    assert sum(bool(a[f"{OWN}/gpuDirectNIC"]) for a in gpus) == close_count
+    assert len({a[f"{OWN}/nearestNIC"] for a in gpus}) == distinct
     for a in gpus:  # the published distance is the topology's, in nvidia-smi's words
-        nic = topology.nic_names.index(str(a["nearestNIC"]))
-        assert a["nearestNICDistance"] == topology.nic_level(int(str(a["index"])), nic).short_name
+        nic = topology.nic_names.index(str(a[f"{OWN}/nearestNIC"]))
+        assert a[f"{OWN}/nearestNICDistance"] == topology.nic_level(int(str(a["index"])), nic).short_name
 
 
 @pytest.mark.parametrize("machine", ["workstation-4gpu", "single-gpu"], ids=["workstation", "single-gpu"])
 def test_a_node_without_rdma_nics_publishes_no_nic_attributes(machine: str) -> None:
     devices, _ = devices_of(machine)
-    assert all(not {"nearestNIC", "nearestNICDistance", "gpuDirectNIC"} & set(attrs(d)) for d in devices)
+    named = {name.rsplit("/", 1)[-1] for d in devices for name in attrs(d)}
+    assert not {"nearestNIC", "nearestNICDistance", "gpuDirectNIC"} & named
+    assert f"{OWN}/nvlinkDomain" in attrs(devices[0])  # our attributes are there, only the NIC ones are not
+
+
+def test_our_own_attributes_follow_the_configured_domain() -> None:
+    fake = FakeNvml.from_machine("dgx1-v100")
+    devices, _ = build_devices(fake, topology_of("dgx1-v100"), own_domain="gpus.example.org")
+    names = {name for d in devices for name in attrs(d)}
+    ours = {name.split("/", 1)[1] for name in names if name.startswith("gpus.example.org/")}
+    assert ours == set(OWN_ATTRIBUTES) - {"bestSet16"}  # 8 GPUs: no 16-set; NICs: the NIC attributes
+    assert not any(name.startswith(f"{OWN}/") for name in names)
+
+
+def test_dra_slices_command_takes_the_domain_from_the_config(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("version: v1\ngpuDevicePlugin: {ownDomain: gpus.example.org}\n")
+    assert main(["dra", "slices", "--machine", "hgx-h100", "--config", str(config), "--json"]) == 0
+    (obj,) = json.loads(capsys.readouterr().out)
+    assert obj["spec"]["devices"][0]["attributes"]["gpus.example.org/bestSet4"] == {"int": 0}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
+from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.labels import compute_labels
 from device_plugin.observability.metrics import PREFIX, PluginMetrics
@@ -26,8 +27,8 @@ LABELS = {
 def test_nic_labels(machine: str) -> None:
     labels = compute_labels(FakeNvml.from_machine(machine))
     count, fraction = LABELS[machine]
-    assert labels["nvidia.com/gpu.nic-count"] == count
-    assert labels.get("nvidia.com/gpu.nic-close-fraction") == fraction
+    assert labels[f"{OWN_DOMAIN}/rdma-nic-count"] == count
+    assert labels.get(f"{OWN_DOMAIN}/gpudirect-close-gpu-fraction") == fraction
 
 
 DISTANCES = [

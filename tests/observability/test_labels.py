@@ -10,10 +10,12 @@ import pytest
 
 from device_plugin.cli import main
 from device_plugin.core.gpu_models import model_facts
+from device_plugin.core.names import OWN_DOMAIN as OWN
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.machine_description import parse_machine_description
 from device_plugin.observability.labels import (
+    OWN_LABELS,
     FeaturesFileWriter,
     LabelOptions,
     SharingLabelInput,
@@ -71,8 +73,9 @@ TOPOLOGY = {
 @pytest.mark.parametrize("machine", sorted(TOPOLOGY))
 def test_topology_labels(machine: str) -> None:
     labels = compute_labels(FakeNvml.from_machine(machine))
-    keys = ("gpu.nvlink", "gpu.nvlink-group-size", "gpu.numa-nodes", "gpu.family", "mig.capable")
-    assert tuple(labels[f"nvidia.com/{k}"] for k in keys) == TOPOLOGY[machine]
+    keys = (f"{OWN}/nvlink-kind", f"{OWN}/nvlink-largest-group-gpus", f"{OWN}/gpu-numa-node-count")
+    keys += ("nvidia.com/gpu.family", "nvidia.com/mig.capable")
+    assert tuple(labels[k] for k in keys) == TOPOLOGY[machine]
 
 
 def test_topology_table_covers_every_shipped_machine() -> None:
@@ -158,12 +161,12 @@ def test_bad_options_are_rejected(make: object) -> None:
 def test_writer_writes_then_leaves_an_unchanged_file_alone(tmp_path: Path) -> None:
     path = tmp_path / "features.d" / "gpu-device-plugin"
     writer = FeaturesFileWriter(path)
-    labels = {"nvidia.com/gpu.count": "8", "nvidia.com/gpu.nvlink": "mesh"}
+    labels = {"nvidia.com/gpu.count": "8", f"{OWN}/nvlink-kind": "mesh"}
     assert writer.write(labels) is True
     inode = path.stat().st_ino
     assert writer.write(dict(reversed(labels.items()))) is False  # same labels, any order
     assert path.stat().st_ino == inode
-    assert path.read_text() == "nvidia.com/gpu.count=8\nnvidia.com/gpu.nvlink=mesh\n"
+    assert path.read_text() == f"{OWN}/nvlink-kind=mesh\nnvidia.com/gpu.count=8\n"
     assert oct(path.stat().st_mode & 0o777) == "0o644"
 
 
@@ -238,11 +241,19 @@ NVLINK_EDGES = {
 @pytest.mark.parametrize(("fake", "expected"), NVLINK_EDGES.values(), ids=NVLINK_EDGES.keys())
 def test_nvlink_labels_at_the_edges(fake: FakeNvml, expected: tuple[str, str]) -> None:
     labels = compute_labels(fake)
-    assert (labels["nvidia.com/gpu.nvlink"], labels["nvidia.com/gpu.nvlink-group-size"]) == expected
+    assert (labels[f"{OWN}/nvlink-kind"], labels[f"{OWN}/nvlink-largest-group-gpus"]) == expected
 
 
 def test_labels_read_the_topology_they_are_given() -> None:
     fake = FakeNvml.from_machine("dgx1-v100")
     assert compute_labels(fake, topology=build_topology(fake)) == compute_labels(fake)
     other = build_topology(FakeNvml.from_machine("hgx-h100"))  # 8 GPUs too, on an NVSwitch
-    assert compute_labels(fake, topology=other)["nvidia.com/gpu.nvlink"] == "nvswitch"
+    assert compute_labels(fake, topology=other)[f"{OWN}/nvlink-kind"] == "nvswitch"
+
+
+def test_our_topology_labels_follow_the_configured_domain_and_none_sits_under_nvidia() -> None:
+    labels = compute_labels(FakeNvml.from_machine("dgx1-v100"), LabelOptions(own_domain="gpus.example.org"))
+    ours = {key.split("/", 1)[1] for key in labels if key.startswith("gpus.example.org/")}
+    assert ours == set(OWN_LABELS) - {"<resource>.replica-memory"}  # NICs, NUMA nodes, nothing shared
+    assert not any(key.startswith(f"{OWN}/") for key in labels)
+    assert not any(key.split("/", 1)[1] in OWN_LABELS for key in labels if key.startswith("nvidia.com/"))

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
+from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.slices import build_slices
 from device_plugin.nvml.fake import FakeNvml
@@ -42,7 +44,7 @@ def test_the_check_passes_on_a_simulated_node(
 def _slices(machine: str) -> tuple[FakeNvml, list[dict[str, Any]]]:
     backend = FakeNvml.from_machine(machine)
     devices, _ = build_devices(backend, build_topology(backend))
-    return backend, build_slices(devices, node_name="n", driver_name="gpu.nvidia.com", generation=1)
+    return backend, build_slices(devices, node_name="n", driver_name=DEFAULT_DRA_DRIVER_NAME, generation=1)
 
 
 def _drop_first_device(slices: list[dict[str, Any]]) -> None:
@@ -54,7 +56,7 @@ def _duplicate_first_device(slices: list[dict[str, Any]]) -> None:
 
 
 def _break_a_partition(slices: list[dict[str, Any]]) -> None:
-    slices[0]["spec"]["devices"][0]["attributes"]["partition2"] = {"int": 99}
+    slices[0]["spec"]["devices"][0]["attributes"][f"{OWN_DOMAIN}/bestSet2"] = {"int": 99}
 
 
 def _too_many_attributes(slices: list[dict[str, Any]]) -> None:
@@ -66,7 +68,7 @@ def _too_many_attributes(slices: list[dict[str, Any]]) -> None:
     [
         (_drop_first_device, "not published as gpu-"),
         (_duplicate_first_device, "published 2 times"),
-        (_break_a_partition, "partition2=99 has 1 GPUs"),
+        (_break_a_partition, f"{OWN_DOMAIN}/bestSet2=99 has 1 GPUs"),
         (_too_many_attributes, "attributes and capacities (limit 32)"),
     ],
     ids=["a-gpu-missing", "a-device-twice", "a-partition-of-the-wrong-size", "over-the-attribute-limit"],

@@ -19,6 +19,7 @@ import grpc
 from api import dra_v1_pb2, dra_v1_pb2_grpc
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
+from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.checkpoint import Checkpoint
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.dra.inventory import build_devices
@@ -26,7 +27,7 @@ from device_plugin.dra.prepare import Preparer
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 
-DRIVER, NODE = "gpu.nvidia.com", "node-a"
+DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
 
 
 @cache
