@@ -36,8 +36,8 @@ from _common import percentile, table
 from device_plugin.allocator import Allocator
 from device_plugin.config.model import Config
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
-from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.core.devices import Health
+from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.kube import api_client

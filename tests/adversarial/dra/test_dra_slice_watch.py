@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.config.loader import load_config
+from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.kube import api_client
@@ -32,7 +33,7 @@ from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
-DRIVER, NODE = "gpu.nvidia.com", "node-a"
+DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
 DGX1 = build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))[0]
 
 

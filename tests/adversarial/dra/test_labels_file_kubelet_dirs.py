@@ -18,10 +18,11 @@ import pytest
 from device_plugin.cli import main
 from device_plugin.config.file_reload import ConfigFileReload
 from device_plugin.config.loader import ConfigSources, load_config
+from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.core.errors import ConfigError
 from device_plugin.node.reporting import labels_writer
 
-DRIVER = "gpu.nvidia.com"
+DRIVER = DEFAULT_DRA_DRIVER_NAME
 FIELD = "gpuDevicePlugin.labelsFile"
 
 
