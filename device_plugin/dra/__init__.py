@@ -9,8 +9,9 @@ Modules, one job each:
   & co.; the sockets served and kept through device_plugin.serving).
 - claim_body, claim_locks, device_holders, offload: what Prepare relies on (a claim body read
   defensively, per-claim locks and epochs, which claim holds which device, the worker pools).
-- kube, publisher: the API-server side through the `kubernetes` client (version discovery, the
-  ResourceClaim reader, the ResourceSlice publisher with its retry thread).
+- kube, publisher, slice_store, slice_watch: the API-server side through the `kubernetes` client (version
+  discovery, the ResourceClaim reader, the ResourceSlice publisher with its retry thread, its HTTP calls
+  that touch only our slices, and the watch that notices when others change them).
 - front_end: the DRA front-end of the node runtime (device_plugin/node/runtime.py), which `run --mode dra`
   serves; the runtime shares its health watch, rescans, config reloads, metrics, probes and node labels
   with the device-plugin mode.

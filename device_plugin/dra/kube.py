@@ -10,6 +10,7 @@ Nodes are read with CoreV1Api (we only need the UID, for the slices' owner refer
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,9 +20,13 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from device_plugin.core.errors import PluginError
+from device_plugin.core.short_text import short
 from device_plugin.dra.slices import API_VERSIONS, GROUP
 
 REQUEST_TIMEOUT_S = 5.0
+MAX_NAMESPACE_CHARS, MAX_NAME_CHARS = 63, 253
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 KEPT_CONNECTIONS = 24
 
 
@@ -81,6 +86,15 @@ def node_uid(client: k8s.ApiClient, node_name: str) -> str:
     return str(node.metadata.uid)
 
 
+def check_claim_name(namespace: str, name: str) -> None:
+    """ValueError (short) unless `namespace` is a DNS label and `name` a DNS subdomain, as the API server
+    requires: a name from the kubelet's request goes into a URL only when an object can have it."""
+    if len(namespace) > MAX_NAMESPACE_CHARS or not _DNS_LABEL.fullmatch(namespace):
+        raise ValueError(f"namespace {short(namespace)} is not a valid namespace name (a DNS label)")
+    if len(name) > MAX_NAME_CHARS or not _DNS_SUBDOMAIN.fullmatch(name):
+        raise ValueError(f"name {short(name)} is not a valid object name (a DNS subdomain of at most 253 characters)")
+
+
 class ApiClaimReader:
     """The Preparer's ClaimReader: GET the ResourceClaim in the discovered resource.k8s.io version."""
 
@@ -89,6 +103,8 @@ class ApiClaimReader:
         self._version = api_version
 
     def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The claim, or None when it does not exist. ValueError: a name no claim can have (not sent)."""
+        check_claim_name(namespace, name)
         try:
             obj = self._objects.get_namespaced_custom_object(
                 GROUP, self._version, namespace, "resourceclaims", name, _request_timeout=REQUEST_TIMEOUT_S
