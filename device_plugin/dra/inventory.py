@@ -61,6 +61,8 @@ OWN_ATTRIBUTES = {
     "nearestNIC": "RDMA device name (e.g. mlx5_0) of the NIC nearest this GPU; only where NICs are seen",
     "nearestNICDistance": "PCIe distance to that NIC as nvidia-smi topo -m prints it: PIX|PXB|PHB|NODE|SYS",
     "gpuDirectNIC": "true when that NIC is GPUDirect-close (PIX or PXB): RDMA skips host memory",
+    "clique": "NVLink clique <clusterUUID>.<cliqueID> the GPU is registered in (nvidia.com/gpu.clique's form); "
+    "only where the fabric registration completed",
 }
 CAPACITIES = {"memory": "GPU or MIG device memory"}
 MAX_ATTRIBUTES_AND_CAPACITIES = 32  # the API's per-device limit
@@ -107,6 +109,12 @@ def nic_attributes(topology: Topology, gpu: int, domain: str = OWN_DOMAIN) -> li
     ]
 
 
+def clique_attributes(topology: Topology, gpu: int, domain: str = OWN_DOMAIN) -> list[Attribute]:
+    """The GPU's own NVLink clique (rack-scale NVLink systems); nothing unless its registration is attached."""
+    clique = topology.gpu_clique(gpu)
+    return [] if clique is None else [(own_name(domain, "clique"), "string", clique)]
+
+
 def build_devices(
     backend: NvmlBackend,
     topology: Topology,
@@ -151,6 +159,7 @@ def inventory_devices(
         attrs += _pci_attributes(gpu, topology)
         attrs.append((own_name(own_domain, "nvlinkDomain"), "string", nvlink_domain_text(topology, index)))
         attrs += nic_attributes(topology, index, own_domain)
+        attrs += clique_attributes(topology, index, own_domain)
         name = f"gpu-{backend.device_minor(index)}"
         devices.append(DraDevice(name, gpu.uuid, index, tuple(attrs), (("memory", quantity_mib(gpu.memory_mib)),)))
     for index in sorted(mig_gpus):
