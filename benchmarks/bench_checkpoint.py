@@ -1,8 +1,9 @@
 """The DRA checkpoint's figures (prints them, never fails). Issue 18 item 5; its baselines are the
 single-file checkpoint that rewrote every claim on every change.
 
-(a) put p50/p99 with 0, 1,000 and 10,000 claims already checkpointed (Checkpoint.put on a real folder,
-    each put fsynced). Baseline: 19 / 98 / 1,200 ms. Target: flat (O(1) per change).
+(a) put and remove p50/p99 with 0, 1,000 and 10,000 claims already checkpointed (Checkpoint.put on a
+    real folder, each change fsynced), and the time a restart takes to read them back. Baseline (put):
+    19 / 98 / 1,200 ms. Target: flat (O(1) per change).
 (b) One NodePrepareResources of 1,000 claims through the running driver (the node runtime in mode dra on
     dgx1-v100, the DRA kubelet stand-in over gRPC, claims read from the API stand-in by the real
     `kubernetes` client). Baseline: 66 s. Target: < 2 s.
@@ -11,10 +12,13 @@ single-file checkpoint that rewrote every claim on every change.
 (d) One-claim NodePrepareResources p50/p99, serial, with an empty checkpoint and with 10,000 claims
     checkpointed before the driver starts. Target: independent of the count (p99 at 10,000 within 1.5x
     + 2 ms of empty).
+(e) One NodeUnprepareResources of 40 claims with 20,000 claims checkpointed before start. Baseline: it
+    missed the kubelet's 30 s deadline.
 
-Every claim result carries adminAccess, so many claims may name one of the machine's 8 GPUs.
-Run: .venv/bin/python benchmarks/bench_checkpoint.py [--parts abcd] [--entries 0,1000,10000]
-     [--puts N] [--claims N] [--concurrent N] [--prefill N] [--rounds N]
+Every claim result (and every claim checkpointed beforehand) carries adminAccess, so many claims may
+name one of the machine's 8 GPUs without the driver's exclusivity check refusing them.
+Run: .venv/bin/python benchmarks/bench_checkpoint.py [--parts abcde] [--entries 0,1000,10000]
+     [--puts N] [--claims N] [--concurrent N] [--prefill N] [--rounds N] [--unprepare-prefill N]
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ CALL_TIMEOUT_S = 300.0  # a figure, however bad, is printed rather than cut off 
 
 
 def prepared(i: int) -> PreparedClaim:
-    device = PreparedDevice(("gpus",), NODE, f"gpu-{i % 8}", (f"nvidia.com/gpu=GPU-{i:032x}",))
+    device = PreparedDevice(("gpus",), NODE, f"gpu-{i % 8}", (f"nvidia.com/gpu=GPU-{i:032x}",), admin_access=True)
     return PreparedClaim("ns", f"c{i}", (device,))
 
 
@@ -64,12 +68,28 @@ def bench_put(entries: list[int], puts: int) -> list[list[str]]:
         try:
             checkpoint = Checkpoint(root / "checkpoint.json")
             checkpoint.put_many({f"fill-{i}": prepared(i) for i in range(count)})
-            samples = []
+            samples, removals = [], []
             for i in range(puts):
                 started = time.perf_counter()
                 checkpoint.put(f"new-{i}", prepared(i))
                 samples.append((time.perf_counter() - started) * 1000)
-            rows.append([str(count), f"{percentile(samples, 50):.2f}", f"{percentile(samples, 99):.2f}"])
+            for i in range(puts):
+                started = time.perf_counter()
+                checkpoint.remove(f"new-{i}")
+                removals.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            Checkpoint(root / "checkpoint.json")  # what a restart reads
+            load_s = time.perf_counter() - started
+            rows.append(
+                [
+                    str(count),
+                    f"{percentile(samples, 50):.2f}",
+                    f"{percentile(samples, 99):.2f}",
+                    f"{percentile(removals, 50):.2f}",
+                    f"{percentile(removals, 99):.2f}",
+                    f"{load_s:.2f}",
+                ]
+            )
         finally:
             shutil.rmtree(root, ignore_errors=True)
     return rows
@@ -216,21 +236,38 @@ def bench_independent(prefill: int, rounds: int) -> list[list[str]]:
     return rows
 
 
+def bench_unprepare(prefill: int, count: int) -> list[str]:
+    with running(count, prefill) as node, grpc.insecure_channel(f"unix:{node.endpoint}") as channel:
+        stub = dra_v1_pb2_grpc.DRAPluginStub(channel)
+        prepared_errors = errors_of(
+            stub.NodePrepareResources(dra_v1_pb2.NodePrepareResourcesRequest(claims=node.refs), timeout=CALL_TIMEOUT_S)
+        )
+        started = time.perf_counter()
+        response = stub.NodeUnprepareResources(
+            dra_v1_pb2.NodeUnprepareResourcesRequest(claims=node.refs), timeout=CALL_TIMEOUT_S
+        )
+        took = time.perf_counter() - started
+    errors = prepared_errors + sum(1 for entry in response.claims.values() if entry.error)
+    return [str(prefill), str(count), f"{took * 1000:.0f}", str(errors), target_line("< 30 s", took < 30)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="abcd", help="which parts to run, e.g. ab (default abcd)")
+    parser.add_argument("--parts", default="abcde", help="which parts to run, e.g. ab (default abcde)")
     parser.add_argument("--entries", default="0,1000,10000", help="(a) claims checkpointed before the puts")
     parser.add_argument("--puts", type=int, default=200, help="(a) puts timed per size")
     parser.add_argument("--claims", type=int, default=1000, help="(b) claims in the one request")
     parser.add_argument("--concurrent", type=int, default=1000, help="(c) one-claim requests at once")
     parser.add_argument("--prefill", type=int, default=10000, help="(d) claims checkpointed before start")
     parser.add_argument("--rounds", type=int, default=200, help="(d) serial prepares per checkpoint size")
+    parser.add_argument("--unprepare-prefill", type=int, default=20000, help="(e) claims checkpointed before start")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     if "a" in args.parts:
         entries = [int(n) for n in args.entries.split(",")]
         print(f"(a) Checkpoint.put, {args.puts} puts per size (baseline 19 / 98 / 1,200 ms at 0 / 1k / 10k)")
-        print(table(["checkpointed", "p50 ms", "p99 ms"], bench_put(entries, args.puts)))
+        headers = ["checkpointed", "put p50 ms", "put p99 ms", "remove p50 ms", "remove p99 ms", "load at start s"]
+        print(table(headers, bench_put(entries, args.puts)))
     if "b" in args.parts:
         print(f"\n(b) one NodePrepareResources of {args.claims} claims ({MACHINE}; baseline 66 s)")
         print(table(["claims", "seconds", "claim errors", "target"], [bench_one_request(args.claims)]))
@@ -246,6 +283,11 @@ def main() -> None:
                 bench_independent(args.prefill, args.rounds),
             )
         )
+
+    if "e" in args.parts:
+        print(f"\n(e) one NodeUnprepareResources of 40 claims, {args.unprepare_prefill} claims checkpointed")
+        headers = ["checkpointed", "claims", "ms", "claim errors", "target (the kubelet's deadline)"]
+        print(table(headers, [bench_unprepare(args.unprepare_prefill, 40)]))
 
 
 if __name__ == "__main__":
