@@ -70,17 +70,18 @@ def replace_files(
 
 
 def remove_files(folder: ClaimsFolder, group: GroupSync, names: list[str], removed: Callable[[str], None]) -> None:
-    """Unlink `names` (`removed(name)` for each that was there), then sync; the first error is raised
-    after every unlink was tried and the folder synced (what was removed stays removed)."""
+    """Unlink `names` (`removed(name)` for each that is gone now, also one someone else removed), then
+    sync; the first error is raised after every unlink was tried and the folder synced (what was removed
+    stays removed)."""
     first: OSError | None = None
     gone = False
     for name in names:
         try:
-            if folder.remove(name):
-                removed(name)
-                gone = True
+            gone = folder.remove(name) or gone
         except OSError as error:
             first = first or error
+        else:
+            removed(name)
     if gone:
         group.sync()
     if first is not None:

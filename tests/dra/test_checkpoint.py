@@ -133,12 +133,19 @@ def test_a_failed_delete_forgets_only_the_claims_whose_files_are_gone(
     assert checkpoint.uids() == ("b",) == Checkpoint(tmp_path / "checkpoint.json").uids()
 
 
+def test_a_claim_whose_file_someone_removed_is_forgotten_by_its_delete(tmp_path: Path) -> None:
+    checkpoint = Checkpoint(tmp_path / "checkpoint.json")
+    checkpoint.put_many({"a": claim(1), "b": claim(2)})
+    (tmp_path / "claims" / "a.json").unlink()
+    assert checkpoint.delete_many(["a"]) == {"a"} and checkpoint.uids() == ("b",)
+
+
 def test_concurrent_puts_share_directory_fsyncs(tmp_path: Path) -> None:
     checkpoint = Checkpoint(tmp_path / "checkpoint.json")
     real_sync = checkpoint.folder.sync
 
     def slow_sync() -> None:  # a slow disk: the puts that arrive meanwhile must wait for one more, not one each
-        time.sleep(0.05)
+        time.sleep(0.2)
         real_sync()
 
     checkpoint._group._sync = slow_sync  # type: ignore[method-assign]
