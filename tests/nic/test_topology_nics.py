@@ -170,6 +170,7 @@ class _GpusOnly:
         self.gpus = fake.gpus
         self.nvlinks = fake.nvlinks
         self.pcie_level = fake.pcie_level
+        self.fabric_info = fake.fabric_info  # NvmlBackend: every GPU's fabric registration (none here)
 
 
 def test_a_backend_without_nic_support_yields_no_nics() -> None:
