@@ -60,6 +60,8 @@ class Setting:
     section_env: tuple[str, ...] = ()  # env vars the section's own parser reads (health: DP_*)
     # NVIDIA's fields accepted so a ConfigMap loads: which values have no effect here (config/not_applied.py)
     not_applied: Callable[[Any], bool] | None = None
+    # NVIDIA's other names for the same variable, read when `env` is not set (first set one wins)
+    env_aliases: tuple[str, ...] = ()
 
 
 def setting(
@@ -74,9 +76,10 @@ def setting(
     empty_means_off: bool = False,
     section_env: tuple[str, ...] = (),
     not_applied: Callable[[Any], bool] | None = None,
+    env_aliases: tuple[str, ...] = (),
 ) -> Any:
     """A dataclass field carrying its declaration (typed Any so the attribute keeps its own type)."""
-    metadata = {SETTING: Setting(key, kind, reload, env, cli, empty_means_off, section_env, not_applied)}
+    metadata = {SETTING: Setting(key, kind, reload, env, cli, empty_means_off, section_env, not_applied, env_aliases)}
     if default_factory is not None:
         return field(default_factory=default_factory, metadata=metadata)
     return field(default=default, metadata=metadata)

@@ -71,6 +71,7 @@ class PluginFlags:
         default="/usr/bin/nvidia-ctk",
         reload=RESERVE,
         env="NVIDIA_CTK_PATH",
+        env_aliases=("NVIDIA_CDI_HOOK_PATH",),  # NVIDIA's newer name for it
         not_applied=lambda value: value != "/usr/bin/nvidia-ctk",  # for CDI specs, which we do not write
     )
     container_driver_root: str = setting(
@@ -79,6 +80,7 @@ class PluginFlags:
         default="/driver-root",
         reload=RESERVE,
         env="CONTAINER_DRIVER_ROOT",
+        env_aliases=("DRIVER_ROOT_CTR_PATH",),  # NVIDIA's newer name for it
         not_applied=lambda value: value != "/driver-root",  # NVML is loaded from the image's library path
     )
     shared_devices_allocation_policy: str = setting(
@@ -138,7 +140,13 @@ class Flags:
     )
     # GFD's: true publishes a NodeFeature object; the labels here always go to a features.d file (labelsFile).
     use_node_feature_api: bool | None = setting(
-        "useNodeFeatureAPI", BOOL, default=None, reload=RESERVE, not_applied=lambda value: value is True
+        "useNodeFeatureAPI",
+        BOOL,
+        default=None,
+        reload=RESERVE,
+        env="USE_NODE_FEATURE_API",
+        env_aliases=("GFD_USE_NODE_FEATURE_API",),  # gpu-feature-discovery's
+        not_applied=lambda value: value is True,
     )
     # Discovery is always NVML here: auto and nvml mean that; tegra (CSV files on Jetson) is not done.
     device_discovery_strategy: str = setting(

@@ -22,7 +22,7 @@ from device_plugin.config.merge import from_text, put
 from device_plugin.config.model import (
     CLI_SETTINGS,
     EMPTY_MEANS_OFF_ENV,
-    ENV_FIELDS,
+    ENV_NAMES,
     FIELDS,
     Config,
     parse_config,
@@ -84,16 +84,11 @@ def load_config(
     """Merge file, env and CLI (keys of `cli` are dotted field paths, values their text)."""
     raw = load_config_file(config_file) if config_file is not None else {}
     sources = [f"file {config_file}"] if config_file is not None else []
-    env_set = [
-        (name, text)
-        for name, text in sorted((env or {}).items())
-        if name in ENV_FIELDS and (text != "" or name in EMPTY_MEANS_OFF_ENV)
-    ]
-    for name, text in env_set:
-        path = ENV_FIELDS[name]
+    env_set = sorted(_from_env(env or {}))
+    for name, path, text in env_set:
         put(raw, path, from_text(FIELDS, path, text, origin=f"env {name}"))
     if env_set:
-        sources.append("env " + ",".join(name for name, _ in env_set))
+        sources.append("env " + ",".join(name for name, _, _ in env_set))
     cli_set = [(path, text) for path, text in sorted((cli or {}).items()) if text is not None]
     for path, text in cli_set:
         put(raw, path, from_text(FIELDS, path, text, origin="command line"))
@@ -102,6 +97,19 @@ def load_config(
     config = parse_config(raw, sources=tuple(sources), env=env)
     check_labels_file(config.daemon.labels_file, config.daemon.device_plugin_dir)
     return config
+
+
+def _from_env(env: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """(variable, field path, text) for each field set in `env`: the first of its names that is set. Set but
+    empty counts as unset, except where empty means "off" (METRICS_ADDRESS, LABELS_FILE)."""
+    found = []
+    for path, names in ENV_NAMES.items():
+        for name in names:
+            text = env.get(name)
+            if text is not None and (text != "" or names[0] in EMPTY_MEANS_OFF_ENV):
+                found.append((name, path, text))
+                break
+    return found
 
 
 def check_labels_file(labels_file: str, device_plugin_dir: Path) -> None:

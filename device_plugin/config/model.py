@@ -213,6 +213,10 @@ ALLOCATION_POLICY_PATH = "flags.plugin.sharedDevicesAllocationPolicy"
 # Every leaf key by dotted path. Sections (mappings of keys) are the prefixes that appear here.
 FIELDS: dict[str, Field] = {d.path: d.setting.kind for d in SETTINGS}
 ENV_FIELDS: dict[str, str] = {d.setting.env: d.path for d in SETTINGS if d.setting.env}
+# Every name a field is read from, in the order they are tried: ours (NVIDIA's main name), then its aliases.
+ENV_NAMES: dict[str, tuple[str, ...]] = {
+    d.path: (d.setting.env, *d.setting.env_aliases) for d in SETTINGS if d.setting.env
+}
 # Set but empty still means something for these: "turn it off".
 EMPTY_MEANS_OFF_ENV = frozenset(d.setting.env for d in SETTINGS if d.setting.env and d.setting.empty_means_off)
 CLI_SETTINGS = tuple(d for d in SETTINGS if d.setting.cli is not None)  # config/arguments.py adds these flags

@@ -31,6 +31,7 @@ ENV = {
     "GDS_ENABLED": "flags.gdsEnabled",
     "MOFED_ENABLED": "flags.mofedEnabled",
     "DEVICE_DISCOVERY_STRATEGY": "flags.deviceDiscoveryStrategy",
+    "USE_NODE_FEATURE_API": "flags.useNodeFeatureAPI",
     "SHARED_DEVICES_ALLOCATION_POLICY": f"{P}.sharedDevicesAllocationPolicy",
     "PASS_DEVICE_SPECS": f"{P}.passDeviceSpecs",
     "DEVICE_LIST_STRATEGY": f"{P}.deviceListStrategy",

@@ -62,7 +62,7 @@ def declared() -> dict[str, tuple[str | None, tuple[str, ...]]]:
     """Field path -> (flag, env vars) for the fields a user can set from outside the file."""
     table = {}
     for d in SETTINGS:
-        env = (d.setting.env,) if d.setting.env else d.setting.section_env
+        env = (d.setting.env, *d.setting.env_aliases) if d.setting.env else d.setting.section_env
         if d.setting.cli is not None or env:
             table[d.path] = (d.setting.cli.flag if d.setting.cli else None, env)
     return table

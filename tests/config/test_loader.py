@@ -11,7 +11,7 @@ import pytest
 
 from device_plugin.commands.run import add_arguments
 from device_plugin.config.file_reload import ConfigFileReload
-from device_plugin.config.loader import sources_from_args
+from device_plugin.config.loader import load_config, sources_from_args
 
 CASES = [
     # (flags at start, env at start, file edit, migStrategy after the reload, deviceIDStrategy after it)
@@ -57,3 +57,19 @@ def test_the_sources_are_read_again_not_remembered(tmp_path: Path) -> None:
     assert sources.load().flags.mig_strategy == "single"
     config_file.write_text("flags: {migStrategy: mixed}\n")
     assert sources.load().flags.mig_strategy == "mixed"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"NVIDIA_CDI_HOOK_PATH": "/opt/hook"}, "/opt/hook"),
+        ({"NVIDIA_CTK_PATH": "/opt/ctk"}, "/opt/ctk"),
+        ({"NVIDIA_CTK_PATH": "/opt/ctk", "NVIDIA_CDI_HOOK_PATH": "/opt/hook"}, "/opt/ctk"),
+        ({"NVIDIA_CTK_PATH": "", "NVIDIA_CDI_HOOK_PATH": "/opt/hook"}, "/opt/hook"),
+    ],
+    ids=["nvidias-other-name", "our-name", "ours-first-when-both", "empty-counts-as-unset"],
+)
+def test_a_field_nvidia_reads_under_two_names_is_read_under_both(env: dict[str, str], expected: str) -> None:
+    config = load_config(env=env)
+    assert config.flags.plugin.nvidia_ctk_path == expected
+    assert config.sources == (f"env {next(n for n in ('NVIDIA_CTK_PATH', 'NVIDIA_CDI_HOOK_PATH') if env.get(n))}",)

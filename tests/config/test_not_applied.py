@@ -54,6 +54,18 @@ CASES: list[tuple[str, str, dict[str, str], tuple[str, ...]]] = [
     ("gds-off-does-nothing-anyway", "flags: {gdsEnabled: false, gdrcopyEnabled: false, mofedEnabled: false}", {}, ()),
     ("gds-from-nvidias-env-var", "version: v1\n", {"GDS_ENABLED": "true"}, ("flags.gdsEnabled",)),
     ("mofed-from-nvidias-env-var", "version: v1\n", {"MOFED_ENABLED": "1"}, ("flags.mofedEnabled",)),
+    (
+        "container-root-from-nvidias-newer-env-name",
+        "version: v1\n",
+        {"DRIVER_ROOT_CTR_PATH": "/host-driver"},
+        ("flags.plugin.containerDriverRoot",),
+    ),
+    (
+        "node-feature-api-from-gfds-env",
+        "version: v1\n",
+        {"GFD_USE_NODE_FEATURE_API": "true"},
+        ("flags.useNodeFeatureAPI",),
+    ),
     ("discovery-nvml-is-what-we-do", "flags: {deviceDiscoveryStrategy: nvml}", {}, ()),
     ("discovery-tegra", "flags: {deviceDiscoveryStrategy: tegra}", {}, ("flags.deviceDiscoveryStrategy",)),
     ("node-feature-api-false-is-what-we-do", "flags: {useNodeFeatureAPI: false}", {}, ()),
