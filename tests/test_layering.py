@@ -74,7 +74,7 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "urllib3": ("device_plugin.dra",),  # the kubernetes client's transport errors (is it an outage?)
     "prometheus_client": ("device_plugin.observability", "device_plugin.node"),
     "watchdog": ("device_plugin.kubelet", "device_plugin.config"),
-    "yaml": ("device_plugin.config", "device_plugin.nvml"),
+    "yaml": ("device_plugin.core.bounded_yaml",),  # the one YAML reader, with limits
     "networkx": ("device_plugin.topology",),
 }
 # Our own packages that only some units may import, though they lie below everyone.

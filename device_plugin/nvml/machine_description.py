@@ -6,6 +6,8 @@ naming the offending field with a dotted path ("gpus[3].numa_node"). It knows no
 calls; device_plugin.nvml.fake turns a description into backend answers.
 The `nvlinks:`/`nvswitch:` keys are parsed in link_description.py, `mig:` in mig_description.py,
 `nics:` in nic_description.py, `fabric:` and `imex_channels:` in fabric_description.py;
+files are read with the config file's limits (core/bounded_file.py, core/bounded_yaml.py: a regular file,
+never blocking, at most MAX_MACHINE_BYTES; no anchors, at most 32 levels of nesting, no duplicate keys);
 description_fields.py holds the typed readers this module and link_description.py use.
 
 Extending the schema (for example a per-GPU `mig:` key): add the key to `_GPU_KEYS`, a field with a
@@ -21,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from device_plugin.core.errors import MachineDescriptionError
+from device_plugin.core.bounded_file import read_regular_file
+from device_plugin.core.bounded_yaml import load_yaml_text
+from device_plugin.core.errors import ConfigError, MachineDescriptionError
 from device_plugin.nvml import description_fields as read
 from device_plugin.nvml.fabric_description import gpu_fabric, parse_fabric_keys, parse_imex_channels
 from device_plugin.nvml.fabric_types import NO_FABRIC, FabricInfo
@@ -39,6 +41,7 @@ from device_plugin.nvml.nic_description import parse_nics
 from device_plugin.nvml.types import NicInfo, normalise_pci_bus_id
 
 DEFAULT_DRIVER_VERSION = "550.54.15"
+MAX_MACHINE_BYTES = 1024 * 1024  # the largest shipped description is a few KiB
 _MAX_NUMA_NODE = 1023  # Linux's default CONFIG_NODES_SHIFT allows 1024 nodes at most
 _UUID_NAMESPACE = uuid_lib.UUID("6f1d3c0e-9a43-4b1e-8f1e-2d5c1f0a7b11")  # fixed: defaults must be stable
 _PCI_BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -84,43 +87,25 @@ def default_pci_bus_id(index: int) -> str:
     return f"{domain:04x}:{0x10 + offset:02x}:00.0"
 
 
-class _DuplicateKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate mapping keys (PyYAML silently keeps the last one)."""
-
-
-def _construct_mapping(loader: _DuplicateKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node)  # type: ignore[no-untyped-call]
-        if key in seen:
-            raise MachineDescriptionError(str(key), f"duplicate key (line {key_node.start_mark.line + 1})")
-        seen.add(key)
-    return loader.construct_mapping(node)
-
-
-_DuplicateKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def load_machine_file(path: Path) -> MachineDescription:
-    """Read and validate one machine-description file."""
+    """Read and validate one machine-description file, with the config file's limits (a regular file only,
+    never blocking, MAX_MACHINE_BYTES, the YAML limits of core/bounded_yaml.py)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise MachineDescriptionError("machine", f"cannot read {path}: {exc.strerror or exc}") from exc
+        data = read_regular_file(path, limit=MAX_MACHINE_BYTES, field="machine")
+        text = data.decode("utf-8")
+    except ConfigError as exc:
+        raise MachineDescriptionError(exc.field, exc.message) from None
+    except UnicodeDecodeError as exc:
+        raise MachineDescriptionError("machine", f"{path} is not UTF-8 text: {exc.reason}") from None
     return parse_machine_yaml(text, source=str(path))
 
 
 def parse_machine_yaml(text: str, *, source: str = "<string>") -> MachineDescription:
     try:
-        data = yaml.load(text, Loader=_DuplicateKeyLoader)  # a SafeLoader subclass: no arbitrary objects
-    except MachineDescriptionError as exc:
-        raise MachineDescriptionError(exc.field, f"{exc.message} in {source}") from exc
-    except yaml.YAMLError as exc:
-        # PyYAML's message spans lines (problem, then a caret under the text): the problem and its place.
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise MachineDescriptionError("machine", f"{source} is not valid YAML: {problem}{where}") from exc
+        data = load_yaml_text(text, source=source, field="machine", kind="YAML", quote=False)
+    except ConfigError as exc:  # syntax errors name the source; the others name the path inside, and get it
+        message = exc.message if exc.field == "machine" else f"{exc.message} in {source}"
+        raise MachineDescriptionError(exc.field, message) from None
     try:
         return parse_machine_description(data)
     except MachineDescriptionError as exc:

@@ -8,6 +8,8 @@ What it reads, under an injectable root (tests build a fake tree in a temp dir):
 - `<pci function>/numa_node` (-1 or absent: none), `<pci function>/net/*` (the netdev, first by name),
   `class/infiniband/<dev>/ports/*/rate` ("400 Gb/sec (4X NDR)"; the fastest port; absent: unknown).
 Unreadable NICs are skipped with a warning rather than failing the daemon: they only inform placement.
+Attributes are read with core/bounded_file.py (a regular file of at most one page, never blocking): a FIFO
+or /dev/zero under a fake root is an unknown value, not a hang or a MemoryError.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ import os
 import re
 from pathlib import Path
 
+from device_plugin.core.bounded_file import read_regular_file
+from device_plugin.core.errors import ConfigError
 from device_plugin.nvml.pcie_paths import path_from_sysfs
 from device_plugin.nvml.types import NicInfo, nic_order_key, normalise_pci_bus_id
 
 log = logging.getLogger(__name__)
+SYSFS_ATTRIBUTE_BYTES = 4096
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
 
 
@@ -78,10 +83,16 @@ class SysfsNics:
         return path_from_sysfs(resolved.parts, numa)
 
 
+def _attribute(path: Path) -> str:
+    """A sysfs attribute with the one bounded reader: a regular file (a FIFO or a link to /dev/zero under a
+    fake root is refused, never read), at most SYSFS_ATTRIBUTE_BYTES (one page, what the kernel serves)."""
+    return read_regular_file(path, limit=SYSFS_ATTRIBUTE_BYTES, field="sysfs").decode("ascii", errors="replace")
+
+
 def _numa_node(device: Path) -> int | None:
     try:
-        node = int((device / "numa_node").read_text(encoding="ascii").strip())
-    except (OSError, ValueError):
+        node = int(_attribute(device / "numa_node").strip())
+    except (OSError, ValueError, ConfigError):
         return None
     return None if node < 0 else node
 
@@ -102,8 +113,9 @@ def _fastest_port(ports: Path) -> float | None:
     rates = []
     for port in port_dirs:
         try:
-            match = _RATE.match((port / "rate").read_text(encoding="ascii"))
-        except OSError:
+            match = _RATE.match(_attribute(port / "rate"))
+        except (OSError, ConfigError) as exc:
+            log.warning("RDMA port %s: cannot read its rate (%s); ignoring it", port, exc)
             continue
         if match:
             rates.append(float(match.group(1)))
