@@ -25,19 +25,18 @@ from device_plugin.allocation.protocols import device_sort_key
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.mig_strategy import STRATEGY_FIELD, MigStrategy
+from device_plugin.core.names import NVIDIA_DOMAIN
 from device_plugin.nvml.mig_types import MigDevice
 from device_plugin.nvml.types import GpuInfo
 
 log = logging.getLogger(__name__)
 
-DEFAULT_DOMAIN = "nvidia.com"
 
-
-def gpu_resource(domain: str = DEFAULT_DOMAIN) -> str:
+def gpu_resource(domain: str = NVIDIA_DOMAIN) -> str:
     return f"{domain}/gpu"
 
 
-def mig_resource(profile: str, domain: str = DEFAULT_DOMAIN) -> str:
+def mig_resource(profile: str, domain: str = NVIDIA_DOMAIN) -> str:
     """nvidia.com/mig-<profile>, with "+" (not allowed in resource names) turned into "."."""
     return f"{domain}/mig-{profile.replace('+', '.')}"
 
@@ -50,7 +49,7 @@ def build_resources(
     mig_devices_by_gpu: Mapping[int, Sequence[MigDevice]],
     strategy: MigStrategy | str,
     *,
-    domain: str = DEFAULT_DOMAIN,
+    domain: str = NVIDIA_DOMAIN,
 ) -> Resources:
     """Resource name -> devices (canonical order), for GPUs and the MIG devices of MIG-enabled GPUs.
 

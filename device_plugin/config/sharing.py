@@ -30,11 +30,10 @@ from device_plugin.config.sharing_model import (
     TimeSlicingConfig,
 )
 from device_plugin.core.errors import ConfigError
-from device_plugin.core.names import GPU_RESOURCE
+from device_plugin.core.names import GPU_RESOURCE, NVIDIA_DOMAIN
 from device_plugin.core.short_text import short
 
 ROOT = "sharing"
-DEFAULT_DOMAIN = "nvidia.com"
 MPS_NOT_SUPPORTED = (
     "MPS is not supported by this version. MPS only isolates when nvidia-cuda-mps-control runs per shared GPU "
     "with pinned-memory and thread limits, and that daemon cannot be exercised or tested honestly here; "
@@ -187,8 +186,8 @@ def _resource_name(raw: Any, where: str) -> str:
     text = raw.strip()
     domain, _, _ = text.rpartition("/")
     if not domain:
-        text = f"{DEFAULT_DOMAIN}/{text}"
-        domain = DEFAULT_DOMAIN
+        text = f"{NVIDIA_DOMAIN}/{text}"
+        domain = NVIDIA_DOMAIN
     if len(domain) > 253 or not _DOMAIN_RE.match(domain):
         raise ConfigError(where, f"{short(domain)} is not a DNS subdomain")
     if domain.endswith(("kubernetes.io", "k8s.io")):

@@ -8,8 +8,11 @@ under OWN_DOMAIN, which an operator can change. Nothing here is under kubernetes
 
 from __future__ import annotations
 
+# NVIDIA's domain: its resource names (nvidia.com/gpu, nvidia.com/mig-<profile>) and labels live under it.
+NVIDIA_DOMAIN = "nvidia.com"
+
 # The resource name kubelet, schedulers and Kueue count whole GPUs by; NVIDIA's, same meaning.
-GPU_RESOURCE = "nvidia.com/gpu"
+GPU_RESOURCE = f"{NVIDIA_DOMAIN}/gpu"
 
 # The vendor/class of the CDI spec nvidia-ctk generates; NVIDIA's, same meaning.
 CDI_KIND = "nvidia.com/gpu"
@@ -22,7 +25,7 @@ GPU_CLIQUE_LABEL = "nvidia.com/gpu.clique"
 OWN_DOMAIN = "gpu-device-plugin.io"
 
 # Domains whose names mean what their owners say: none of ours may sit under them (ownDomain refuses them).
-FOREIGN_DOMAINS = ("nvidia.com", "kubernetes.io", "k8s.io")
+FOREIGN_DOMAINS = (NVIDIA_DOMAIN, "kubernetes.io", "k8s.io")
 
 
 def foreign_owner(domain: str) -> str | None:
