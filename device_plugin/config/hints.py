@@ -7,7 +7,9 @@ slip are common when a ConfigMap is copied from NVIDIA's plugin:
   for `flags.plugin.deviceIDStrategy`), or a plain typo. Keys are compared with case, `-` and `_`
   ignored first, then by similarity;
 - the Helm chart's values file (`migStrategy:` at the top, `devicePlugin:`, `image:`, `tolerations:`)
-  pasted where the config file goes. The config file is what the chart puts under `config.map`.
+  pasted where the config file goes. The config file is what the chart puts under `config.map`;
+- the ConfigMap object itself (`apiVersion`, `kind`, `data`) given as the file: the config file is one
+  value under its `data`.
 """
 
 from __future__ import annotations
@@ -93,6 +95,19 @@ def unknown_key(path: str, known_paths: Iterable[str]) -> str:
     """'unknown field', with the likeliest meant key when there is one."""
     guess = did_you_mean(path, known_paths)
     return f"unknown field; did you mean {guess}?" if guess else "unknown field"
+
+
+def kubernetes_object_message(raw: Mapping[str, object]) -> str | None:
+    """A message when the file is a Kubernetes object (the ConfigMap itself, say); None otherwise."""
+    if "apiVersion" not in raw or "kind" not in raw:
+        return None
+    data = raw.get("data")
+    keys = ", ".join(str(k) for k in data) if isinstance(data, Mapping) else ""
+    inside = f" (this one holds: {keys})" if keys else ""
+    return (
+        f"this is a Kubernetes {raw.get('kind')} object, not a config file. The config file is one value under "
+        f"the ConfigMap's data{inside}, mounted as a file; point --config or CONFIG_FILE at that file"
+    )
 
 
 def helm_values_message(raw: Mapping[str, object], top_level: Iterable[str]) -> str | None:

@@ -26,7 +26,7 @@ from device_plugin.config.declare import SECTION, SETTING, CliFlag, Reload, decl
 from device_plugin.config.flags import Flags
 from device_plugin.config.health import ENV_VARS as HEALTH_ENV_VARS
 from device_plugin.config.health import HealthConfig, parse_health_config
-from device_plugin.config.hints import helm_values_message
+from device_plugin.config.hints import helm_values_message, kubernetes_object_message
 from device_plugin.config.imex import ImexConfig
 from device_plugin.config.merge import walk
 from device_plugin.config.reading import FIELD as FILE_FIELD
@@ -232,9 +232,9 @@ def parse_config(
     version = raw.get("version") or SUPPORTED_VERSION
     if version != SUPPORTED_VERSION:
         raise ConfigError("version", f"unsupported version {short(version)}; only {SUPPORTED_VERSION!r} is accepted")
-    helm = helm_values_message(raw, TOP_LEVEL)
-    if helm is not None:
-        raise ConfigError(FILE_FIELD, helm)
+    not_a_config = kubernetes_object_message(raw) or helm_values_message(raw, TOP_LEVEL)
+    if not_a_config is not None:
+        raise ConfigError(FILE_FIELD, not_a_config)
     values = walk(FIELDS, raw)
     config: Config = _build(Config, "", values, env or {})
     return replace(config, version=version, sources=sources)

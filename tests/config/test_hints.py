@@ -91,3 +91,18 @@ def test_the_helm_hint_points_at_a_section_that_exists() -> None:
     headings = re.findall(r"^#+ (.+)$", (ROOT / doc).read_text(), flags=re.MULTILINE)
     slugs = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in headings}
     assert anchor in slugs
+
+
+def test_the_configmap_object_itself_is_named_as_such(tmp_path: Path) -> None:
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "gpu-device-plugin-config"},
+        "data": {"config.yaml": "version: v1\n"},
+    }
+    path = tmp_path / "configmap.yaml"
+    path.write_text(yaml.safe_dump(configmap))
+    with pytest.raises(ConfigError) as caught:
+        load_config(config_file=path)
+    assert caught.value.field == "config file"
+    assert "Kubernetes ConfigMap object" in caught.value.message and "config.yaml" in caught.value.message
