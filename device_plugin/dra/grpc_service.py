@@ -139,6 +139,10 @@ class DraGrpcServer:
         self._probe.close()
         self._offload.close()
 
+    @property
+    def paths(self) -> SocketPaths:
+        return self._paths
+
     def socket_taken(self) -> str:
         """Why we wait instead of serving: another process serves one of our paths; "" when none does."""
         return self._endpoint.taken() or self._registrar.taken()

@@ -6,7 +6,9 @@ with the DRA sockets removed, or the serving loop wedged, both stayed 200.
 
 from __future__ import annotations
 
+import os
 import shutil
+import socket
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -57,3 +59,20 @@ def test_liveness_fails_when_the_slice_watch_is_gone(driver: DraFrontEnd) -> Non
     """A dead watch would leave a wiped pool unrepaired: the kubelet should restart us."""
     driver.publisher.watch.stop()
     assert not driver.liveness().ok and "slice publisher" in driver.liveness().detail
+
+
+def test_a_path_another_process_serves_turns_readiness_red_and_keeps_liveness_green(driver: DraFrontEnd) -> None:
+    """Waiting for the other driver to go is right; a restart by the kubelet would change nothing."""
+    endpoint = driver.server.paths.endpoint
+    foreign = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        foreign.bind(str(endpoint.parent / "x"))
+        foreign.listen(8)
+        os.rename(endpoint.parent / "x", endpoint)
+        # Until the keeper's next look (every 0.5 s) it says "removed or replaced"; then why it waits.
+        wait_until(lambda: "served by another process" in driver.readiness().detail)
+        assert not driver.readiness().ok
+        live = driver.liveness()
+        assert live.ok and "served by another process" in live.detail, live
+    finally:
+        foreign.close()
