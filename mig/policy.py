@@ -103,7 +103,9 @@ class MigAllocationPolicy:
                 chosen.append(free[gpu].pop(0))
                 picked[gpu] += 1
         result = tuple(sorted(chosen, key=lambda i: device_sort_key(devices[i])))
-        log.info(
+        if not log.isEnabledFor(logging.DEBUG):  # the kubelet's admission path: DEBUG, built only when shown
+            return result
+        log.debug(
             "%s: %d of %d MIG devices (%s over parent GPUs) -> %s on GPUs %s",
             self._resource,
             size,

@@ -117,7 +117,9 @@ class ReplicaPolicy:
                 unit.picked += 1
                 gpu_picked[unit.gpus] += 1
         result = tuple(sorted(picked, key=lambda i: (devices[i].gpu_indices, self._replica_key(i))))
-        log.info(
+        if not log.isEnabledFor(logging.DEBUG):  # the kubelet's admission path: DEBUG, built only when shown
+            return result
+        log.debug(
             "%s: %d of %d replicas (%s) -> %s on GPUs %s",
             self._resource,
             size,

@@ -40,6 +40,8 @@ from device_plugin.node.composition import Node, build_node, envvar_conflicts
 from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
+from mig.policy import MigAllocationPolicy
+from timeslice.policy import ReplicaPolicy
 
 NAME = "demo"
 HELP = "Show the plugin and a kubelet stand-in at work on a simulated node (no GPU, no Kubernetes needed)."
@@ -72,7 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     configure_logging("text", "INFO" if args.verbose else "ERROR")
     if args.verbose:  # the decision lines are DEBUG (no INFO line on the kubelet's admission path)
-        logging.getLogger(TopologyPolicy.__module__).setLevel(logging.DEBUG)
+        for policy in (TopologyPolicy, ReplicaPolicy, MigAllocationPolicy):
+            logging.getLogger(policy.__module__).setLevel(logging.DEBUG)
     try:
         backend = FakeNvml(load_machine_description(args.machine))
     except PluginError as error:
