@@ -71,6 +71,7 @@ class HeldClaims:
     claims: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     release: threading.Event = field(default_factory=threading.Event)
     held: int = 0  # reads waiting now
+    reads: int = 0  # reads started, all told
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -80,6 +81,7 @@ class HeldClaims:
     def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         with self.lock:
             self.held += 1
+            self.reads += 1
         try:
             self.release.wait(30.0)
         finally:

@@ -14,11 +14,21 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import grpc
 import pytest
 
+from device_plugin.dra.checkpoint import Checkpoint
 from device_plugin.dra.grpc_service import SocketPaths
 from device_plugin.dra.offload import PREPARE_WORKERS
-from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, prepare, unprepare, wait_until
+from tests.adversarial.dra.harness import (
+    DRIVER,
+    HeldClaims,
+    dra_server,
+    prepare,
+    preparer_of,
+    unprepare,
+    wait_until,
+)
 
 CALLS, CLAIMS_PER_CALL = 4, 4
 
@@ -76,5 +86,28 @@ def test_a_claim_read_stuck_past_the_limit_turns_liveness_red_and_back(root: Pat
             held.release.set()
             assert pending.result(timeout=30.0).claims["uid-1"].error == ""
         wait_until(lambda: server.serving()[0])
+    finally:
+        server.stop(0.1)
+
+
+def test_a_queued_claim_whose_caller_left_is_never_read(root: Path, held: HeldClaims) -> None:
+    preparer = preparer_of(root, held)
+    server = dra_server(root, reader=held, preparer=preparer)
+    server.start()
+    endpoint = SocketPaths.for_driver(DRIVER, root).endpoint
+    try:
+        busy = [held.add(f"c{i}", f"uid-{i}", "gpu-0", admin=True) for i in range(PREPARE_WORKERS)]
+        late = held.add("late", "uid-late", "gpu-1")
+        with ThreadPoolExecutor(1) as kubelet:
+            pending = kubelet.submit(prepare, endpoint, busy, 30.0)
+            wait_until(lambda: held.held == PREPARE_WORKERS)  # every worker waits on a read
+            with pytest.raises(grpc.RpcError) as raised:
+                prepare(endpoint, [late], timeout_s=0.3)  # queued behind them; the kubelet gives up
+            assert raised.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
+            held.release.set()
+            assert all(entry.error == "" for entry in pending.result(timeout=30.0).claims.values())
+        wait_until(lambda: preparer.in_flight() == 0)
+        assert held.reads == PREPARE_WORKERS  # the late claim was never read
+        assert "uid-late" not in Checkpoint(root / "plugins" / DRIVER / "checkpoint.json").uids()
     finally:
         server.stop(0.1)
