@@ -6,11 +6,11 @@ Usage (on a GPU node, from the checkout): .venv/bin/python tools/dra_node_check.
 Opens NVML (reads only: never changes MIG or any other setting), reads the RDMA NICs and the PCIe root
 of every GPU from sysfs, builds the devices and slices exactly as `run --mode dra` would, and checks
 them: every whole GPU published once as gpu-<minor> with its NVML UUID, every MIG device of a GPU in
-MIG mode published and the GPU itself not, at most 32 attributes and capacities per device, best-set
-groups (`<ownDomain>/bestSetK...`) of their exact size K, and, where kubernetes-validate is installed (`make venv`
-installs it), each slice valid for Kubernetes 1.34. What only a real node shows (pcieRoot, NUMA, NICs)
-is printed; a missing one is a note, not a failure, since a VM or sandbox may hide sysfs. No cluster
-is contacted. Exit 0 when every check passed, 1 otherwise.
+MIG mode published and the GPU itself not, at most 32 attributes and capacities per device, grouping
+attributes (`<ownDomain>/bestSetK`, `rankedSetK<A..D>`) in groups of their exact size K, and, where
+kubernetes-validate is installed (`make venv` installs it), each slice valid for Kubernetes 1.34. What
+only a real node shows (pcieRoot, NUMA, NICs) is printed; a missing one is a note, not a failure, since
+a VM or sandbox may hide sysfs. No cluster is contacted. Exit 0 when every check passed, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from device_plugin.nvml.protocol import NvmlBackend  # noqa: E402
 from device_plugin.topology.build import build_topology  # noqa: E402
 
 STANDARD = "resource.kubernetes.io/"
-BEST_SET = re.compile(r"^bestSet(\d+)")
+BEST_SET = re.compile(r"^(?:bestSet|rankedSet)(\d+)")
 
 
 def device_bodies(slices: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -87,7 +87,7 @@ def check_slices(slices: Sequence[dict[str, Any]], backend: NvmlBackend) -> list
 
 
 def best_set_size(name: str) -> int | None:
-    """K of one of our best-set grouping attributes (`<domain>/bestSet4`, `.../bestSet4B`), else None."""
+    """K of one of our grouping attributes (`<domain>/bestSet4`, `.../rankedSet4B`), else None."""
     match = BEST_SET.match(name.rsplit("/", 1)[-1]) if name.startswith(f"{OWN_DOMAIN}/") else None
     return int(match.group(1)) if match else None
 

@@ -2,6 +2,7 @@
 
 Modules, one job each:
 - partitions: the node's GPUs split into best K-sets by the allocator's objective, and the listing order.
+- ranked_sets: groupings of K-sets of one score each (rankedSetK A-D), so first fit finds a best set.
 - inventory: the node's inventory as DRA devices (names and attributes NVIDIA's DRA driver uses, the
   nearest RDMA NIC of each GPU among them).
 - slices: the ResourceSlice objects of one node's pool, in the shape of a chosen resource.k8s.io version.

@@ -25,6 +25,13 @@ from device_plugin.allocator import Allocator
 from device_plugin.core.gpu_models import model_facts
 from device_plugin.core.names import OWN_DOMAIN, own_name
 from device_plugin.dra.partitions import Partitions, compute_partitions
+from device_plugin.dra.ranked_sets import (
+    GROUPINGS_PER_SIZE,
+    LETTERS,
+    RANKED_SIZES,
+    ranked_groupings,
+    ranked_values,
+)
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.nvml.mig_profiles import profile_table
 from device_plugin.nvml.mig_types import MigDevice
@@ -57,6 +64,12 @@ OWN_ATTRIBUTES = {
     "bestSet4": "greedy best 4-sets",
     "bestSet8": "greedy best 8-sets",
     "bestSet16": "greedy best 16-sets",
+    **{
+        f"rankedSet{k}{letter}": f"{k}-sets of one score, grouping {letter}: A's score >= B's >= C's >= D's; "
+        "equal values = one such set (ranked_sets.py)"
+        for k in RANKED_SIZES
+        for letter in LETTERS[:GROUPINGS_PER_SIZE]
+    },
     "nvlinkDomain": "GPU indices reachable over NVLink/NVSwitch, joined by '-'",
     "nearestNIC": "RDMA device name (e.g. mlx5_0) of the NIC nearest this GPU; only where NICs are seen",
     "nearestNICDistance": "PCIe distance to that NIC as nvidia-smi topo -m prints it: PIX|PXB|PHB|NODE|SYS",
@@ -146,15 +159,24 @@ def inventory_devices(
     if allocator is None or topology is None:  # no GPUs
         return (), Partitions({})
     partitions = compute_partitions(allocator, whole) if whole else Partitions({})
+    listing = partitions.order(whole)
+    partitions.ranked.update(
+        (k, groupings) for k in RANKED_SIZES if (groupings := ranked_groupings(allocator, listing, k))
+    )
     common = _common_attributes(system.driver_version, system.cuda_driver_version)
     devices: list[DraDevice] = []
-    for index in partitions.order(whole):
+    for index in listing:
         gpu = gpus[index]
         attrs = [("type", "string", "gpu"), ("uuid", "string", gpu.uuid), *_gpu_attributes(backend, gpu, common)]
         attrs += [
             (own_name(own_domain, f"bestSet{k}"), "int", g)
             for k in sorted(partitions.groups)
             if (g := partitions.group_of(k, index)) is not None
+        ]
+        attrs += [
+            (own_name(own_domain, f"rankedSet{k}{LETTERS[grouping]}"), "int", group)
+            for k in sorted(partitions.ranked)
+            for grouping, group in ranked_values(partitions.ranked[k], index)
         ]
         attrs += _pci_attributes(gpu, topology)
         attrs.append((own_name(own_domain, "nvlinkDomain"), "string", nvlink_domain_text(topology, index)))

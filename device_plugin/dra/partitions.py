@@ -17,7 +17,7 @@ rather than hidden.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from device_plugin.allocator import Allocator
 
@@ -29,6 +29,8 @@ class Partitions:
     """groups[K] = the K-sets in greedy order (ascending GPU indices each); K only where enough GPUs."""
 
     groups: dict[int, tuple[tuple[int, ...], ...]]
+    # size -> tier-pure groupings A, B, ... (ranked_sets.py); filled by the inventory once the order is known
+    ranked: dict[int, tuple[tuple[tuple[int, ...], ...], ...]] = field(default_factory=dict)
 
     def group_of(self, size: int, gpu: int) -> int | None:
         """The `partition<size>` value of `gpu`, or None when it is in no group of that size."""

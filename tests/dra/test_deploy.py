@@ -9,15 +9,26 @@ import pytest
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.core.names import OWN_DOMAIN
+from device_plugin.dra.inventory import build_devices
+from device_plugin.nvml.fake import FakeNvml
+from tests.allocation.machines import topology_of
 from tests.deploy.render import render
 
 DRA_DIR = Path(__file__).resolve().parents[2] / "deploy" / "dra"
 OBJECTS = render(DRA_DIR)
-VERSIONS = ("1.34", "1.35")
+EXAMPLES = render(DRA_DIR / "examples")
+VERSIONS = ("1.34", "1.35", "1.36", "1.37")
+
+
+def claim_template(name: str) -> dict:
+    (template,) = [o for o in EXAMPLES if o["kind"] == "ResourceClaimTemplate" and o["metadata"]["name"] == name]
+    return template
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("obj", OBJECTS, ids=[f"{o['kind']}/{o['metadata']['name']}" for o in OBJECTS])
+@pytest.mark.parametrize(
+    "obj", OBJECTS + EXAMPLES, ids=[f"{o['kind']}/{o['metadata']['name']}" for o in OBJECTS + EXAMPLES]
+)
 def test_every_object_validates_strictly(obj: dict, version: str) -> None:
     kubernetes_validate.validate(obj, version, strict=True)
 
@@ -55,33 +66,64 @@ def test_the_daemonset_runs_dra_mode_with_the_kubelet_plugin_dirs_node_name_and_
 
 
 def test_the_best_set_claim_asks_for_four_gpus_sharing_one_best_set4_value() -> None:
-    (template,) = [o for o in OBJECTS if o["metadata"]["name"] == "four-best-connected-gpus"]
+    (template,) = [
+        o
+        for o in EXAMPLES
+        if o["kind"] == "ResourceClaimTemplate" and o["metadata"]["name"] == "four-best-connected-gpus"
+    ]
     devices = template["spec"]["spec"]["devices"]
     assert devices["requests"][0]["exactly"]["count"] == 4
     assert devices["constraints"] == [{"requests": ["gpus"], "matchAttribute": f"{OWN_DOMAIN}/bestSet4"}]
 
 
-def test_the_first_available_claim_falls_back_from_best_set_to_numa_node_to_any() -> None:
-    (template,) = [o for o in OBJECTS if o["metadata"]["name"] == "four-gpus-best-effort"]
+@pytest.mark.parametrize(("name", "size"), [("two-gpus-best-effort", 2), ("four-gpus-best-effort", 4)])
+def test_the_first_available_claims_try_ranked_sets_a_to_d_then_one_numa_node_then_any(name: str, size: int) -> None:
+    template = claim_template(name)
     devices = template["spec"]["spec"]["devices"]
-    assert [s["name"] for s in devices["requests"][0]["firstAvailable"]] == ["best-4set", "one-numa-node", "any-4"]
+    (request,) = devices["requests"]
+    alternatives = request["firstAvailable"]
+    assert [s["name"] for s in alternatives] == [
+        "ranked-a",
+        "ranked-b",
+        "ranked-c",
+        "ranked-d",
+        "one-numa-node",
+        f"any-{size}",
+    ]
+    assert len(alternatives) <= 8  # the API's limit on firstAvailable
+    assert {(s["count"], s["deviceClassName"]) for s in alternatives} == {(size, DEFAULT_DRA_DRIVER_NAME)}
     constrained = {c["requests"][0]: c["matchAttribute"] for c in devices["constraints"]}
     assert constrained == {
-        "gpus/best-4set": f"{OWN_DOMAIN}/bestSet4",
+        **{f"gpus/ranked-{letter.lower()}": f"{OWN_DOMAIN}/rankedSet{size}{letter}" for letter in "ABCD"},
         "gpus/one-numa-node": "resource.kubernetes.io/numaNode",
     }
 
 
-@pytest.mark.parametrize("doc", ["docs/dra.md", "README.md"])
-def test_the_docs_show_the_shipped_claim_templates_verbatim(doc: str) -> None:
-    import re
+def test_the_examples_name_only_attributes_the_driver_publishes() -> None:
+    devices, _ = build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))
+    published = {name for d in devices for name, _, _ in d.attributes}
+    named = {
+        c["matchAttribute"]
+        for o in EXAMPLES
+        if o["kind"] == "ResourceClaimTemplate"
+        for c in o["spec"]["spec"]["devices"]["constraints"]
+    }
+    assert named <= published
 
-    import yaml
 
-    readme = (DRA_DIR.parents[1] / doc).read_text()
-    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", readme, flags=re.DOTALL)]
-    shown = [b for b in blocks if isinstance(b, dict) and b.get("kind") == "ResourceClaimTemplate"]
-    assert shown == [o for o in OBJECTS if o["kind"] == "ResourceClaimTemplate"]
+def test_the_examples_live_apart_from_the_driver_in_their_own_namespace_with_a_pod_for_each_claim() -> None:
+    assert not [o for o in OBJECTS if o["kind"] in ("ResourceClaimTemplate", "Pod")]  # not in deploy/dra
+    namespaced = [o for o in EXAMPLES if o["kind"] != "Namespace"]
+    assert {o["metadata"]["namespace"] for o in namespaced} == {"gpu-dra-examples"}
+    assert [o["metadata"]["name"] for o in EXAMPLES if o["kind"] == "Namespace"] == ["gpu-dra-examples"]
+    templates = {o["metadata"]["name"] for o in EXAMPLES if o["kind"] == "ResourceClaimTemplate"}
+    used = set()
+    for pod in (o for o in EXAMPLES if o["kind"] == "Pod"):
+        (claim,) = pod["spec"]["resourceClaims"]
+        used.add(claim["resourceClaimTemplateName"])
+        (container,) = pod["spec"]["containers"]
+        assert container["resources"]["claims"] == [{"name": claim["name"]}]
+    assert used == templates
 
 
 def test_the_device_class_selects_our_default_driver_name_not_nvidias() -> None:
@@ -90,3 +132,18 @@ def test_the_device_class_selects_our_default_driver_name_not_nvidias() -> None:
     (selector,) = device_class["spec"]["selectors"]
     assert f'device.driver == "{DEFAULT_DRA_DRIVER_NAME}"' in selector["cel"]["expression"]
     assert "nvidia.com" not in selector["cel"]["expression"]
+
+
+@pytest.mark.parametrize("doc", ["docs/dra.md", "README.md"])
+def test_the_docs_show_the_shipped_claim_templates_verbatim(doc: str) -> None:
+    import re
+
+    import yaml
+
+    text = (DRA_DIR.parents[1] / doc).read_text()
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)]
+    shown = [b for b in blocks if isinstance(b, dict) and b.get("kind") == "ResourceClaimTemplate"]
+    shipped = {o["metadata"]["name"]: o for o in EXAMPLES if o["kind"] == "ResourceClaimTemplate"}
+    assert shown and all(b == shipped.get(b["metadata"]["name"]) for b in shown)  # each one verbatim
+    if doc == "docs/dra.md":
+        assert len(shown) == len(shipped)  # the DRA page shows every one

@@ -59,6 +59,10 @@ def _break_a_partition(slices: list[dict[str, Any]]) -> None:
     slices[0]["spec"]["devices"][0]["attributes"][f"{OWN_DOMAIN}/bestSet2"] = {"int": 99}
 
 
+def _break_a_ranked_group(slices: list[dict[str, Any]]) -> None:
+    slices[0]["spec"]["devices"][0]["attributes"][f"{OWN_DOMAIN}/rankedSet4B"] = {"int": 99}
+
+
 def _too_many_attributes(slices: list[dict[str, Any]]) -> None:
     slices[0]["spec"]["devices"][0]["attributes"].update({f"extra{i}": {"int": i} for i in range(30)})
 
@@ -69,9 +73,16 @@ def _too_many_attributes(slices: list[dict[str, Any]]) -> None:
         (_drop_first_device, "not published as gpu-"),
         (_duplicate_first_device, "published 2 times"),
         (_break_a_partition, f"{OWN_DOMAIN}/bestSet2=99 has 1 GPUs"),
+        (_break_a_ranked_group, f"{OWN_DOMAIN}/rankedSet4B=99 has 1 GPUs"),
         (_too_many_attributes, "attributes and capacities (limit 32)"),
     ],
-    ids=["a-gpu-missing", "a-device-twice", "a-partition-of-the-wrong-size", "over-the-attribute-limit"],
+    ids=[
+        "a-gpu-missing",
+        "a-device-twice",
+        "a-partition-of-the-wrong-size",
+        "a-ranked-group-of-the-wrong-size",
+        "over-the-attribute-limit",
+    ],
 )
 def test_the_check_catches_what_it_is_for(tool: ModuleType, tamper: Any, expected: str) -> None:
     backend, slices = _slices("hgx-h100")

@@ -1,0 +1,134 @@
+"""A model of Kubernetes' structured allocator on one node, and the shipped example claims it replays.
+
+Used by bench_dra.py (c). The allocator searches devices in slice listing order and takes the first set
+that satisfies a request's count and its `matchAttribute` constraints; `firstAvailable` alternatives are
+tried in order and the first that can be satisfied wins. Here: `first_fit` is that search (the
+lexicographically first combination in listing order), and `shipped_alternatives` reads the
+`firstAvailable` claims of deploy/dra/examples, so the figures are those of the claims we ship, not of a
+copy. Sizes without a shipped claim are placed by count only (the first free devices).
+
+A claim "lands on an optimal set" when the allocator's own score (criteria 1-4) of the GPUs it got equals
+that of the best set among the GPUs free at that moment (Allocator.allocate over the free ones).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from device_plugin.allocator import Allocator
+from device_plugin.dra.inventory import build_devices
+from device_plugin.nvml.fake import FakeNvml
+from device_plugin.topology.build import build_topology
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "deploy" / "dra" / "examples" / "claim-templates.yaml"
+Device = tuple[int, dict[str, object]]  # (GPU index, attributes by qualified name)
+Alternatives = dict[int, list[str | None]]  # size -> matchAttribute of each alternative (None: count only)
+Placer = Callable[[Sequence[Device], int], "tuple[int, ...] | None"]
+
+
+def first_fit(free: Sequence[Device], size: int, match: str | None) -> tuple[int, ...] | None:
+    """The first set, in listing order, satisfying the count and (when given) one value of `match`."""
+    if len(free) < size:
+        return None
+    if match is None:
+        return tuple(g for g, _ in free[:size])
+    for combo in itertools.combinations(free, size):
+        values = {a.get(match) for _, a in combo}
+        if len(values) == 1 and None not in values:
+            return tuple(g for g, _ in combo)
+    return None
+
+
+def shipped_alternatives(path: Path = EXAMPLES) -> Alternatives:
+    """For each size with a `firstAvailable` example: the matchAttribute of each alternative, in order."""
+    out: Alternatives = {}
+    for template in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+        devices: dict[str, Any] = template["spec"]["spec"]["devices"]
+        (request,) = devices["requests"]
+        if "firstAvailable" not in request:
+            continue
+        match = {c["requests"][0]: c["matchAttribute"] for c in devices.get("constraints", [])}
+        alternatives = [
+            (sub["count"], match.get(f"{request['name']}/{sub['name']}")) for sub in request["firstAvailable"]
+        ]
+        (size,) = {count for count, _ in alternatives}
+        out[size] = [attribute for _, attribute in alternatives]
+    return out
+
+
+def placer(scenario: str, alternatives: Alternatives, own_domain: str) -> Placer:
+    """How a claim of a size is placed: by count only, on `bestSetK`, or by the shipped examples."""
+
+    def place(free: Sequence[Device], size: int) -> tuple[int, ...] | None:
+        if scenario == "bestSetK" and size > 1:
+            return first_fit(free, size, f"{own_domain}/bestSet{size}")
+        tries = alternatives.get(size, [None]) if scenario == "firstAvailable" else [None]
+        for match in tries:
+            chosen = first_fit(free, size, match)
+            if chosen is not None:
+                return chosen
+        return None
+
+    return place
+
+
+def trace(seed: int, claims: int) -> list[tuple[str, int]]:
+    """Seeded arrivals and departures: ("+", size) arrives, ("-", k) releases the k-th oldest running claim."""
+    rng = random.Random(seed)
+    events: list[tuple[str, int]] = []
+    running = 0
+    for _ in range(claims):
+        while running and rng.random() < 0.5:
+            events.append(("-", rng.randrange(running)))
+            running -= 1
+        events.append(("+", rng.choices((1, 2, 4, 8), weights=(40, 30, 20, 10))[0]))
+        running += 1
+    return events
+
+
+def replay(
+    machine: str, scenario: str, events: list[tuple[str, int]], alternatives: Alternatives, own_domain: str
+) -> tuple[dict[int, list[int]], int, int]:
+    """(size -> [optimal among the free, placed] for 2 and 4, claims unplaced while enough GPUs were free,
+    bestSetK claims refused while a whole group of theirs was free)."""
+    fake = FakeNvml.from_machine(machine)
+    topology = build_topology(fake)
+    devices, _ = build_devices(fake, topology, own_domain=own_domain)
+    listing: list[Device] = [(d.gpu_index, {n: v for n, _, v in d.attributes}) for d in devices]
+    if scenario == "index":
+        listing.sort(key=lambda d: d[0])
+    allocator = Allocator(topology)
+    place = placer(scenario, alternatives, own_domain)
+    held: dict[int, tuple[int, ...]] = {}
+    order: list[int] = []  # running claims, oldest first
+    stats: dict[int, list[int]] = {2: [0, 0], 4: [0, 0]}
+    unplaced = missed = 0
+    for serial, (kind, value) in enumerate(events):
+        if kind == "-":
+            if order:
+                held.pop(order.pop(value % len(order)))
+            continue
+        busy = {g for gpus in held.values() for g in gpus}
+        free = [d for d in listing if d[0] not in busy]
+        chosen = place(free, value)
+        if chosen is None:
+            unplaced += len(free) >= value
+            key = f"{own_domain}/bestSet{value}"
+            groups = {a[key] for _, a in listing if key in a}
+            missed += scenario == "bestSetK" and any(
+                all(g not in busy for g, a in listing if a.get(key) == group) for group in groups
+            )
+            continue
+        held[serial] = chosen
+        order.append(serial)
+        if value in stats:
+            best = allocator.score(allocator.allocate([g for g, _ in free], [], value))
+            stats[value][1] += 1
+            stats[value][0] += allocator.score(chosen) == best
+    return stats, unplaced, missed
