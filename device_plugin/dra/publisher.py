@@ -118,12 +118,35 @@ class SlicePublisher:
         if self.api_version is None:  # never reached the server: nothing of ours can be there
             log.warning("the API server was never reached: no ResourceSlices to delete (none were published)")
             return True
+        return self._unpublish(self.api_version, deadline)
+
+    def _unpublish(self, version: str, deadline: float) -> bool:
+        """Delete our slices, all at once (one round trip, not one per slice: a slow API server must not
+        eat the graceful budget). The names are those we wrote when the pool is in sync, else a LIST's."""
         try:
-            names = sorted(o["metadata"]["name"] for o in self._store.list(self.api_version))
-            for name in names:
-                self._store.delete(self.api_version, name)
+            with self._cond:
+                in_sync = self._synced >= self._requested and not self.error
+            names = list(self._store.written()) if in_sync else []
+            names = names or sorted(o["metadata"]["name"] for o in self._store.list(version))
         except Exception as error:  # the kubelet also deletes them when our socket goes away
-            log.warning("could not delete our ResourceSlices at shutdown: %s", _describe(error))
+            log.warning("could not list our ResourceSlices at shutdown: %s", _describe(error))
+            return False
+        failures: list[str] = []
+
+        def delete(name: str) -> None:
+            try:
+                self._store.delete(version, name)
+            except Exception as error:
+                failures.append(f"{name}: {_describe(error)}")
+
+        threads = [threading.Thread(target=delete, args=(n,), name="dra-unpublish", daemon=True) for n in names]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        if failures or any(t.is_alive() for t in threads):
+            left = failures or ["no answer in time"]
+            log.warning("could not delete our ResourceSlices at shutdown: %s", "; ".join(left)[:MAX_ERROR_CHARS])
             return False
         log.info("deleted the ResourceSlices of pool %s (%d)", self._node, len(names))
         return True

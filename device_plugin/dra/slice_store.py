@@ -120,6 +120,11 @@ class SliceStore:
             if error.status != 404:  # already gone (the kubelet deletes them too): fine
                 raise
 
+    def written(self) -> tuple[str, ...]:
+        """The names of the slices we wrote and have not deleted since (sorted)."""
+        with self._lock:
+            return tuple(sorted(self._written))
+
     def was_ours(self, kind: str, obj: Mapping[str, Any]) -> bool:
         """Whether a watch event reports a change we made ourselves (so nothing needs doing)."""
         name = obj["metadata"]["name"]  # the caller checked ours(obj): metadata.name is a string

@@ -17,7 +17,8 @@ Faults: `down()` / `up()` close and reopen the listening socket on the same port
 refused meanwhile); `fail_next(n, status)` answers the next n requests with that status;
 `race_next_put(name)` changes a slice just before the client's next PUT of it (409 Conflict);
 `ignore_field_selector` answers every list with all slices (a server or proxy that drops the selector);
-`wipe_node(node)` deletes every slice of a node, as the kubelet does at its start.
+`wipe_node(node)` deletes every slice of a node, as the kubelet does at its start; `delay_s` holds every
+answer that long.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class ApiStandin:
         self._changed = threading.Condition(self._lock)
         self._events: list[tuple[int, str, dict[str, Any]]] = []  # (resourceVersion, type, object) in order
         self.ignore_field_selector = False
+        self.delay_s = 0.0  # every answer this late (a slow API server)
         self.claim_read_delay_s = 0.0  # a slow API server: each ResourceClaim GET waits this long first
         self._rv = itertools.count(1)
         self._faults: list[int] = []
@@ -286,6 +288,8 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         if self.command == "GET" and "/resourceclaims/" in url.path and self.api.claim_read_delay_s > 0:
             time.sleep(self.api.claim_read_delay_s)  # outside the lock: slow reads overlap, as on a real server
+        if self.api.delay_s > 0:
+            time.sleep(self.api.delay_s)  # every request, outside the lock as well
         if self.command == "GET" and query.get("watch") in ("true", "1"):
             self._watch(url.path, query)
             return

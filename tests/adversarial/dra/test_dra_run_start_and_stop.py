@@ -3,7 +3,8 @@
 On main 67e3c9c a driverName too long for its kubelet directory (39 characters under a 41-character
 microk8s directory; here the first byte past the OS limit) overflowed the unix socket path: a traceback
 and exit 1, not a config error. A SIGTERM when the API server had never been reached logged "deleted
-the ResourceSlices" although nothing had been published.
+the ResourceSlices" although nothing had been published; with an API server answering in 1.5 s the slices
+stayed published (a LIST, then one DELETE after another, past the budget).
 """
 
 from __future__ import annotations
@@ -15,17 +16,30 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from device_plugin.serving.socket_files import SUN_PATH_BYTES
+from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 from tests.dra.test_run_dra import kubeconfig
 
 DRIVER, NODE = "gpu.nvidia.com", "node-a"
-RUN = [sys.executable, "-m", "device_plugin.cli", "run", "--machine", "single-gpu", "--mode", "dra"]
+RUN = [
+    sys.executable,
+    "-m",
+    "device_plugin.cli",
+    "run",
+    "--machine",
+    "single-gpu",
+    "--mode",
+    "dra",
+    "--dra-driver-name",
+    DRIVER,
+]
 
 
 @pytest.fixture
@@ -85,3 +99,29 @@ def test_sigterm_when_the_api_server_was_never_reached_says_so_and_exits_0(root:
     assert "during start-up" not in err and "never reached" in err
     assert "deleted the ResourceSlices" not in err
     assert not (root / "plugins_registry" / f"{DRIVER}-reg.sock").exists()
+
+
+def test_sigterm_with_an_api_server_answering_in_1_5_s_still_deletes_the_slices(root: Path) -> None:
+    """Within the graceful budget (under 4 s): the deletes go out at once, together, with the sockets' removal
+    (one round trip), not after a LIST and one DELETE after the other."""
+    api = ApiStandin().up()
+    api.add_node(NODE)
+    command = [*RUN, "--device-plugin-dir", str(root / "device-plugins"), "--metrics-address", ""]
+    process = subprocess.Popen(command, env=_env(root, api.host), stderr=subprocess.PIPE, text=True)
+    try:
+        DraKubeletStandin(root / "plugins_registry").wait_for_plugin(timeout_s=30)
+        deadline = time.monotonic() + 30
+        while not api.pool(DRIVER, NODE) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert api.pool(DRIVER, NODE), "never published"
+        time.sleep(0.5)  # the watch's own events are in; nothing is in flight
+        api.delay_s = 1.5
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        api.down()
+    assert process.returncode == 0, err
+    assert api.pool(DRIVER, NODE) == [] and "deleted the ResourceSlices" in err
