@@ -19,25 +19,31 @@ from device_plugin.dra.inventory import MAX_ATTRIBUTES_AND_CAPACITIES, DraDevice
 MAX_DEVICES_PER_SLICE = 128
 MAX_NAME_CHARS = 253  # an object name (DNS subdomain)
 NAME_HASH_CHARS = 12  # hex digits of sha256 in a name that had to be cut
+INDEX_DIGITS = 5  # at least; a slice's index in the pool, in hex, so that name order is listing order
 API_VERSIONS = ("v1", "v1beta2", "v1beta1")  # newest first; older ones are refused
 GROUP = "resource.k8s.io"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def slice_name(node_name: str, driver_name: str, number: int) -> str:
-    """Deterministic, so a republish updates the same objects: <node>-<driver with dashes>-<n>.
+    """Deterministic, so a republish updates the same objects: <node>-<driver with dashes>-<n as 5+ hex digits>.
+
+    Since Kubernetes 1.36 the allocator sorts a pool's slices by name and takes devices in that order, so
+    the index is zero-padded hex (as Go's helper names them): name order is slice order for up to 16**5
+    slices of 128 devices, far more than a node has.
 
     A name is a DNS subdomain of at most 253 characters, and node names may use all 253. When the plain
     name does not fit, the node name is cut (never ending in '-' or '.') and a hash of the whole node and
     driver name follows it, so two long node names that share a prefix still get distinct names."""
     driver = driver_name.replace(".", "-")
-    name = f"{node_name}-{driver}-{number}"
+    index = f"{number:0{INDEX_DIGITS}x}"
+    name = f"{node_name}-{driver}-{index}"
     if len(name) <= MAX_NAME_CHARS:
         return name
     digest = hashlib.sha256(f"{node_name}/{driver_name}".encode()).hexdigest()[:NAME_HASH_CHARS]
-    tail = f"-{digest}-{driver}-{number}"
+    tail = f"-{digest}-{driver}-{index}"
     head = node_name[: max(0, MAX_NAME_CHARS - len(tail))].rstrip("-.")
-    return f"{head}{tail}" if head else f"{digest}-{number}"
+    return f"{head}{tail}" if head else f"{digest}-{index}"
 
 
 def device_object(device: DraDevice, api_version: str) -> dict[str, Any]:

@@ -125,6 +125,16 @@ def test_more_than_128_devices_split_into_slices_of_one_pool_and_generation() ->
     assert len({s["metadata"]["name"] for s in slices}) == 3
 
 
+def test_slices_in_name_order_list_the_devices_in_our_order_past_ten_slices() -> None:
+    """Kubernetes 1.36+ takes a pool's slices in name order; `-10` must not come before `-2`."""
+    device = DraDevice("gpu-0", "GPU-x", 0, (("type", "string", "gpu"),), (("memory", "1Gi"),))
+    many = [DraDevice(f"gpu-{i}", f"GPU-{i}", i, device.attributes, device.capacity) for i in range(12 * 128)]
+    slices = build_slices(many, node_name="n", driver_name="gpu.gpu-device-plugin.io", generation=2)
+    assert len(slices) == 12 and {s["spec"]["pool"]["generation"] for s in slices} == {2}
+    by_name = sorted(slices, key=lambda s: s["metadata"]["name"])
+    assert [d["name"] for s in by_name for d in s["spec"]["devices"]] == [d.name for d in many]
+
+
 def test_owner_reference_names_the_node_when_its_uid_is_known() -> None:
     devices, _ = devices_of("single-gpu")
     (with_uid,) = build_slices(devices, node_name="n", driver_name="gpu.nvidia.com", generation=1, node_uid="u-1")

@@ -55,9 +55,20 @@ def test_slice_names_are_valid_and_distinct_for_node_names_up_to_253_characters(
         assert len(name) <= 253 and DNS_SUBDOMAIN.match(name), name
 
 
-def test_short_node_names_keep_the_names_earlier_releases_published() -> None:
-    """An upgrade updates the same objects instead of deleting and recreating the pool."""
-    assert [slice_name("node-a", DRIVER, n) for n in (0, 1)] == ["node-a-gpu-nvidia-com-0", "node-a-gpu-nvidia-com-1"]
+@pytest.mark.parametrize("kind", sorted(NODES), ids=sorted(NODES))
+def test_name_order_is_slice_order_past_9_15_and_255_slices(kind: str) -> None:
+    """Kubernetes (1.36+) takes a pool's slices in name order: it must be the order we listed devices in."""
+    for node in NODES[kind]:
+        names = [slice_name(node, DRIVER, number) for number in range(300)]
+        assert names == sorted(names)
+
+
+def test_a_short_node_name_gets_the_plain_name_with_a_five_digit_hex_index() -> None:
+    assert [slice_name("node-a", DRIVER, n) for n in (0, 10, 255)] == [
+        f"node-a-{DRIVER.replace('.', '-')}-00000",
+        f"node-a-{DRIVER.replace('.', '-')}-0000a",
+        f"node-a-{DRIVER.replace('.', '-')}-000ff",
+    ]
 
 
 @pytest.fixture

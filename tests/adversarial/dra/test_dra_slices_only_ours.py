@@ -15,7 +15,7 @@ import pytest
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.kube import api_client
 from device_plugin.dra.publisher import SlicePublisher
-from device_plugin.dra.slices import build_slices
+from device_plugin.dra.slices import build_slices, slice_name
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin
@@ -42,9 +42,9 @@ def _foreign(driver: str, node: str, name: str, generation: int = 7) -> dict[str
 
 
 FOREIGN = {
-    "other-node-same-driver": lambda: _foreign(DRIVER, OTHER_NODE, f"{OTHER_NODE}-gpu-nvidia-com-0"),
+    "other-node-same-driver": lambda: _foreign(DRIVER, OTHER_NODE, slice_name(OTHER_NODE, DRIVER, 0)),
     "same-node-other-driver": lambda: _foreign("nic.example.com", NODE, f"{NODE}-nic-example-com-0"),
-    "other-node-named-like-ours": lambda: _foreign(DRIVER, OTHER_NODE, f"{NODE}-gpu-nvidia-com-1"),
+    "other-node-named-like-ours": lambda: _foreign(DRIVER, OTHER_NODE, slice_name(NODE, DRIVER, 1)),
 }
 
 
@@ -71,13 +71,13 @@ def test_reconcile_and_stop_never_touch_slices_that_are_not_ours(api: ApiStandin
 
 def test_a_slice_name_taken_by_another_node_is_refused_not_overwritten(api: ApiStandin) -> None:
     """Our name is held by another node's slice (an earlier name clash): no update over it."""
-    squatter = _foreign(DRIVER, OTHER_NODE, f"{NODE}-gpu-nvidia-com-0")
+    squatter = _foreign(DRIVER, OTHER_NODE, slice_name(NODE, DRIVER, 0))
     api.add_slice(squatter)
-    before = _snapshot(api, [f"{NODE}-gpu-nvidia-com-0"])
+    before = _snapshot(api, [slice_name(NODE, DRIVER, 0)])
     p = SlicePublisher(api_client(api.host), driver_name=DRIVER, node_name=NODE)
     with pytest.raises(RuntimeError, match="another driver or node"):
         p.reconcile(DGX1)
-    assert _snapshot(api, [f"{NODE}-gpu-nvidia-com-0"]) == before
+    assert _snapshot(api, [slice_name(NODE, DRIVER, 0)]) == before
 
 
 def test_writes_carry_a_json_content_type(api: ApiStandin) -> None:
