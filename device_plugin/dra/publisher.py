@@ -206,6 +206,7 @@ class SlicePublisher:
         current = {_generation(o) for o in existing.values()}
         if len(current) == 1 and _same(existing, build(next(iter(current)))):
             self.generation = next(iter(current))
+            self._store.adopt(existing.values())  # an earlier run's slices, as we would write them: ours now
             return self.generation
         generation = max([self.generation, *current]) + 1
         desired = build(generation)

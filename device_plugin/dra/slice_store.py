@@ -17,7 +17,7 @@ generic object calls); what to write is the publisher's job. Rules kept here:
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubernetes import client as k8s
@@ -119,6 +119,12 @@ class SliceStore:
         except ApiException as error:
             if error.status != 404:  # already gone (the kubelet deletes them too): fine
                 raise
+
+    def adopt(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        """Remember listed slices that hold what we would write (an earlier run's) as written by us."""
+        with self._lock:
+            for obj in objects:
+                self._written[obj["metadata"]["name"]] = _content(obj)
 
     def written(self) -> tuple[str, ...]:
         """The names of the slices we wrote and have not deleted since (sorted)."""

@@ -9,7 +9,8 @@ How: the watch starts from the resourceVersion of the publisher's latest LIST (S
 nothing between that list and the watch is missed, and no second LIST is spent. Each event is filtered
 like a LIST item (our driver, our node); events about our own writes and deletes are skipped; any other
 calls `changed()` (the publisher's resync, which writes nothing when the pool is as it should be). A
-watch that ends normally (after WATCH_S, server side) is resumed from the last event; one that fails
+watch that ends normally (after WATCH_S, server side) is resumed from the last event (after a backoff
+when it lasted under MIN_WATCH_S: a proxy closing streams must not make a request loop); one that fails
 (410 Gone, a broken stream, a server down) asks for a resync, which lists again, and resumes from that
 list, after a backoff. stop() shuts the open stream, so the thread ends at once.
 """
@@ -20,6 +21,7 @@ import contextlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -35,6 +37,7 @@ WATCH_S = 300  # the server ends each watch after this; we resume it
 READ_SLACK_S = 30.0  # a stream silent this much longer than WATCH_S is a hung connection
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event line (a slice is at most ~1.5 MiB as JSON)
 WAIT_LIST_S = 0.5  # how often a thread waiting for a LIST looks at stop()
+MIN_WATCH_S = 1.0  # a watch that ends normally sooner than this is resumed after a backoff
 RETRY = Backoff(initial_s=0.1, max_s=5.0)  # between failed watches (the publisher passes its own)
 
 
@@ -96,9 +99,13 @@ class SliceWatch:
                         self._store.listed.wait(WAIT_LIST_S)
                         continue
                     seen_lists, since = self._store.list_count, self._store.list_version
+            started = time.monotonic()
             try:
                 since = self._watch(version, since)
-                delays.reset()
+                if time.monotonic() - started < MIN_WATCH_S:  # ended at once (a proxy closing streams): no spin
+                    self._stop.wait(next(delays))
+                else:
+                    delays.reset()
             except Exception as error:
                 if self._stop.is_set():
                     return

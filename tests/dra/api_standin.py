@@ -73,6 +73,7 @@ class ApiStandin:
         self._events: list[tuple[int, str, dict[str, Any]]] = []  # (resourceVersion, type, object) in order
         self.ignore_field_selector = False
         self.delay_s = 0.0  # every answer this late (a slow API server)
+        self.watch_ends_at_once = False
         self.claim_read_delay_s = 0.0  # a slow API server: each ResourceClaim GET waits this long first
         self._rv = itertools.count(1)
         self._faults: list[int] = []
@@ -152,6 +153,8 @@ class ApiStandin:
     def watch(self, query: dict[str, str], write: Any, serving: Any) -> None:
         """Stream the slice events after query's resourceVersion that match its selectors, until
         timeoutSeconds pass, the server goes down, or the client goes away (`write` raises OSError)."""
+        if self.watch_ends_at_once:  # a proxy that closes every stream at once
+            return
         since = int(query.get("resourceVersion") or 0)
         fields = "" if self.ignore_field_selector else query.get("fieldSelector", "")
         labels = query.get("labelSelector", "")

@@ -163,3 +163,33 @@ def test_a_watch_held_open_by_a_silent_server_does_not_hold_stop(api: ApiStandin
     threading.Thread(target=lambda: (p.stop(5.0), done.set()), daemon=True).start()
     assert done.wait(4.0), "stop() waited for the silent watch"
     assert not p.watch.running()
+
+
+def test_a_watch_that_ends_at_once_is_resumed_after_a_backoff_not_in_a_spin(api: ApiStandin) -> None:
+    """A proxy that closes each stream at once must not turn the watch into a request loop."""
+    api.watch_ends_at_once = True
+    p = SlicePublisher(api_client(api.host), driver_name=DRIVER, node_name=NODE, backoff_max_s=0.5)
+    p.start()
+    p.request(DGX1)
+    try:
+        assert p.wait_synced(10.0)
+        wait_until(lambda: any(m == "WATCH" for m, _ in api.requests))
+        before = sum(1 for m, _ in api.requests if m == "WATCH")
+        time.sleep(2.0)
+        watches = sum(1 for m, _ in api.requests if m == "WATCH") - before
+    finally:
+        p.stop(2.0)
+    assert watches <= 10, f"{watches} watches in 2 s"
+
+
+def test_a_restart_adopts_an_intact_pool_and_its_stop_deletes_it_without_a_list(api: ApiStandin) -> None:
+    first = SlicePublisher(api_client(api.host), driver_name=DRIVER, node_name=NODE)
+    first.reconcile(DGX1)
+    restarted = SlicePublisher(api_client(api.host), driver_name=DRIVER, node_name=NODE)
+    restarted.start()
+    restarted.request(DGX1)
+    assert restarted.wait_synced(10.0) and restarted.generation == 1  # nothing rewritten
+    count = len(api.requests)
+    assert restarted.stop(2.0)
+    assert api.pool(DRIVER, NODE) == []
+    assert [m for m, _ in api.requests[count:] if m != "WATCH"] == ["DELETE"]
