@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
-from tests.adversarial.dra.harness import DRIVER, dra_server, get_info, wait_until
+from tests.adversarial.dra.harness import DRIVER, dra_server, get_info, prepare, wait_until
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 CALM_S = 2.0  # long enough for dozens of keeper polls (every 0.05 s here): the old keeper rebound at each
@@ -68,7 +68,8 @@ def test_an_endpoint_path_another_process_serves_is_waited_for_then_served_again
             foreign.close()
             paths.endpoint.unlink()
             wait_until(lambda: server.socket_taken() == "" and paths.registration.exists(), FREE_AGAIN_S)
-        assert paths.endpoint.lstat().st_ino != held
+        # Ours again (not by inode: the freed foreign one's number may be reused): our DRA service answers.
+        assert prepare(paths.endpoint, []).claims == {}
         assert get_info(paths.registration).endpoint == str(paths.endpoint)
         wait_until(lambda: server.serving()[0])
     finally:
