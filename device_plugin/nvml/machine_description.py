@@ -153,7 +153,7 @@ def _parse_gpu(raw: object, index: int, machine_name: str, fabric: Mapping[str, 
             raise MachineDescriptionError(f"{where}.pci_bus_id", "PCI domains >= fe00 are reserved for NVSwitches")
     else:
         bus_id = default_pci_bus_id(index)
-    numa_node: int | None = 0
+    numa_node: int | None = None  # not given: unknown, as a platform that reports none (never a guessed 0)
     if "numa_node" in gpu:
         raw_numa = gpu["numa_node"]
         numa_node = None if raw_numa is None else read.integer(raw_numa, f"{where}.numa_node", 0, _MAX_NUMA_NODE)

@@ -192,14 +192,18 @@ UNKNOWN_PLACEMENT = {
     "gpus": [
         {"model": "NVIDIA L40S", "memory_mib": 46068, "numa_node": None},  # no NUMA, no PCIe tree
         {"model": "NVIDIA L40S", "memory_mib": 46068, "numa_node": 1, "pcie": ["cpu1", "pci0000:80"]},
+        {"model": "NVIDIA L40S", "memory_mib": 46068},  # NUMA node not given: unknown too, never a guessed 0
     ],
 }
 
 
 def test_pcie_root_and_numa_node_are_published_only_where_known() -> None:
     fake = FakeNvml(parse_machine_description(UNKNOWN_PLACEMENT))
-    unknown, known = (attrs(d) for d in sorted(build_devices(fake, build_topology(fake))[0], key=lambda d: d.gpu_index))
+    unknown, known, not_given = (
+        attrs(d) for d in sorted(build_devices(fake, build_topology(fake))[0], key=lambda d: d.gpu_index)
+    )
     assert STANDARD + "pcieRoot" not in unknown and STANDARD + "numaNode" not in unknown
+    assert STANDARD + "numaNode" not in not_given
     assert (known[STANDARD + "pcieRoot"], known[STANDARD + "numaNode"]) == ("pci0000:80", 1)
 
 

@@ -40,7 +40,7 @@ def test_defaults_are_derived_from_name_and_index() -> None:
     assert [g.index for g in desc.gpus] == [0, 1, 2]
     assert [g.uuid for g in desc.gpus] == [default_uuid("t", i) for i in range(3)]
     assert [g.pci_bus_id for g in desc.gpus] == ["0000:10:00.0", "0000:11:00.0", "0000:12:00.0"]
-    assert all(g.numa_node == 0 and g.pcie == ("cpu0",) for g in desc.gpus)
+    assert all(g.numa_node is None and g.pcie == ("cpu0",) for g in desc.gpus)  # NUMA not given: unknown
     assert desc.nvlinks == () and desc.nvswitch == ()
 
 
