@@ -164,14 +164,9 @@ class Config:
     version: str = SUPPORTED_VERSION
     flags: Flags = section("flags", Flags)
     # NVIDIA's other top-level sections: set in the file only; a change re-serves every resource.
-    # `resources` (custom resource names) is accepted and not applied, as in NVIDIA's plugin
-    resources: Mapping[str, Any] = setting(
-        "resources",
-        RESOURCES,
-        reload=RESERVE,
-        default_factory=_frozen,
-        not_applied=lambda value: any(value.get(kind) for kind in ("gpus", "mig")),
-    )
+    # `resources`: per-model resource names, checked at load (config/resource_names.py), applied at
+    # composition (allocation/resource_naming.py)
+    resources: Mapping[str, Any] = setting("resources", RESOURCES, reload=RESERVE, default_factory=_frozen)
     # parsed by config/sharing.py, with flags.plugin.sharedDevicesAllocationPolicy as the default placement
     sharing: SharingConfig = setting("sharing", RAW_MAPPING, reload=RESERVE, default_factory=SharingConfig)
     imex: ImexConfig = section("imex", ImexConfig)

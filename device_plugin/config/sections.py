@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from device_plugin.config.hints import unknown_key
+from device_plugin.config.resource_names import parse_resource_naming
 from device_plugin.config.schema import Field, no_text
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short
@@ -54,6 +55,7 @@ def check_resources(value: Any) -> dict[str, Any]:
             for key in ("pattern", "name"):
                 if not isinstance(entry.get(key), str) or not entry[key]:
                     raise ConfigError(f"{where}.{key}", "is required and must be a non-empty string")
+    parse_resource_naming(section)  # the names and patterns, checked at load (config/resource_names.py)
     return section
 
 

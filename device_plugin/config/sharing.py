@@ -50,7 +50,6 @@ _RESOURCE_KEYS = ("name", "replicas", "rename", "devices", "requireDistinctGPUs"
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DOMAIN_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_MIG_NAME_RE = re.compile(r"^nvidia\.com/mig-[1-9][0-9]*g\.[0-9]+gb(\.[a-z][a-z0-9]*)*$")
 _MIG_INDEX_RE = re.compile(r"^[0-9]+:[0-9]+$")
 
 
@@ -173,9 +172,15 @@ def _check_advertised_names(specs: Sequence[SharedResourceSpec], has_rename: Seq
 
 
 def _shareable_name(raw: Any, where: str) -> str:
+    # Ours are all nvidia.com/: the defaults, nvidia.com/mig-<profile>, and the `resources` names
+    # (config/resource_names.py); a name this node does not serve is left to build time.
     name = _resource_name(raw, where)
-    if name != GPU_RESOURCE and not _MIG_NAME_RE.match(name):
-        raise ConfigError(where, f"only {GPU_RESOURCE} and nvidia.com/mig-<profile> can be shared, got {short(name)}")
+    if not name.startswith(f"{DEFAULT_DOMAIN}/"):
+        raise ConfigError(
+            where,
+            f"only nvidia.com/ resources ({GPU_RESOURCE}, mig-<profile>, `resources` names) can be shared, "
+            f"got {short(name)}",
+        )
     return name
 
 

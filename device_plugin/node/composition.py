@@ -4,6 +4,7 @@
   topology-aware TopologyPolicy (the inventory's Allocator: node/inventory.py builds it once per Topology).
 - MIG devices follow flags.migStrategy (mig/): spread or packed over parent GPUs, the parents chosen
   by the same Allocator.
+- `resources` serves GPUs and MIG devices under per-model names (allocation/resource_naming.py).
 - `sharing.timeSlicing` turns GPUs into replicas (timeslice/), whose physical GPUs are chosen by the
   same Allocator.
 - Allocate answers follow flags.plugin (device-list strategy, ID strategy, passDeviceSpecs) and carry
@@ -22,12 +23,14 @@ from pathlib import Path
 
 from device_plugin.allocation.imex import node_imex_channels, resolve_imex_channels
 from device_plugin.allocation.protocols import AllocationPolicy, ResponseBuilder
+from device_plugin.allocation.resource_naming import rename_resources
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.allocation.response_builders import StrategyResponseBuilder, response_settings, scan_device_nodes
 from device_plugin.allocation.whole_gpu_selection import TopologyPolicy, require_whole_gpus
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config.model import Config
+from device_plugin.config.resource_names import parse_resource_naming
 from device_plugin.core.ids import parse_device_id
 from device_plugin.node.inventory import NodeInventory, scan_inventory
 from device_plugin.nvml.protocol import NvmlBackend
@@ -125,6 +128,10 @@ def compose_node(
         log.warning("no GPUs found; nothing to serve")
         return Node((), inventory, share_resources({}, sharing))
     base = mig_resources(gpus, inventory.mig.devices_by_gpu, config.flags.mig_strategy)
+    products = {gpu.index: gpu.name for gpu in gpus}
+    profiles = {d.uuid: d.profile for devices in inventory.mig.devices_by_gpu.values() for d in devices}
+    naming = parse_resource_naming(config.resources)  # `resources`: per-model names, NVIDIA's patterns
+    base = rename_resources(base, naming, product_of=products.__getitem__, mig_profile_of=profiles)
     advertised = share_resources(base, sharing)
     settings = response_settings(config.flags)
     for note in settings.notes():

@@ -31,7 +31,6 @@ ALL = (
     "flags.plugin.nvidiaCTKPath",
     "flags.plugin.containerDriverRoot",
     "flags.gfd",
-    "resources",
 )
 EVERYTHING = """
 flags:
@@ -70,7 +69,7 @@ CASES: list[tuple[str, str, dict[str, str], tuple[str, ...]]] = [
     ("discovery-tegra", "flags: {deviceDiscoveryStrategy: tegra}", {}, ("flags.deviceDiscoveryStrategy",)),
     ("node-feature-api-false-is-what-we-do", "flags: {useNodeFeatureAPI: false}", {}, ()),
     ("empty-resources-lists", "resources: {gpus: [], mig: []}", {}, ()),
-    ("resources-named", "resources: {mig: [{pattern: 1g.10gb, name: small}]}", {}, ("resources",)),
+    ("resources-are-applied", "resources: {mig: [{pattern: 1g.10gb, name: small}]}", {}, ()),
     ("ctk-path-default", "flags: {plugin: {nvidiaCTKPath: /usr/bin/nvidia-ctk}}", {}, ()),
     ("imex-is-not-this-warnings", "imex: {channelIDs: [0], required: false}", {}, ()),
     ("everything", EVERYTHING, {}, ALL),

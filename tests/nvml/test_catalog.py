@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,8 +15,9 @@ from device_plugin.nvml.fake import FakeNvml
 
 REQUIRED = ("dgx1-v100", "dgx-a100", "hgx-h100", "pcie-8gpu-2socket", "workstation-4gpu", "island-16gpu", "single-gpu")
 
-# machine -> (GPU count, model, memory_mib, NUMA nodes of the GPUs in index order)
-EXPECTED = {
+# machine -> (GPU count, model, memory_mib, NUMA nodes of the GPUs in index order); a mixed machine
+# gives model and memory_mib per GPU.
+EXPECTED: dict[str, tuple[Any, ...]] = {
     "dgx1-v100": (8, "Tesla V100-SXM2-32GB", 32768, [0, 0, 0, 0, 1, 1, 1, 1]),
     "dgx-a100": (8, "NVIDIA A100-SXM4-80GB", 81920, [3, 3, 1, 1, 7, 7, 5, 5]),
     "hgx-h100": (8, "NVIDIA H100 80GB HBM3", 81559, [0, 0, 0, 0, 1, 1, 1, 1]),
@@ -31,6 +33,13 @@ EXPECTED = {
     # GB200 NVL72 compute trays of two NVLink cliques (issue 20); fabric facts in tests/nvml/test_fabric.py.
     "gb200-nvl72-tray-a": (4, "NVIDIA GB200", 189471, [0, 0, 1, 1]),
     "gb200-nvl72-tray-b": (4, "NVIDIA GB200", 189471, [0, 0, 1, 1]),
+    # Two models on one node, for per-model resource names (issue 20): per GPU.
+    "pcie-mixed-a100-t4": (
+        6,
+        ("NVIDIA A100-PCIE-40GB",) * 2 + ("Tesla T4",) * 4,
+        (40960,) * 2 + (15360,) * 4,
+        [0, 0, 1, 1, 1, 1],
+    ),
 }
 
 
@@ -50,7 +59,9 @@ def test_shipped_machine_loads_as_described(name: str) -> None:
     count, model, memory_mib, numa = EXPECTED[name]
     assert desc.name == name
     assert len(desc.gpus) == count
-    assert {(g.model, g.memory_mib) for g in desc.gpus} == {(model, memory_mib)}
+    models = model if isinstance(model, tuple) else (model,) * count
+    memories = memory_mib if isinstance(memory_mib, tuple) else (memory_mib,) * count
+    assert [(g.model, g.memory_mib) for g in desc.gpus] == list(zip(models, memories, strict=True))
     assert [g.numa_node for g in desc.gpus] == numa
 
 

@@ -67,6 +67,7 @@ TOPOLOGY = {
     "h100-mig-mixed": ("nvswitch", "8", "2", "hopper", "true"),  # HGX H100, half the GPUs partitioned
     "gb200-nvl72-tray-a": ("nvswitch", "4", "2", "blackwell", "true"),  # GB200 NVL72 tray: 2 Graces, 4 GPUs
     "gb200-nvl72-tray-b": ("nvswitch", "4", "2", "blackwell", "true"),
+    "pcie-mixed-a100-t4": ("none", "1", "2", "turing", "true"),  # labelled by its most common model, T4
 }
 
 

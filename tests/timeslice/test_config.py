@@ -37,7 +37,7 @@ INVALID = [
     ("resource-unknown-key", ts({**GPU4, "replica": 2}), f"{TS}.resources[0].replica"),
     ("name-missing", ts({"replicas": 2}), f"{TS}.resources[0].name"),
     ("name-not-shareable", ts({"name": "amd.com/gpu", "replicas": 2}), f"{TS}.resources[0].name"),
-    ("name-bad-mig-profile", ts({"name": "nvidia.com/mig-big", "replicas": 2}), f"{TS}.resources[0].name"),
+    ("name-other-vendor", ts({"name": "example.com/gpu", "replicas": 2}), f"{TS}.resources[0].name"),
     ("replicas-missing", ts({"name": "nvidia.com/gpu"}), f"{TS}.resources[0].replicas"),
     ("replicas-one", ts({**GPU4, "replicas": 1}), f"{TS}.resources[0].replicas"),
     ("replicas-bool", ts({**GPU4, "replicas": True}), f"{TS}.resources[0].replicas"),

@@ -45,6 +45,8 @@ FACTS: dict[str, tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...],
     # on a root complex of its Grace.
     "gb200-nvl72-tray-a": ((tuple(range(4)),), alone(4), 4),
     "gb200-nvl72-tray-b": ((tuple(range(4)),), alone(4), 4),
+    # two A100s on their own root ports, four T4s under one switch; no NVLink
+    "pcie-mixed-a100-t4": (alone(6), ((0,), (1,), (2, 3, 4, 5)), 1),
 }
 
 
