@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from device_plugin.core.errors import ConfigError
-from device_plugin.core.names import GPU_RESOURCE
+from device_plugin.core.names import GPU_RESOURCE, NVIDIA_DOMAIN
 from device_plugin.core.short_text import short
 
-PREFIX = "nvidia.com/"
+PREFIX = f"{NVIDIA_DOMAIN}/"
 MIG_PREFIX = f"{PREFIX}mig-"
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")  # a qualified name's name part
 

@@ -175,7 +175,7 @@ def _shareable_name(raw: Any, where: str) -> str:
     # Ours are all nvidia.com/: the defaults, nvidia.com/mig-<profile>, and the `resources` names
     # (config/resource_names.py); a name this node does not serve is left to build time.
     name = _resource_name(raw, where)
-    if not name.startswith(f"{DEFAULT_DOMAIN}/"):
+    if not name.startswith(f"{NVIDIA_DOMAIN}/"):
         raise ConfigError(
             where,
             f"only nvidia.com/ resources ({GPU_RESOURCE}, mig-<profile>, `resources` names) can be shared, "
