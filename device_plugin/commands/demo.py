@@ -19,6 +19,7 @@ import logging
 import shutil
 import tempfile
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -129,7 +130,9 @@ def _walk_through(backend: FakeNvml, node: Node, config: Config, args: argparse.
         return ", ".join(label(i) for i in sorted(ids, key=lambda i: (devices[i].gpu_indices, i)))
 
     plugin_dir = config.daemon.device_plugin_dir
-    print(f"Simulated node '{args.machine}': {len(node.gpus)} GPUs ({node.gpus[0].name if node.gpus else 'none'}).")
+    models = Counter(gpu.name for gpu in node.gpus)  # a mixed node names each model with its count
+    kinds = ", ".join(name if len(models) == 1 else f"{count}x {name}" for name, count in models.items()) or "none"
+    print(f"Simulated node '{args.machine}': {len(node.gpus)} GPUs ({kinds}).")
     served = ", ".join(f"{r.resource_name} ({len(r.snapshot().devices)})" for r in node.resources)
     print(f"Resources served (migStrategy {config.flags.mig_strategy}): {served}. Following {resource}.")
     mig_gpus = sorted(node.mig.devices_by_gpu)

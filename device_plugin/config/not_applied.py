@@ -10,12 +10,19 @@ docs/migrating.md "Accepted but not applied" says, per field, what NVIDIA's plug
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from device_plugin.config.declare import get
 from device_plugin.config.model import SETTINGS, Config
 
 DOC = "docs/migrating.md#accepted-but-not-applied"
 DECLARED = tuple(d for d in SETTINGS if d.setting.not_applied is not None)
+# Applied in device-plugin mode only: DRA serves no resource names and hands out no IMEX channels
+# (NVIDIA's DRA driver does that through ComputeDomains), so in mode dra these are named too.
+DEVICE_PLUGIN_ONLY: tuple[tuple[str, Callable[[Config], bool]], ...] = (
+    ("resources", lambda c: any(c.resources.get(kind) for kind in ("gpus", "mig"))),
+    ("imex.channelIDs", lambda c: bool(c.imex.channel_ids)),
+)
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +35,8 @@ def not_applied(config: Config) -> tuple[str, ...]:
         assert check is not None
         if check(get(config, declared.attrs)):
             found.append(declared.path)
+    if config.daemon.mode == "dra":
+        found += [path for path, is_set in DEVICE_PLUGIN_ONLY if is_set(config)]
     return tuple(found)
 
 

@@ -72,6 +72,12 @@ CASES: list[tuple[str, str, dict[str, str], tuple[str, ...]]] = [
     ("resources-are-applied", "resources: {mig: [{pattern: 1g.10gb, name: small}]}", {}, ()),
     ("ctk-path-default", "flags: {plugin: {nvidiaCTKPath: /usr/bin/nvidia-ctk}}", {}, ()),
     ("imex-is-not-this-warnings", "imex: {channelIDs: [0], required: false}", {}, ()),
+    (
+        "mode-dra-applies-neither-resources-nor-imex",
+        "gpuDevicePlugin: {mode: dra}\nimex: {channelIDs: [0]}\nresources: {gpus: [{pattern: '*', name: x}]}",
+        {},
+        ("resources", "imex.channelIDs"),
+    ),
     ("everything", EVERYTHING, {}, ALL),
 ]
 
