@@ -22,6 +22,7 @@ EXPECTED = {
     # kustomization: (migStrategy, deviceListStrategy, time-slicing replicas or None)
     "base": ("none", ("envvar",), None),
     "overlays/cdi": ("none", ("cdi-cri",), None),
+    "overlays/device-plugin-pool": ("none", ("envvar",), None),
     "overlays/fake-gpu": ("none", ("envvar",), None),
     "overlays/image": ("none", ("envvar",), None),
     "overlays/mig-mixed": ("mixed", ("envvar",), None),

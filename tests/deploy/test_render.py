@@ -21,6 +21,7 @@ def test_every_overlay_is_covered() -> None:
     assert set(KUSTOMIZATIONS) == {
         "base",
         "overlays/cdi",
+        "overlays/device-plugin-pool",
         "overlays/fake-gpu",
         "overlays/image",
         "overlays/mig-mixed",
