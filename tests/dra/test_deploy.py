@@ -127,8 +127,9 @@ def test_the_examples_live_apart_from_the_driver_in_their_own_namespace_with_a_p
 
 
 def test_the_device_class_selects_our_default_driver_name_not_nvidias() -> None:
-    (device_class,) = [o for o in OBJECTS if o["kind"] == "DeviceClass"]
-    assert device_class["metadata"]["name"] == DEFAULT_DRA_DRIVER_NAME
+    (device_class,) = [
+        o for o in OBJECTS if o["kind"] == "DeviceClass" and o["metadata"]["name"] == DEFAULT_DRA_DRIVER_NAME
+    ]
     (selector,) = device_class["spec"]["selectors"]
     assert f'device.driver == "{DEFAULT_DRA_DRIVER_NAME}"' in selector["cel"]["expression"]
     assert "nvidia.com" not in selector["cel"]["expression"]

@@ -1,0 +1,136 @@
+"""deploy/dra's variants and example sets: every kustomization under deploy/dra renders to objects valid for
+Kubernetes 1.34-1.37; the extended-resource variant maps nvidia.com/gpu to whole GPUs and splits the nodes
+from the device plugin's by one label; the MIG class and example select what MIG nodes publish; each
+example set lives in a namespace of its own with a Pod for each claim."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
+from device_plugin.core.names import GPU_RESOURCE, OWN_DOMAIN
+from device_plugin.dra.inventory import build_devices
+from device_plugin.nvml.fake import FakeNvml
+from tests.allocation.machines import topology_of
+from tests.deploy.render import render
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+DRA = DEPLOY / "dra"
+KUSTOMIZATIONS = sorted(str(p.parent.relative_to(DEPLOY)) for p in DRA.rglob("kustomization.yaml"))
+RENDERED = {name: render(DEPLOY / name) for name in KUSTOMIZATIONS}
+EXAMPLE_SETS = [name for name in KUSTOMIZATIONS if "/examples" in name]
+VERSIONS = ("1.34", "1.35", "1.36", "1.37")
+MODE_LABEL = f"{OWN_DOMAIN}/mode"
+MIG_MACHINES = ("a100-mig-7x1g", "h100-mig-mixed")
+
+
+def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def named(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (obj,) = [o for o in of_kind(objects, kind) if o["metadata"]["name"] == name]
+    return obj
+
+
+def pod_spec(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    (daemonset,) = of_kind(objects, "DaemonSet")
+    return daemonset["spec"]["template"]["spec"]
+
+
+def test_every_kustomization_under_deploy_dra_is_found() -> None:
+    assert {"dra", "dra/examples", "dra/examples/mig", "dra/examples/gpu-count", "dra/extended-resource"} <= set(
+        KUSTOMIZATIONS
+    )
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+def test_every_object_of_every_dra_kustomization_validates_strictly(name: str, version: str) -> None:
+    for obj in RENDERED[name]:
+        kubernetes_validate.validate(obj, version, strict=True)
+
+
+def test_the_extended_resource_variant_maps_nvidia_gpu_to_whole_gpus_only() -> None:
+    variant, driver = RENDERED["dra/extended-resource"], RENDERED["dra"]
+    mapped = [c for c in of_kind(variant, "DeviceClass") if "extendedResourceName" in c["spec"]]
+    (gpu_class,) = mapped  # one class per name: the scheduler picks at random among several
+    assert gpu_class["spec"]["extendedResourceName"] == GPU_RESOURCE
+    name = gpu_class["metadata"]["name"]
+    assert name == DEFAULT_DRA_DRIVER_NAME  # the whole-GPU class: MIG devices are not counted as nvidia.com/gpu
+    assert gpu_class["spec"]["selectors"] == named(driver, "DeviceClass", name)["spec"]["selectors"]
+    assert '.type == "gpu"' in gpu_class["spec"]["selectors"][0]["cel"]["expression"]
+
+
+def test_the_extended_resource_variant_changes_only_the_class_and_where_the_driver_runs() -> None:
+    variant, driver = RENDERED["dra/extended-resource"], RENDERED["dra"]
+    assert [(o["kind"], o["metadata"]["name"]) for o in variant] == [(o["kind"], o["metadata"]["name"]) for o in driver]
+    changed = [o["kind"] for o, before in zip(variant, driver, strict=True) if o != before]
+    assert changed == ["DaemonSet", "DeviceClass"]
+    spec, before = pod_spec(variant), pod_spec(driver)
+    assert spec["nodeSelector"] == {MODE_LABEL: "dra"}
+    assert {k: v for k, v in spec.items() if k != "nodeSelector"} == before
+
+
+def test_no_node_runs_the_device_plugin_and_the_count_serving_driver_together() -> None:
+    """Both select the same label key with different values: a node's label has one value."""
+    device_plugin = pod_spec(render(DEPLOY / "overlays" / "device-plugin-pool"))
+    dra = pod_spec(RENDERED["dra/extended-resource"])
+    assert device_plugin["nodeSelector"] == {MODE_LABEL: "device-plugin"}
+    assert dra["nodeSelector"] == {MODE_LABEL: "dra"}
+    assert device_plugin["affinity"] == dra["affinity"]  # both still only on GPU nodes
+
+
+def test_the_mig_class_selects_this_drivers_mig_devices_and_the_gpu_class_excludes_them() -> None:
+    classes = {
+        c["metadata"]["name"]: c["spec"]["selectors"][0]["cel"]["expression"]
+        for c in of_kind(RENDERED["dra"], "DeviceClass")
+    }
+    attribute = f'device.attributes["{DEFAULT_DRA_DRIVER_NAME}"].type'
+    assert classes == {
+        DEFAULT_DRA_DRIVER_NAME: f'device.driver == "{DEFAULT_DRA_DRIVER_NAME}" && {attribute} == "gpu"',
+        f"mig.{OWN_DOMAIN}": f'device.driver == "{DEFAULT_DRA_DRIVER_NAME}" && {attribute} == "mig"',
+    }
+
+
+@pytest.mark.parametrize("machine", MIG_MACHINES)
+def test_the_mig_example_asks_for_a_profile_that_mig_nodes_publish(machine: str) -> None:
+    objects = RENDERED["dra/examples/mig"]
+    (template,) = of_kind(objects, "ResourceClaimTemplate")
+    (request,) = template["spec"]["spec"]["devices"]["requests"]
+    assert request["exactly"]["deviceClassName"] == f"mig.{OWN_DOMAIN}"
+    (selector,) = request["exactly"]["selectors"]
+    match = re.fullmatch(
+        rf'device\.attributes\["{re.escape(DEFAULT_DRA_DRIVER_NAME)}"\]\.profile\.startsWith\("([^"]+)"\)',
+        selector["cel"]["expression"],
+    )
+    assert match is not None
+    devices, _ = build_devices(FakeNvml.from_machine(machine), topology_of(machine))
+    profiles = [dict((a[0], a[2]) for a in d.attributes).get("profile", "") for d in devices]
+    assert any(p.startswith(match.group(1)) for p in profiles)
+
+
+@pytest.mark.parametrize("name", EXAMPLE_SETS)
+def test_each_example_set_has_its_own_namespace_and_a_pod_using_each_claim(name: str) -> None:
+    objects = RENDERED[name]
+    (namespace,) = [o["metadata"]["name"] for o in of_kind(objects, "Namespace")]
+    others = {o["metadata"]["name"] for n in EXAMPLE_SETS if n != name for o in of_kind(RENDERED[n], "Namespace")}
+    assert namespace not in others and namespace != pod_spec(RENDERED["dra"]).get("namespace", "gpu-device-plugin")
+    assert {o["metadata"]["namespace"] for o in objects if o["kind"] != "Namespace"} == {namespace}
+    pods = of_kind(objects, "Pod")
+    assert pods
+    used = {c["resourceClaimTemplateName"] for p in pods for c in p["spec"].get("resourceClaims", [])}
+    assert used == {t["metadata"]["name"] for t in of_kind(objects, "ResourceClaimTemplate")}
+
+
+def test_the_count_examples_ask_for_nvidia_gpu_and_write_no_claim() -> None:
+    pods = of_kind(RENDERED["dra/examples/gpu-count"], "Pod")
+    assert len(pods) == 2
+    for pod in pods:
+        assert "resourceClaims" not in pod["spec"]
+        assert all(GPU_RESOURCE in c["resources"]["limits"] for c in pod["spec"]["containers"])
