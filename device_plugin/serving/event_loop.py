@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import errno
 import logging
 import threading
+import traceback
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -38,8 +40,29 @@ def shared_loop() -> asyncio.AbstractEventLoop:
 
 def _run(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
     asyncio.set_event_loop(loop)
+    loop.set_exception_handler(_report_loop_exception)
     loop.call_soon(ready.set)
     loop.run_forever()
+
+
+# Where gRPC's asyncio completion-queue poller lives: when the last gRPC object of the process goes,
+# gRPC closes the poller's socket while the loop may still call its reader once more (EBADF). Harmless,
+# but the default handler prints it as an ERROR with a traceback, which reads like a crash at shutdown.
+_GRPC_POLLER_SOURCE = "completion_queue.pyx.pxi"
+
+
+def is_grpc_poller_teardown(exception: BaseException | None) -> bool:
+    """Whether `exception` is gRPC's poller reading its already-closed socket (see _GRPC_POLLER_SOURCE)."""
+    if not isinstance(exception, OSError) or exception.errno != errno.EBADF:
+        return False
+    return any(frame.filename.endswith(_GRPC_POLLER_SOURCE) for frame in traceback.extract_tb(exception.__traceback__))
+
+
+def _report_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    if is_grpc_poller_teardown(context.get("exception")):
+        log.debug("gRPC's completion-queue poller read its closed socket after gRPC shut it down (harmless)")
+        return
+    loop.default_exception_handler(context)
 
 
 def run(coroutine: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
