@@ -10,6 +10,7 @@ Modules, one job each:
   & co.; the sockets served and kept through device_plugin.serving).
 - claim_body, claim_locks, device_holders, offload: what Prepare relies on (a claim body read
   defensively, per-claim locks and epochs, which claim holds which device, the worker pools).
+- claim_config: the opaque configs a claim addresses to this driver, accepted or refused per claim.
 - kube, publisher, slice_store, slice_watch: the API-server side through the `kubernetes` client (version
   discovery, the ResourceClaim reader, the ResourceSlice publisher with its retry thread, its HTTP calls
   that touch only our slices, and the watch that notices when others change them).

@@ -10,7 +10,8 @@ then decided and written under the claim's lock, and only if no Unprepare of it 
 its caller has not given up. A checkpointed claim is still read: while the API server says what the
 checkpoint says, the checkpoint's answer is given again; when the allocation changed, the claim is
 prepared afresh; when the read fails, the checkpoint answers (the kubelet read the claim just before).
-A device held by another prepared claim is refused (device_holders).
+A device held by another prepared claim is refused (device_holders). Opaque configs addressed to this
+driver are accepted or refused per claim (claim_config).
 
 CDI: we do not write a CDI spec. We answer names from the spec that the NVIDIA Container Toolkit
 generates on the node (`nvidia-ctk cdi generate`, kind `nvidia.com/gpu`), by UUID: a whole GPU is
@@ -30,6 +31,7 @@ from device_plugin.core.names import CDI_KIND
 from device_plugin.core.short_text import one_line
 from device_plugin.dra.checkpoint import Checkpoint, PreparedClaim, PreparedDevice
 from device_plugin.dra.claim_body import Allocation, ClaimBodyError, read_allocation
+from device_plugin.dra.claim_config import OpaqueConfig, applies_to, read_configs, refusal
 from device_plugin.dra.claim_locks import ClaimLocks, Ticket
 from device_plugin.dra.device_holders import DeviceHolders, Hold
 
@@ -148,6 +150,7 @@ class Preparer:
             return self._from_checkpoint(claim, ticket, f"{label}: the ResourceClaim does not exist (deleted?)")
         try:
             allocation = read_allocation(body, self._driver)
+            configs = read_configs(body, self._driver)
         except ClaimBodyError as error:
             return PrepareResult(error=f"{label}: malformed ResourceClaim: {error}")
         if allocation.uid != claim.uid:
@@ -156,6 +159,7 @@ class Preparer:
         if not allocation.devices:
             return PrepareResult(error=f"{label}: not allocated, or no device of driver {self._driver}")
         devices, problems = self._resolve(allocation)
+        problems += self._refused_configs(configs, allocation)
         if problems:
             return PrepareResult(error=f"{label}: " + "; ".join(problems))
         return self._commit(claim, label, ticket, gave_up, PreparedClaim(claim.namespace, claim.name, devices))
@@ -192,6 +196,21 @@ class Preparer:
                     )
                 )
         return tuple(devices), problems
+
+    def _refused_configs(self, configs: Sequence[OpaqueConfig], allocation: Allocation) -> list[str]:
+        """Why each of our configs cannot be applied to the devices of the requests it names (claim_config)."""
+        known = self._devices.device_uuids()
+        refused = []
+        for config in configs:
+            types = {
+                "mig" if known.get(d.device, "").startswith("MIG-") else "gpu"
+                for d in allocation.devices
+                if applies_to(config, d.request)
+            }
+            reason = refusal(config, types) if types else None  # a config for none of our requests asks nothing
+            if reason is not None:
+                refused.append(reason)
+        return refused
 
     def _commit(
         self, claim: ClaimRef, label: str, ticket: Ticket, gave_up: Callable[[], bool], prepared: PreparedClaim
