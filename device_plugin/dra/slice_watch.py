@@ -37,12 +37,17 @@ WATCH_S = 300  # the server ends each watch after this; we resume it
 READ_SLACK_S = 30.0  # a stream silent this much longer than WATCH_S is a hung connection
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event line (a slice is at most ~1.5 MiB as JSON)
 WAIT_LIST_S = 0.5  # how often a thread waiting for a LIST looks at stop()
+REFUSALS = frozenset({401, 403, 405})  # the server will not let us watch (not: it failed)
 MIN_WATCH_S = 1.0  # a watch that ends normally sooner than this is resumed after a backoff
 RETRY = Backoff(initial_s=0.1, max_s=5.0)  # between failed watches (the publisher passes its own)
 
 
 class WatchEnded(Exception):
     """The stream ended in a way that needs a new LIST (410 Gone, an error event, a line too long)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status  # the HTTP status when the server refused the watch
 
 
 class SliceWatch:
@@ -90,6 +95,7 @@ class SliceWatch:
     def _loop(self) -> None:
         since: str | None = None
         seen_lists = 0
+        refused = False
         delays = self._backoff.delays_s()
         while not self._stop.is_set():
             version = self._api_version()
@@ -106,10 +112,21 @@ class SliceWatch:
                     self._stop.wait(next(delays))
                 else:
                     delays.reset()
+                    refused = False
             except Exception as error:
                 if self._stop.is_set():
                     return
-                log.info("the watch on our ResourceSlices ended (%s); listing them again", _reason(error))
+                if getattr(error, "status", None) in REFUSALS:
+                    if not refused:  # once per run of refusals: the same words every few seconds help nobody
+                        log.warning(
+                            "the API server refuses our watch on ResourceSlices (%s): grant the verb `watch` on "
+                            "resourceslices (deploy/dra/rbac.yaml); until then a pool deleted by others is "
+                            "repaired only every few seconds, by listing",
+                            _reason(error),
+                        )
+                    refused = True
+                else:
+                    log.info("the watch on our ResourceSlices ended (%s); listing them again", _reason(error))
                 since = None
                 self._changed()  # the resync lists again (and repairs what we may have missed)
                 self._stop.wait(next(delays))
@@ -135,7 +152,7 @@ class SliceWatch:
         try:
             status = getattr(response, "status", 200)
             if not 200 <= int(status) < 300:
-                raise WatchEnded(f"HTTP {status}")
+                raise WatchEnded(f"HTTP {status}", int(status))
             for event in _events(response):
                 since = self._take(event) or since
         finally:

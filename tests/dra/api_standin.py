@@ -74,6 +74,7 @@ class ApiStandin:
         self.ignore_field_selector = False
         self.delay_s = 0.0  # every answer this late (a slow API server)
         self.watch_ends_at_once = False
+        self.watch_status = 200  # any other: every watch is answered with it
         self.claim_read_delay_s = 0.0  # a slow API server: each ResourceClaim GET waits this long first
         self._rv = itertools.count(1)
         self._faults: list[int] = []
@@ -311,6 +312,14 @@ class _Handler(BaseHTTPRequestHandler):
         with self.api._lock:
             self.api.requests.append(("WATCH", path))
         self.close_connection = True  # the stream ends with the connection (no length, no chunks)
+        if self.api.watch_status != 200:  # e.g. 403: RBAC without the watch verb
+            data = json.dumps(_status(self.api.watch_status, "watch refused")).encode()
+            self.send_response(self.api.watch_status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()

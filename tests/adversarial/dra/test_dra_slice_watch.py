@@ -193,3 +193,23 @@ def test_a_restart_adopts_an_intact_pool_and_its_stop_deletes_it_without_a_list(
     assert restarted.stop(2.0)
     assert api.pool(DRIVER, NODE) == []
     assert [m for m, _ in api.requests[count:] if m != "WATCH"] == ["DELETE"]
+
+
+def test_a_refused_watch_is_one_warning_and_a_wipe_is_still_repaired_by_listing(
+    api: ApiStandin, caplog: pytest.LogCaptureFixture
+) -> None:
+    """RBAC without the `watch` verb: said once, clearly; the relists after each refusal still repair."""
+    api.watch_status = 403
+    p = SlicePublisher(api_client(api.host), driver_name=DRIVER, node_name=NODE, backoff_max_s=0.5)
+    with caplog.at_level(logging.INFO, logger="device_plugin.dra.slice_watch"):
+        p.start()
+        p.request(DGX1)
+        try:
+            assert p.wait_synced(10.0)
+            wait_until(lambda: sum(1 for m, _ in api.requests if m == "WATCH") >= 3)
+            api.wipe_node(NODE)
+            wait_until(lambda: len(_devices(api)) == len(DGX1))
+        finally:
+            p.stop(2.0)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "403" in warnings[0] and "watch" in warnings[0], warnings
