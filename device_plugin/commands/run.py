@@ -24,7 +24,7 @@ from pathlib import Path
 
 from device_plugin.commands._machine import machine_help
 from device_plugin.config.arguments import add_config_file_argument, add_setting_arguments
-from device_plugin.config.loader import sources_from_args
+from device_plugin.config.loader import ConfigSources, sources_from_args
 from device_plugin.config.model import Config
 from device_plugin.config.not_applied import warn_not_applied
 from device_plugin.config.watch import ConfigFileWatch
@@ -36,9 +36,11 @@ from device_plugin.node.front_end import FrontEnd
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.observability.http_endpoint import EndpointBindError
 from device_plugin.process.log_writer import flush as flush_log_writer
 from device_plugin.process.log_writer import in_background
+from device_plugin.process.signals import ProcessSignals
 from device_plugin.process.signals import install as install_signal_handlers
 
 NAME = "run"
@@ -103,14 +105,58 @@ def run(args: argparse.Namespace) -> int:
         flush_log_writer()  # every line, the exit reason above all, is written before the exit code returns
 
 
+class _Exit(Exception):
+    """A start-up step ended the run: it has logged why and undone what it opened; `code` is the exit code."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 def _run(args: argparse.Namespace) -> int:
     signals = install_signal_handlers()  # already installed by the CLI before its imports; idempotent
+    try:
+        sources, config = _load_config(args)
+        make_front_end = _front_end_maker(args, config)  # mode dra: NODE_NAME and the API client, checked first
+        backend = _open_backend(args, config, signals)
+        runtime = _build_runtime(backend, config, sources, make_front_end)
+    except _Exit as exit_:
+        return exit_.code
+    tail = _start_fake_events(args, backend)
+    watch = ConfigFileWatch(sources.config_file, runtime.request_rescan) if sources.config_file is not None else None
+    if not signals.serving():  # a stop arrived during start-up: nothing served yet, nothing to undo
+        log.info("received %s during start-up; exiting", signals.received)
+        _close(tail, backend)
+        return 0
+    if not _start_runtime(runtime):
+        _close(tail, backend)
+        return 1
+    if watch is not None:
+        watch.start()
+    signals.on_hangup = runtime.request_rescan
+    log.info("%s serving", runtime.front_end.name)
+    signal_name = signals.wait()
+    started = time.monotonic()
+    log.info("received %s; %s", signal_name, STOPPING.get(config.daemon.mode, "stopping"))
+    clean = runtime.stop(timeout_s=STOP_TIMEOUT_S)  # first: the kubelet hears of it as early as possible
+    if watch is not None:
+        watch.stop()
+    _close(tail, backend)
+    if not clean:
+        log.error("the stop was cut short after %.2f s; exiting 1", time.monotonic() - started)
+        return 1
+    log.info("stopped in %.2f s", time.monotonic() - started)
+    return 0
+
+
+def _load_config(args: argparse.Namespace) -> tuple[ConfigSources, Config]:
+    """The effective config, logged once with the version and mode; sets up logging. A config error exits 2."""
     try:
         sources = sources_from_args(args, os.environ)  # read again, the same way, at every reload
         config = sources.load()
     except ConfigError as error:
         print(f"gpu-device-plugin: config error: {error}", file=sys.stderr)
-        return 2
+        raise _Exit(2) from error
     configure_logging(config.daemon.log_format, args.log_level)
     # One line that a bug report always has: which version, which mode, with what settings.
     log.info(
@@ -123,45 +169,54 @@ def _run(args: argparse.Namespace) -> int:
     warn_not_applied(config)  # NVIDIA's fields taken with no effect: one line, at start and on reload
     if args.fake_events and not args.machine:
         log.error("--fake-events needs --machine: faults can only be injected into a simulated machine")
-        return 2
-    make_front_end = _front_end_maker(args, config)  # mode dra: NODE_NAME and the API client, checked first
-    if make_front_end is None:
-        return 2
+        raise _Exit(2)
+    return sources, config
+
+
+def _open_backend(args: argparse.Namespace, config: Config, signals: ProcessSignals) -> NvmlBackend:
+    """Real NVML or the named machine. NVML missing exits 1, or with failOnInitError=false waits for a stop."""
     try:
-        backend = open_backend(args.machine)
+        return open_backend(args.machine)
     except NvmlUnavailableError as error:
         if config.flags.fail_on_init_error:
             log.error("NVML is unavailable: %s. Is the NVIDIA driver installed and this a GPU node?", error)
             log.error("exiting; set failOnInitError=false (FAIL_ON_INIT_ERROR=false) to wait instead")
-            return 1
+            raise _Exit(1) from error
         log.error("NVML is unavailable: %s. failOnInitError=false: waiting without serving until SIGTERM", error)
         log.info("received %s; exiting", signals.wait())
-        return 0
+        raise _Exit(0) from error
     except ConfigError as error:  # a bad machine description
         log.error("cannot load machine %s: %s", args.machine, error)
-        return 2
-    config_file = sources.config_file
+        raise _Exit(2) from error
+
+
+def _build_runtime(
+    backend: NvmlBackend, config: Config, sources: ConfigSources, make_front_end: Callable[[], FrontEnd]
+) -> NodeRuntime:
+    """The node runtime over the open backend; on failure the backend is closed (config 2, enumeration 1)."""
     try:
-        runtime = NodeRuntime(backend, config, make_front_end(), load_config=sources.load, config_file=config_file)
+        return NodeRuntime(backend, config, make_front_end(), load_config=sources.load, config_file=sources.config_file)
     except ConfigError as error:
         log.error("config error: %s", error)
         backend.close()
-        return 2
+        raise _Exit(2) from error
     except PluginError as error:
         log.error("cannot enumerate GPUs: %s", error)
         backend.close()
-        return 1
-    tail = None
-    if args.fake_events and isinstance(backend, FakeNvml):
-        tail = FakeEventsTail(Path(args.fake_events), backend.faults.inject)
-        tail.start()
-    watch = ConfigFileWatch(config_file, runtime.request_rescan) if config_file is not None else None
-    if not signals.serving():  # a stop arrived during start-up: nothing served yet, nothing to undo
-        log.info("received %s during start-up; exiting", signals.received)
-        if tail is not None:
-            tail.stop()
-        backend.close()
-        return 0
+        raise _Exit(1) from error
+
+
+def _start_fake_events(args: argparse.Namespace, backend: NvmlBackend) -> FakeEventsTail | None:
+    """With --fake-events on a simulated machine: the tail that injects the file's faults, started."""
+    if not (args.fake_events and isinstance(backend, FakeNvml)):
+        return None
+    tail = FakeEventsTail(Path(args.fake_events), backend.faults.inject)
+    tail.start()
+    return tail
+
+
+def _start_runtime(runtime: NodeRuntime) -> bool:
+    """Start serving; False (logged) when it could not, after the runtime stopped what it had started."""
     try:
         runtime.start()
     except Exception as error:  # the runtime stopped what it had started
@@ -173,32 +228,19 @@ def _run(args: argparse.Namespace) -> int:
             )
         else:
             log.error("cannot start serving: %s", error)
-        if tail is not None:
-            tail.stop()
-        backend.close()
-        return 1
-    if watch is not None:
-        watch.start()
-    signals.on_hangup = runtime.request_rescan
-    log.info("%s serving", runtime.front_end.name)
-    signal_name = signals.wait()
-    started = time.monotonic()
-    log.info("received %s; %s", signal_name, STOPPING.get(config.daemon.mode, "stopping"))
-    clean = runtime.stop(timeout_s=STOP_TIMEOUT_S)  # first: the kubelet hears of it as early as possible
-    if watch is not None:
-        watch.stop()
+        return False
+    return True
+
+
+def _close(tail: FakeEventsTail | None, backend: NvmlBackend) -> None:
+    """Last in every exit after the backend opened: the fake-events tail, then the backend."""
     if tail is not None:
         tail.stop()
     backend.close()
-    if not clean:
-        log.error("the stop was cut short after %.2f s; exiting 1", time.monotonic() - started)
-        return 1
-    log.info("stopped in %.2f s", time.monotonic() - started)
-    return 0
 
 
-def _front_end_maker(args: argparse.Namespace, config: Config) -> Callable[[], FrontEnd] | None:
-    """The mode's front-end, made once the backend is open; None (exit 2) when mode dra lacks its node or API."""
+def _front_end_maker(args: argparse.Namespace, config: Config) -> Callable[[], FrontEnd]:
+    """The mode's front-end, made once the backend is open; exit 2 when mode dra lacks its node or API."""
     if config.daemon.mode != "dra":  # one node runs one mode
         return DevicePluginFrontEnd
     from device_plugin.dra.front_end import front_end_maker  # deferred: the kubernetes client is for mode dra
@@ -207,4 +249,4 @@ def _front_end_maker(args: argparse.Namespace, config: Config) -> Callable[[], F
         return front_end_maker(config, os.environ)
     except ConfigError as error:
         log.error("%s", error)
-        return None
+        raise _Exit(2) from error
