@@ -241,7 +241,7 @@ class DraFrontEnd:
         deadline = time.monotonic() + timeout_s
         unpublished: list[bool] = []
         unpublishing = threading.Thread(
-            target=lambda: unpublished.append(self.publisher.stop(max(0.5, timeout_s - 0.5), unpublish=True)),
+            target=lambda: unpublished.append(self.publisher.stop(max(0.5, timeout_s - 0.1), unpublish=True)),
             name="dra-unpublish",
             daemon=True,
         )
