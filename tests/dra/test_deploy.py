@@ -144,7 +144,8 @@ def test_the_docs_show_the_shipped_claim_templates_verbatim(doc: str) -> None:
     text = (DRA_DIR.parents[1] / doc).read_text()
     blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)]
     shown = [b for b in blocks if isinstance(b, dict) and b.get("kind") == "ResourceClaimTemplate"]
-    shipped = {o["metadata"]["name"]: o for o in EXAMPLES if o["kind"] == "ResourceClaimTemplate"}
+    every_set = EXAMPLES + render(DRA_DIR / "examples" / "mig")
+    shipped = {o["metadata"]["name"]: o for o in every_set if o["kind"] == "ResourceClaimTemplate"}
     assert shown and all(b == shipped.get(b["metadata"]["name"]) for b in shown)  # each one verbatim
     if doc == "docs/dra.md":
         assert len(shown) == len(shipped)  # the DRA page shows every one

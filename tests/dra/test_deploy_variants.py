@@ -11,6 +11,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+import yaml
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.core.names import GPU_RESOURCE, OWN_DOMAIN
@@ -134,3 +135,32 @@ def test_the_count_examples_ask_for_nvidia_gpu_and_write_no_claim() -> None:
     for pod in pods:
         assert "resourceClaims" not in pod["spec"]
         assert all(GPU_RESOURCE in c["resources"]["limits"] for c in pod["spec"]["containers"])
+
+
+DOC = (DEPLOY.parent / "docs" / "dra.md").read_text()
+
+
+def test_the_dra_page_shows_shipped_objects_verbatim() -> None:
+    """Every DeviceClass, Pod and ResourceClaimTemplate block of docs/dra.md is one that some kustomization
+    under deploy/dra renders, exactly; the count variant's class and a count Pod are among them."""
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", DOC, flags=re.DOTALL)]
+    shown = [
+        b for b in blocks if isinstance(b, dict) and b.get("kind") in ("DeviceClass", "Pod", "ResourceClaimTemplate")
+    ]
+    rendered = [o for objects in RENDERED.values() for o in objects]
+    assert shown and all(b in rendered for b in shown)
+    assert {(b["kind"], b["metadata"]["name"]) for b in shown} >= {
+        ("DeviceClass", DEFAULT_DRA_DRIVER_NAME),
+        ("Pod", "two-gpus-by-count"),
+        ("ResourceClaimTemplate", "one-small-mig-device"),
+    }
+    (count_class,) = [b for b in shown if b["kind"] == "DeviceClass"]
+    assert count_class["spec"]["extendedResourceName"] == GPU_RESOURCE
+
+
+def test_every_kustomization_the_dra_page_applies_exists() -> None:
+    named = set(re.findall(r"kubectl (?:apply|delete) -k (deploy/[\w./-]+)", DOC))
+    assert {"deploy/dra", "deploy/dra/extended-resource", "deploy/overlays/device-plugin-pool"} <= named
+    assert [n for n in sorted(named) if not (DEPLOY.parent / n / "kustomization.yaml").is_file()] == []
+    example_dirs = {f"deploy/{n}" for n in EXAMPLE_SETS}
+    assert all(d.removeprefix("deploy/dra/") in DOC for d in example_dirs)  # each example set is named
