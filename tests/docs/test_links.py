@@ -91,3 +91,10 @@ def test_code_comments_are_not_headings_and_repeats_are_numbered(tmp_path: Path)
     page = tmp_path / "page.md"
     page.write_text("# Title\n\n```sh\n# a comment, not a heading\n```\n\n## Title\n", encoding="utf-8")
     assert anchors(page) == {"title", "title-1"}
+
+
+def test_the_readme_links_every_docs_page() -> None:
+    """The README is the front door: every page of the manual is reachable from it."""
+    linked = {target.partition("#")[0] for _, source, target in LINKS if source.name == "README.md"}
+    pages = {f"docs/{page.name}" for page in sorted((REPO / "docs").glob("*.md"))}
+    assert pages - linked == set()
