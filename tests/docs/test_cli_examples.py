@@ -163,6 +163,11 @@ SKIP_RULES: tuple[tuple[str, str, Callable[[str], bool]], ...] = (
         lambda c: bool(re.match(r"(kubectl|kind|docker|podman|buildah)\b", c)) or "kubectl" in c,
     ),
     (
+        "node-set-up",
+        "nvidia-ctk (the NVIDIA Container Toolkit) writes the CDI spec on a GPU node; nothing to run here",
+        lambda c: c.startswith("nvidia-ctk "),
+    ),
+    (
         "set-up",
         "prepares files for the example that follows (a directory, the overlay's registry)",
         lambda c: bool(re.match(r"(mkdir|sed -i|echo|pip install)\b", c)),
