@@ -11,12 +11,15 @@ generic object calls); what to write is the publisher's job. Rules kept here:
   and tries again, a few times;
 - what we write (name -> spec and owner, remembered before the request goes out: the watch event can
   arrive before the answer) and what we delete is remembered, so the watch (dra/slice_watch.py) can
-  tell our own changes from someone else's.
+  tell our own changes from someone else's; the resourceVersions our writes produced are kept too (a few
+  per slice), because the event of an earlier write of ours can arrive after we wrote the slice again,
+  when its content no longer matches what we remember.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -29,6 +32,7 @@ from device_plugin.dra.slices import GROUP
 PLURAL = "resourceslices"
 CONFLICT_RETRIES = 5
 JSON_BODY = (("Content-Type", "application/json"),)  # the generated client ignores _content_type here
+VERSIONS_KEPT = 8  # resourceVersions of our own writes remembered per slice (events arrive late under load)
 
 
 def is_ours(obj: object, *, driver_name: str, node_name: str) -> bool:
@@ -50,6 +54,7 @@ class SliceStore:
         self._lock = threading.Lock()
         self._written: dict[str, object] = {}  # name -> what our last write of it said (spec and owner)
         self._deleted: set[str] = set()  # names we deleted whose DELETED event has not been seen yet
+        self._versions: dict[str, deque[str]] = {}  # name -> resourceVersions our writes of it produced
         self.listed = threading.Condition()
         self.list_count = 0  # LISTs answered so far
         self.list_version = ""  # the collection resourceVersion of the latest LIST ("" if the server sent none)
@@ -80,14 +85,15 @@ class SliceStore:
         for _ in range(CONFLICT_RETRIES):
             try:
                 if current is None:
-                    self.objects.create_cluster_custom_object(
+                    answer = self.objects.create_cluster_custom_object(
                         GROUP, version, PLURAL, obj, _headers=dict(JSON_BODY), _request_timeout=REQUEST_TIMEOUT_S
                     )
                 else:
                     body = {**obj, "metadata": {**obj["metadata"], **_version_of(current)}}
-                    self.objects.replace_cluster_custom_object(
+                    answer = self.objects.replace_cluster_custom_object(
                         GROUP, version, PLURAL, name, body, _headers=dict(JSON_BODY), _request_timeout=REQUEST_TIMEOUT_S
                     )
+                self._remember_version(name, answer)
                 return
             except ApiException as error:
                 if error.status not in (404, 409):
@@ -97,6 +103,12 @@ class SliceStore:
                 if current is not None and not self.ours(current):
                     raise RuntimeError(f"ResourceSlice {name} exists but belongs to another driver or node") from None
         raise RuntimeError(f"ResourceSlice {name}: still conflicting after {CONFLICT_RETRIES} attempts")
+
+    def _remember_version(self, name: str, answer: object) -> None:
+        written_version = _version_of(answer).get("resourceVersion") if isinstance(answer, Mapping) else None
+        if isinstance(written_version, str):
+            with self._lock:
+                self._versions.setdefault(name, deque(maxlen=VERSIONS_KEPT)).append(written_version)
 
     def get(self, version: str, name: str) -> dict[str, Any] | None:
         try:
@@ -140,6 +152,8 @@ class SliceStore:
                     self._deleted.discard(name)
                     return True
                 return False
+            if _version_of(obj).get("resourceVersion") in self._versions.get(name, ()):
+                return True  # an earlier write of ours, reported after we wrote the slice again
             return name in self._written and self._written[name] == _content(obj)
 
 

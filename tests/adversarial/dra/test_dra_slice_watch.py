@@ -25,6 +25,7 @@ from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.kube import api_client
 from device_plugin.dra.publisher import SlicePublisher
+from device_plugin.dra.slice_store import SliceStore
 from device_plugin.dra.slices import build_slices
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
@@ -213,3 +214,31 @@ def test_a_refused_watch_is_one_warning_and_a_wipe_is_still_repaired_by_listing(
             p.stop(2.0)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "403" in warnings[0] and "watch" in warnings[0], warnings
+
+
+@pytest.mark.parametrize(
+    ("event_of", "ours"),
+    [("our-first-write", True), ("our-second-write", True), ("someone-else-writing-our-first-content", False)],
+    ids=["late-event-of-an-earlier-write-is-ours", "event-of-the-latest-write-is-ours", "a-foreign-revert-is-not"],
+)
+def test_a_late_event_of_an_earlier_write_of_ours_is_still_ours(api: ApiStandin, event_of: str, ours: bool) -> None:
+    """Under load the watch can report our first write of a slice after we wrote it again: its content no
+    longer matches what we remember, but its resourceVersion is one of ours. Someone else writing the
+    same content gets a new resourceVersion, and is not ours."""
+    store = SliceStore(api_client(api.host), driver_name=DRIVER, node_name=NODE)
+    (first,) = build_slices(DGX1, node_name=NODE, driver_name=DRIVER, generation=1)
+    (second,) = build_slices(DGX1[:4], node_name=NODE, driver_name=DRIVER, generation=2)
+    name = first["metadata"]["name"]
+    store.write("v1", first, None)
+    as_first = store.get("v1", name)
+    store.write("v1", second, as_first)
+    assert as_first is not None
+    event = {
+        "our-first-write": as_first,
+        "our-second-write": store.get("v1", name),
+        "someone-else-writing-our-first-content": {
+            **as_first,
+            "metadata": {**as_first["metadata"], "resourceVersion": "999999"},
+        },
+    }[event_of]
+    assert store.was_ours("MODIFIED", event) is ours
