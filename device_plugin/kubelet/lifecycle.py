@@ -8,7 +8,8 @@ another resource, and a partial re-serve is "stop that manager, start this one" 
 protocol. The cost is a directory watch and a control thread per resource (a node serves a
 handful); all sockets are served on the one process-wide loop (serving/event_loop.py).
 
-The state machine is drawn in lifecycle_state.py. The control thread does the work of the state it is
+The state machine is drawn in lifecycle_state.py; the Register loop, and which kubelet.sock we registered
+with, are lifecycle_registration.py's. The control thread does the work of the state it is
 in; other threads only move the state, which ends whatever wait the control thread is in. Backoff
 delays grow over consecutive failed generations. No file in the directory but our socket is ever
 touched (a path another process serves is waited for: serving/taken_socket.py); the directory
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 
 from device_plugin.allocation.resources import ResourceManager
-from device_plugin.core.errors import RegistrationError
+from device_plugin.kubelet.lifecycle_registration import SOCKET_GONE, KubeletRegistration
 from device_plugin.kubelet.lifecycle_state import (
     LIVE,
     PROBE_MAX_AGE_S,
@@ -37,7 +38,7 @@ from device_plugin.kubelet.lifecycle_state import (
 )
 from device_plugin.kubelet.plugin_dir import socket_name
 from device_plugin.kubelet.plugin_dir_watch import DirectoryEvents, KubeletWatcher
-from device_plugin.kubelet.registration import KUBELET_SOCKET_NAME, RegistrationAbandoned, SelfProbe, register
+from device_plugin.kubelet.registration import KUBELET_SOCKET_NAME, SelfProbe
 from device_plugin.kubelet.served import Served, serve
 from device_plugin.kubelet.servicer import DevicePluginServicer
 from device_plugin.serving.socket_files import DirectoryUnusable, describe_os_error, identity, inode
@@ -45,7 +46,6 @@ from device_plugin.serving.taken_socket import TakenSocket
 
 log = logging.getLogger(__name__)
 S = State
-SOCKET_GONE = "one of our sockets was removed or replaced; serving fresh sockets"  # as the docs quote it
 TAKEN_BY = {  # who else serves our socket's path, when one does (for the one ERROR)
     "likely": "NVIDIA's device plugin, or a second copy of this plugin on the same --device-plugin-dir",
     "remedy": "Run one device plugin per node.",
@@ -70,9 +70,9 @@ class PluginManager:
         self._machine = StateMachine(self._name)
         self._cond = self._machine.cond  # guards the fields below together with the state
         self._served: Served | None = None
-        self._registrations = 0
-        self._registered_with: tuple[int, int] | None = None  # identity of the kubelet.sock we registered with
-        self._registering_with: tuple[int, int] | None = None  # ... and of the one a Register call is under way to
+        self._registration = KubeletRegistration(
+            self._name, self._kubelet_socket, self._machine, self._timing, self._notify
+        )
         self._thread: threading.Thread | None = None
         self._probe = SelfProbe(self._timing.probe_timeout_s, PROBE_MAX_AGE_S)
         self._taken = TakenSocket(self._name, self._dir / socket_name(self._name), self._timing.backoff, **TAKEN_BY)
@@ -84,8 +84,7 @@ class PluginManager:
 
     def wait_for_registrations(self, count: int, timeout_s: float) -> bool:
         """Until `count` Register calls have succeeded so far (tests wait on it)."""
-        with self._cond:
-            return self._cond.wait_for(lambda: self._registrations >= count, timeout_s)
+        return self._registration.wait_for(count, timeout_s)
 
     def serving(self) -> tuple[bool, str]:
         """Liveness: the control thread runs, our socket is still ours and the servicer answers on it."""
@@ -132,11 +131,8 @@ class PluginManager:
 
     def _on_dir_events(self, events: DirectoryEvents) -> None:
         with self._cond:
-            # A kubelet.sock we registered with, or are registering with now, is no restart: we may have
-            # seen it by polling before its creation event arrived (abandoning would register twice).
-            known = (self._registered_with, self._registering_with)
-            if events.kubelet_socket_created and identity(self._kubelet_socket) not in known:
-                if self._registered_with is not None:
+            if events.kubelet_socket_created and not self._registration.knows(identity(self._kubelet_socket)):
+                if self._registration.ever_registered:
                     self._notify("kubelet_restart_seen")
                 self._machine.move(S.RESTARTING, "kubelet.sock was created (kubelet restart)", expect=LIVE)
             # At once, not at the next poll: a Register under way would send the kubelet to a socket
@@ -208,7 +204,7 @@ class PluginManager:
         # Looked at every second, events or not: the watch may be gone with a deleted directory.
         if not self._socket_intact():
             self._machine.move(S.RESTARTING, SOCKET_GONE, expect=state, level=logging.WARNING)
-        elif self._kubelet_replaced():
+        elif self._registration.kubelet_replaced():
             self._notify("kubelet_restart_seen")
             reason = f"{self._kubelet_socket} was re-created (kubelet restart); serving fresh sockets"
             self._machine.move(S.RESTARTING, reason, expect=state, level=logging.WARNING)
@@ -218,6 +214,9 @@ class PluginManager:
             return
         if self._taken.free_again():
             self._machine.move(S.RESTARTING, "our socket's path is free again", expect=state)
+
+    def _register(self, state: State) -> None:
+        self._registration.run(state, self._served_if_ours)
 
     def _after_stream_lost(self, state: State) -> None:
         if self._machine.wait_while(state, self._timing.stream_lost_grace_s) is not state:
@@ -229,56 +228,6 @@ class PluginManager:
             self._machine.move(S.UNREGISTERED, reason, expect=state, level=logging.WARNING)
         else:
             self._machine.move(S.REGISTERED, "the kubelet holds a stream again", expect=state)
-
-    def _register(self, state: State) -> None:
-        """Register until the kubelet accepts (REGISTERED) or an event moves the state elsewhere."""
-        delays, timeout_s = self._timing.backoff.delays_s(), self._timing.register_timeout_s
-        waited_note = False
-        while True:
-            with self._cond:
-                served = self._served
-            if served is None or not self._socket_intact():  # the kubelet would dial a socket that is gone
-                self._machine.move(S.RESTARTING, SOCKET_GONE, expect=state, level=logging.WARNING)
-                return
-            if not self._kubelet_socket.exists():
-                if not waited_note:
-                    log.info("%s: waiting for %s before registering", self._name, self._kubelet_socket)
-                    waited_note = True
-                if self._machine.wait_while(state, 1.0) is not state:  # the watch wakes us when it appears
-                    return
-                continue
-            kubelet_identity = identity(self._kubelet_socket)
-            with self._cond:
-                if not self._machine.move(S.REGISTERING, f"{self._kubelet_socket} is there", expect=state):
-                    return
-                self._registering_with = kubelet_identity
-            endpoint = served.socket_path.name
-            try:
-                register(self._kubelet_socket, endpoint, self._name, timeout_s=timeout_s, abandon=self._moved_on)
-            except RegistrationAbandoned:
-                return
-            except (RegistrationError, ValueError) as error:
-                delay_s = next(delays)
-                log.warning("%s: registration failed (%s); retrying in %.2f s", self._name, error, delay_s)
-                self._notify("registration_state", self._name, "failed")
-                if not self._machine.move(S.UNREGISTERED, "registration failed", expect=(S.REGISTERING, S.STREAM_LOST)):
-                    return
-                if self._machine.wait_while(state, delay_s) is not state:
-                    return
-                continue
-            with self._cond:
-                self._registered_with = kubelet_identity
-                self._registrations += 1
-                self._cond.notify_all()
-                # A stream that ended meanwhile keeps STREAM_LOST: its grace then decides.
-                self._machine.move(S.REGISTERED, f"endpoint {served.socket_path.name}", expect=S.REGISTERING)
-            log.info("%s: registered with %s as endpoint %s", self._name, self._kubelet_socket, served.socket_path.name)
-            self._notify("registration_state", self._name, "registered")
-            return
-
-    def _moved_on(self) -> bool:
-        """An event took the state away from a Register under way: abandon it."""
-        return self._machine.state not in (S.REGISTERING, S.STREAM_LOST)
 
     # ---- our socket and the kubelet's ----------------------------------------------------------
 
@@ -293,9 +242,8 @@ class PluginManager:
             served = self._served
         return served is None or inode(served.socket_path) == served.inode
 
-    def _kubelet_replaced(self) -> bool:
-        """kubelet.sock exists but is not the one we registered with (a restart the watch did not report)."""
-        current = identity(self._kubelet_socket)
+    def _served_if_ours(self) -> Served | None:
+        """The served socket while it is still ours (the Register loop checks before each attempt)."""
         with self._cond:
-            known = (self._registered_with, self._registering_with)
-            return current is not None and self._registered_with is not None and current not in known
+            served = self._served
+        return served if served is not None and self._socket_intact() else None
