@@ -37,7 +37,7 @@ from pathlib import Path
 
 import grpc
 from _common import percentile, table, target_line
-from bench_dra import DRIVER, NODE, Driver
+from dra_driver import DRIVER, NODE, Driver
 
 from api import dra_v1_pb2, dra_v1_pb2_grpc
 from device_plugin.dra.checkpoint import Checkpoint, PreparedClaim, PreparedDevice

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from _common import percentile, table, target_line
-from bench_dra import DRIVER, NODE, running_driver
+from dra_driver import DRIVER, NODE, running_driver
 
 from device_plugin.nvml.fake import FakeNvml
 from tests.dra.api_standin import ApiStandin

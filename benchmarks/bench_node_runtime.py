@@ -13,7 +13,7 @@
     Baseline (issue 17): 1,177 ms in DRA mode, 29 ms in device-plugin mode. Target: p99 < 50 ms.
 
 Stand-ins, no cluster: the device-plugin mode registers with the kubelet stand-in, the DRA mode publishes to
-the API-server stand-in and registers with the DRA kubelet stand-in (benchmarks/bench_dra.py builds it). Log
+the API-server stand-in and registers with the DRA kubelet stand-in (benchmarks/dra_driver.py builds it). Log
 lines are formatted and written (to /dev/null) at INFO, as the daemon writes them.
 
 Run: .venv/bin/python benchmarks/bench_node_runtime.py [--transitions N] [--rescans N] [--modes device-plugin,dra]
@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from _common import percentile, table, target_line
-from bench_dra import NODE, running_driver
+from dra_driver import NODE, running_driver
 
 from device_plugin.config.model import Config
 from device_plugin.core.devices import Health

@@ -1,0 +1,116 @@
+"""The running DRA driver the benchmarks measure, and the ways they drive and watch it.
+
+Used by bench_dra.py (a, b, d), bench_checkpoint.py, bench_node_runtime.py and bench_dra_slow_api.py: the
+node runtime with the DRA front-end, as `run --mode dra` builds it (no metrics endpoint), against the
+Kubernetes API stand-in (tests/dra/api_standin.py, read by the real `kubernetes` client); NodePrepareResources
+rounds through the DRA kubelet stand-in (gRPC over a unix socket); the device names of our published pool;
+a poll until a condition holds. Boundary: no figures and no targets here, the scripts print those.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import _common  # noqa: F401  (puts the checkout on sys.path for the package imports below)
+
+from device_plugin.config.model import Config
+from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
+from device_plugin.dra.front_end import DraFrontEnd
+from device_plugin.dra.kube import api_client
+from device_plugin.node.runtime import NodeRuntime
+from device_plugin.nvml.fake import FakeNvml
+from tests.dra.api_standin import ApiStandin
+from tests.dra.kubelet_dra_standin import DraKubeletStandin
+
+DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "bench-node"
+
+
+class Driver:
+    """The node runtime with the DRA front-end, as `run --mode dra` builds it (no metrics endpoint)."""
+
+    def __init__(self, root: Path, api: ApiStandin, fake: FakeNvml) -> None:
+        config = Config()
+        health = replace(config.daemon.health, quiet_period_s=0.2, probe_interval_s=0.05)
+        daemon = replace(config.daemon, device_plugin_dir=root / "dp", health=health, metrics_address="")
+        config = replace(config, daemon=daemon)
+        self.front_end = DraFrontEnd.for_config(config, api_client(api.host), node_name=NODE)
+        self.runtime = NodeRuntime(fake, config, self.front_end)
+        self.runtime.start()
+        self.front_end.publisher.wait_synced(30.0)
+
+    def stop(self) -> None:
+        self.runtime.stop()
+
+
+def running_driver(root: Path, api: ApiStandin, fake: FakeNvml) -> Driver:
+    return Driver(root, api, fake)
+
+
+@dataclass(frozen=True)
+class DriverRun:
+    """One benchmark's driver and what it runs against; `root` holds its sockets."""
+
+    root: Path
+    api: ApiStandin
+    fake: FakeNvml
+    driver: Driver
+
+
+@contextmanager
+def driver_on(machine: str) -> Iterator[DriverRun]:
+    """A driver on the named simulated machine, with its API stand-in; stopped and removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="bdra-", dir="/tmp"))
+    api = ApiStandin().up()
+    api.add_node(NODE)
+    fake = FakeNvml.from_machine(machine)
+    try:
+        driver = running_driver(root, api, fake)
+        try:
+            yield DriverRun(root, api, fake, driver)
+        finally:
+            driver.stop()
+    finally:
+        api.down()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def pool_names(api: ApiStandin) -> set[str]:
+    """The device names in our node's pool as the API stand-in holds it now."""
+    return {d["name"] for s in api.pool(DRIVER, NODE) for d in s["spec"]["devices"]}
+
+
+def until_ms(check: Callable[[], bool], poll_s: float = 0.001, timeout_s: float = 10.0) -> float:
+    """Milliseconds until `check` holds (polled every `poll_s`), or about `timeout_s` when it never does."""
+    started = time.perf_counter()
+    while not check() and time.perf_counter() - started < timeout_s:
+        time.sleep(poll_s)
+    return (time.perf_counter() - started) * 1000
+
+
+def prepare_samples(
+    api: ApiStandin, kubelet: DraKubeletStandin, plugin: object, serial: Iterator[int], per_call: int, rounds: int
+) -> tuple[list[float], int]:
+    """NodePrepareResources round trips (ms) of `rounds` calls of `per_call` claims on gpu-0.., and the errors."""
+    samples, errors = [], 0
+    for _ in range(rounds):
+        claims = []
+        for k in range(per_call):
+            n = next(serial)
+            result = {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": f"gpu-{k}"}
+            api.claims[("ns", f"c{n}")] = {
+                "metadata": {"namespace": "ns", "name": f"c{n}", "uid": f"u{n}"},
+                "status": {"allocation": {"devices": {"results": [result]}}},
+            }
+            claims.append(("ns", f"u{n}", f"c{n}"))
+        started = time.perf_counter()
+        answers = kubelet.prepare(plugin, claims)  # type: ignore[arg-type]
+        samples.append((time.perf_counter() - started) * 1000)
+        errors += sum(1 for a in answers.values() if a.error)  # type: ignore[attr-defined]
+        kubelet.unprepare(plugin, claims)  # type: ignore[arg-type]
+    return samples, errors
