@@ -1,0 +1,45 @@
+"""Small modules: no Python module of the shipped code, the tools or the benchmarks is over 300 lines.
+
+The house rule is 80-250 lines a module, split at 300 by responsibility. api/ is generated gRPC code and
+is not counted. tests/ is not counted here: test tables and stand-ins are checked by review.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKED = ("device_plugin", "mig", "timeslice", "tools", "benchmarks")
+MAX_LINES = 300
+
+
+def oversized(paths: Iterable[Path], max_lines: int = MAX_LINES) -> dict[str, int]:
+    """The modules among `paths` longer than `max_lines`, with their line counts."""
+    counts = {str(p.relative_to(ROOT) if p.is_relative_to(ROOT) else p): _lines(p) for p in paths}
+    return {name: count for name, count in counts.items() if count > max_lines}
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+@pytest.mark.parametrize("folder", CHECKED, ids=[f"{f}-modules-at-most-300-lines" for f in CHECKED])
+def test_no_module_over_300_lines(folder: str) -> None:
+    modules = sorted((ROOT / folder).rglob("*.py"))
+    assert modules, f"{folder}/ has no modules: the check would pass on nothing"
+    too_long = oversized(modules)
+    assert not too_long, f"split these by responsibility (at most {MAX_LINES} lines): {too_long}"
+
+
+@pytest.mark.parametrize(
+    ("lines", "flagged"),
+    [(MAX_LINES, False), (MAX_LINES + 1, True)],
+    ids=["300-lines-pass", "301-lines-flagged"],
+)
+def test_the_check_counts_lines(tmp_path: Path, lines: int, flagged: bool) -> None:
+    module = tmp_path / "module.py"
+    module.write_text("x = 1\n" * lines, encoding="utf-8")
+    assert (str(module) in oversized([module])) is flagged
