@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from device_plugin.allocator import Allocator
+from device_plugin.allocator.allocator import Allocator
 from device_plugin.core.errors import ConfigError
 
 DEFAULT_SIZE_WEIGHTS = ((1, 0.4), (2, 0.3), (4, 0.2), (8, 0.1))
