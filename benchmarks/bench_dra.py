@@ -62,9 +62,9 @@ def bench_fault(rounds: int) -> list[str]:
         for i in range(rounds):
             gpu = i % 8
             name = f"gpu-{fake.device_minor(gpu)}"
-            fake.faults.set_lost(gpu, "bench")
+            fake.test_hooks.set_lost(gpu, "bench")
             samples.append(until_ms(lambda name=name: name not in pool_names(api)))  # type: ignore[misc]
-            fake.faults.recover(gpu)
+            fake.test_hooks.recover(gpu)
             until_ms(lambda: len(pool_names(api)) == 8)
     p99 = percentile(samples, 99)
     return [f"{percentile(samples, 50):.0f}", f"{p99:.0f}", "met (< 1 s)" if p99 < 1000 else "missed (< 1 s)"]

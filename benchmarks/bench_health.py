@@ -87,11 +87,11 @@ def main() -> None:
         for round_ in range(args.faults):
             index = round_ % 8
             started = time.perf_counter()
-            fake.faults.inject(HealthEvent(index, HealthEventKind.XID, xid=79))
+            fake.test_hooks.inject(HealthEvent(index, HealthEventKind.XID, xid=79))
             kubelet.wait_for(partial(shows, index, "Unhealthy"), 10.0)
             failing.append(time.perf_counter() - started)
             started = time.perf_counter()
-            fake.faults.recover(index)
+            fake.test_hooks.recover(index)
             kubelet.wait_for(partial(shows, index, "Healthy"), 10.0)
             recovering.append(time.perf_counter() - started)
     finally:

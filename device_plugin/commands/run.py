@@ -210,7 +210,7 @@ def _start_fake_events(args: argparse.Namespace, backend: NvmlBackend) -> FakeEv
     """With --fake-events on a simulated machine: the tail that injects the file's faults, started."""
     if not (args.fake_events and isinstance(backend, FakeNvml)):
         return None
-    tail = FakeEventsTail(Path(args.fake_events), backend.faults.inject)
+    tail = FakeEventsTail(Path(args.fake_events), backend.test_hooks.inject)
     tail.start()
     return tail
 

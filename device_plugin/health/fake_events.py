@@ -1,7 +1,7 @@
 """FakeEventsTail: faults injected from outside the process, as JSON lines appended to a file.
 
 Boundary: reading and validating the file, nothing else; every valid line becomes a HealthEvent handed
-to an `inject` callable (FakeNvml.faults.inject for `run --machine X --fake-events FILE`). One object
+to an `inject` callable (FakeNvml.test_hooks.inject for `run --machine X --fake-events FILE`). One object
 per line, exactly one fault key besides "gpu" (the NVML index), and an optional "detail" text:
 
     {"gpu": 3, "xid": 79}

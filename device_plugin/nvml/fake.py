@@ -105,8 +105,9 @@ class FakeNvml(FakeMigMixin):
             driver_version=description.driver_version,
             cuda_driver_version=cuda_version_for_driver(description.driver_version),
         )
-        # Injected faults and event watches (the health side); tests and fake_events.py inject through it.
-        self.faults = FakeFaults(len(self._gpus))
+        # Test hooks, not NvmlBackend: faults injected by tests, the demo and --fake-events (fake_events.py);
+        # open_event_watch and probe below read them (the health side).
+        self.test_hooks = FakeFaults(len(self._gpus))
 
     @classmethod
     def from_machine(cls, name_or_path: str | Path) -> FakeNvml:
@@ -204,14 +205,14 @@ class FakeNvml(FakeMigMixin):
         """HealthSource: an event watch over the injected faults (see fake_faults.py)."""
         with self._lock:
             self._check_open("nvmlEventSetCreate")
-        return self.faults.open_watch(indices)
+        return self.test_hooks.open_watch(indices)
 
     def probe(self, index: int) -> ProbeResult:
         """HealthSource: fails while an injected fault is sticky, or once the backend is closed."""
         with self._lock:
             if self._closed:
                 return ProbeResult(index, False, "NVML is shut down (the backend is closed)")
-        return self.faults.probe(index)
+        return self.test_hooks.probe(index)
 
     def close(self) -> None:
         with self._lock:

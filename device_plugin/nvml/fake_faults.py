@@ -1,8 +1,9 @@
 """FakeFaults: the injected fault state of a fake machine, and the event watches FakeNvml hands out.
 
 Boundary: this is FakeNvml's health side (device_plugin/nvml/health_types.HealthSource), plus an
-in-process injection API for tests and for device_plugin/health/fake_events.py (faults from outside the
-process). It models what NVML would report, not policy: every Xid is delivered, ignored or not.
+in-process injection API, reached as `FakeNvml.test_hooks` (named so: it is no part of NvmlBackend), for
+tests, the demo and device_plugin/health/fake_events.py (faults from outside the process). It models
+what NVML would report, not policy: every Xid is delivered, ignored or not.
 
 Faults that real hardware keeps until repaired stay until recover():
 - Xid 79 (fallen off the bus) and set_lost() make the GPU lost: probes fail with GPU_IS_LOST;

@@ -31,10 +31,10 @@ def test_registered_daemon_is_ready_alive_and_counts_allocations(node: Node) -> 
 def test_a_fault_reaches_the_kubelet_and_the_metrics(node: Node) -> None:
     node.kubelet.wait_for_connection(GPU, timeout_s=WAIT_S)
     uuid = node.fake.gpus()[3].uuid
-    node.fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+    node.fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
     node.kubelet.wait_for(lambda: node.listed(GPU).get(uuid) == "Unhealthy" or None, WAIT_S)
     assert node.sample("gpu_device_plugin_devices", resource=GPU, health="Unhealthy") == 1
-    node.fake.faults.recover(3)
+    node.fake.test_hooks.recover(3)
     node.kubelet.wait_for(lambda: node.listed(GPU).get(uuid) == "Healthy" or None, WAIT_S)
 
 

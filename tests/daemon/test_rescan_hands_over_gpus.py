@@ -35,7 +35,7 @@ def test_a_gpu_found_by_a_rescan_is_served_health_watched_and_measured(late_gpu_
     assert node.sample("gpu_device_plugin_gpu_temperature_celsius", gpu="7", uuid=late) > 0
     # Xid 48 (double-bit ECC) is critical but leaves the GPU on the bus: Xid 79 would also fail the
     # periodic probe, which may then see it first and count the transition under reason "probe".
-    node.fake.faults.inject(HealthEvent(7, HealthEventKind.XID, xid=48))
+    node.fake.test_hooks.inject(HealthEvent(7, HealthEventKind.XID, xid=48))
     node.kubelet.wait_for(lambda: node.listed(GPU).get(late) == "Unhealthy" or None, WAIT_S)
     counted = {"resource": GPU, "from_health": "Healthy", "to_health": "Unhealthy", "reason": "xid", "xid": "48"}
     # The resources hear of it first, the metrics count it next: wait for the count, then check it is one.
@@ -53,7 +53,7 @@ def test_a_gpu_transition_counts_once_however_many_replicas_it_backs(node: Node)
     assert node.daemon.rebuild()
     connection = node.kubelet.wait_for_connection(GPU, count=2, timeout_s=WAIT_S)
     node.kubelet.wait_for(lambda: len(connection.lists[-1]) == 32 or None, WAIT_S)
-    node.fake.faults.inject(HealthEvent(2, HealthEventKind.DOUBLE_BIT_ECC))
+    node.fake.test_hooks.inject(HealthEvent(2, HealthEventKind.DOUBLE_BIT_ECC))
     node.kubelet.wait_for(lambda: sum(1 for h in node.listed(GPU).values() if h == "Unhealthy") == 4 or None, WAIT_S)
     counted = {"resource": GPU, "from_health": "Healthy", "to_health": "Unhealthy", "reason": "unhealthy", "xid": ""}
     # The resources hear of it first, the metrics count it next: wait for the count, then check it is one.

@@ -131,10 +131,10 @@ def test_start_publishes_the_pool_registers_and_prepares_a_claim_read_from_the_a
 def test_an_unhealthy_gpu_leaves_the_pool_and_returns_on_recovery(node: Node) -> None:
     driver = node.start()
     assert driver.publisher.wait_synced(10.0)
-    node.fake.faults.set_lost(3, "test")
+    node.fake.test_hooks.set_lost(3, "test")
     assert eventually(lambda: "gpu-3" not in node.published() and len(node.published()) == 7)
     generation = node.api.pool(DRIVER, NODE)[0]["spec"]["pool"]["generation"]
-    node.fake.faults.recover(3)
+    node.fake.test_hooks.recover(3)
     assert eventually(lambda: len(node.published()) == 8)
     assert node.api.pool(DRIVER, NODE)[0]["spec"]["pool"]["generation"] > generation
 
@@ -154,7 +154,7 @@ def test_the_running_driver_publishes_pcie_root_as_dra_slices_prints_it(node: No
     driver = node.start()
     assert driver.publisher.wait_synced(10.0) and roots() == printed
     assert len(set(printed.values())) == 2  # the DGX-1's two host bridges, one per socket
-    node.fake.faults.set_lost(3, "test")
+    node.fake.test_hooks.set_lost(3, "test")
     assert eventually(lambda: len(roots()) == 7)
     assert roots() == {name: root for name, root in printed.items() if name != "gpu-3"}
 
@@ -163,7 +163,7 @@ def test_a_claim_on_a_gpu_that_turned_unhealthy_gets_an_error_naming_it(node: No
     driver = node.start()
     kubelet = node.kubelet()
     plugin = kubelet.wait_for_plugin()
-    node.fake.faults.set_lost(5, "test")
+    node.fake.test_hooks.set_lost(5, "test")
     assert eventually(lambda: "gpu-5" in driver.unhealthy())
     error = kubelet.prepare(plugin, [node.claim("c", "uid-5", "gpu-5")])["uid-5"].error
     assert "device gpu-5 is unhealthy" in error and "ns/c" in error
@@ -235,7 +235,7 @@ def test_metrics_in_dra_mode_show_gpu_gauges_and_count_each_health_transition_on
     )
     assert gauge == gpu3.memory_mib * 1024 * 1024
     # Xid 94 (contained ECC error) leaves no sticky state a probe could see first: the event decides.
-    node.fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=94))
+    node.fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=94))
     labels = {"resource": DRIVER, "from_health": "Healthy", "to_health": "Unhealthy", "reason": "xid", "xid": "94"}
     assert eventually(lambda: registry.get_sample_value("gpu_device_plugin_health_transitions_total", labels) == 1)
     # No device-plugin resources in this mode: no inventory series.
@@ -250,7 +250,7 @@ def test_a_gpu_a_rescan_finds_is_published_health_watched_and_measured(node: Nod
     assert node.rescan()
     assert node.runtime is not None and len(node.runtime.inventory.gpus) == 8
     assert eventually(lambda: len(node.published()) == 8)
-    node.fake.faults.set_lost(7, "test")  # the new GPU is watched: its fault takes it out of the pool
+    node.fake.test_hooks.set_lost(7, "test")  # the new GPU is watched: its fault takes it out of the pool
     assert eventually(lambda: len(node.published()) == 7)
 
 
@@ -259,7 +259,7 @@ def test_a_health_transition_marks_the_cached_devices_and_rebuilds_nothing(node:
     assert driver.publisher.wait_synced(10.0) and node.runtime is not None
     inventory, devices = node.runtime.inventory, driver.devices()
     before = {d["name"]: d["attributes"] for s in node.api.pool(DRIVER, NODE) for d in s["spec"]["devices"]}
-    node.fake.faults.set_lost(3, "test")
+    node.fake.test_hooks.set_lost(3, "test")
     assert eventually(lambda: "gpu-3" not in node.published())
     # The same inventory (and Allocator) and the same device list: only the unhealthy GPU is left out, and
     # the others keep their partition values.

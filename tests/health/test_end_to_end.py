@@ -85,7 +85,7 @@ def node(plugin_dir: Path, fake: FakeNvml) -> Iterator[Node]:
 
 
 def test_critical_xid_makes_every_device_of_the_gpu_unhealthy_in_the_kubelet(node: Node) -> None:
-    node.fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+    node.fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
     node.wait_unhealthy(GPU, node.ids_of_gpu(GPU, 3))
     node.wait_unhealthy(SHARED, node.ids_of_gpu(SHARED, 3))
     assert len(node.unhealthy(SHARED)) == 4  # every replica of the shared GPU
@@ -93,21 +93,21 @@ def test_critical_xid_makes_every_device_of_the_gpu_unhealthy_in_the_kubelet(nod
 
 
 def test_an_ignored_xid_leaves_the_device_healthy(node: Node) -> None:
-    node.fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=43))
-    node.fake.faults.inject(HealthEvent(5, HealthEventKind.XID, xid=94))  # handled after the first: a barrier
+    node.fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=43))
+    node.fake.test_hooks.inject(HealthEvent(5, HealthEventKind.XID, xid=94))  # handled after the first: a barrier
     node.wait_unhealthy(GPU, node.ids_of_gpu(GPU, 5))
 
 
 def test_a_recovered_device_is_healthy_again_after_the_quiet_period(node: Node) -> None:
-    node.fake.faults.inject(HealthEvent(2, HealthEventKind.DOUBLE_BIT_ECC))
+    node.fake.test_hooks.inject(HealthEvent(2, HealthEventKind.DOUBLE_BIT_ECC))
     node.wait_unhealthy(GPU, node.ids_of_gpu(GPU, 2))
-    node.fake.faults.recover(2)
+    node.fake.test_hooks.recover(2)
     node.wait_unhealthy(GPU, set())
     node.wait_unhealthy(SHARED, set())
 
 
 def test_the_kubelet_admits_around_an_unhealthy_gpu(node: Node) -> None:
-    node.fake.faults.set_lost(0)
+    node.fake.test_hooks.set_lost(0)
     node.wait_unhealthy(GPU, node.ids_of_gpu(GPU, 0))
     with pytest.raises(RuntimeError, match="Available: 7"):
         node.kubelet.admit(GPU, 8)
@@ -116,7 +116,7 @@ def test_the_kubelet_admits_around_an_unhealthy_gpu(node: Node) -> None:
 
 
 def test_event_set_failure_makes_devices_unhealthy_with_the_reason(plugin_dir: Path, fake: FakeNvml) -> None:
-    fake.faults.fail_event_set_creation("Unknown Error")
+    fake.test_hooks.fail_event_set_creation("Unknown Error")
     node = start_node(plugin_dir, fake)
     try:
         node.wait_list(GPU, lambda listed: all(d.health == "Unhealthy" for d in listed))
@@ -125,7 +125,7 @@ def test_event_set_failure_makes_devices_unhealthy_with_the_reason(plugin_dir: P
         assert reasons == {
             "health watch failed: event set cannot be created: NVML nvmlEventSetCreate failed: Unknown Error"
         }
-        fake.faults.fail_event_set_creation(None)
+        fake.test_hooks.fail_event_set_creation(None)
         node.wait_unhealthy(GPU, set())
     finally:
         node.watcher.stop()
@@ -136,7 +136,7 @@ def test_event_set_failure_makes_devices_unhealthy_with_the_reason(plugin_dir: P
 
 def test_faults_from_a_file_reach_the_kubelet(node: Node, tmp_path: Path) -> None:
     path = tmp_path / "faults.jsonl"
-    tail = FakeEventsTail(path, node.fake.faults.inject, poll_interval_s=0.01)
+    tail = FakeEventsTail(path, node.fake.test_hooks.inject, poll_interval_s=0.01)
     tail.start()
     try:
         with path.open("a") as file:

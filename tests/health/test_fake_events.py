@@ -113,7 +113,7 @@ def test_truncation_and_replacement_restart_from_the_top(tmp_path: Path) -> None
 def test_a_fault_the_fake_refuses_is_skipped(tmp_path: Path, fake: FakeNvml, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "faults.jsonl"
     append(path, '{"gpu": 42, "lost": true}\n{"gpu": 2, "lost": true}\n')
-    tail = FakeEventsTail(path, fake.faults.inject)
+    tail = FakeEventsTail(path, fake.test_hooks.inject)
     assert tail.poll_once() == 1
     assert "no GPU with index 42" in caplog.text
     assert not fake.probe(2).ok
@@ -121,7 +121,7 @@ def test_a_fault_the_fake_refuses_is_skipped(tmp_path: Path, fake: FakeNvml, cap
 
 def test_the_thread_feeds_the_fake(tmp_path: Path, fake: FakeNvml) -> None:
     path = tmp_path / "faults.jsonl"
-    tail = FakeEventsTail(path, fake.faults.inject, poll_interval_s=0.01)
+    tail = FakeEventsTail(path, fake.test_hooks.inject, poll_interval_s=0.01)
     watch = fake.open_event_watch(tuple(range(8)))
     tail.start()
     try:

@@ -94,7 +94,7 @@ def watcher(fake: FakeNvml, managers: list[ResourceManager]) -> Iterator[HealthW
 def test_critical_xid_marks_every_device_of_the_gpu_in_every_resource(
     fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher
 ) -> None:
-    fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+    fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
     for resource in managers:
         snapshot = wait_until(resource, gpus_are({3}))
         bad = [d for d in snapshot.devices if not d.healthy]
@@ -111,7 +111,7 @@ def test_a_list_and_watch_waiter_sees_the_change(
     seen: list[DeviceListSnapshot] = []
     waiter = threading.Thread(target=lambda: seen.append(shared.wait_for_change(before.version, WAIT_S)))
     waiter.start()
-    fake.faults.inject(HealthEvent(3, HealthEventKind.DOUBLE_BIT_ECC))
+    fake.test_hooks.inject(HealthEvent(3, HealthEventKind.DOUBLE_BIT_ECC))
     waiter.join(WAIT_S)
     assert len(seen) == 1 and seen[0].version > before.version
     assert len(seen[0].devices) == len(before.devices)  # still the full list
@@ -121,17 +121,17 @@ def test_a_list_and_watch_waiter_sees_the_change(
 def test_an_ignored_xid_leaves_the_gpu_healthy(
     fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher
 ) -> None:
-    fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=13))
-    fake.faults.inject(HealthEvent(4, HealthEventKind.XID, xid=48))  # processed after the first: a barrier
+    fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=13))
+    fake.test_hooks.inject(HealthEvent(4, HealthEventKind.XID, xid=48))  # processed after the first: a barrier
     assert unhealthy_gpus(wait_until(managers[0], lambda s: 4 in unhealthy_gpus(s))) == {4}
 
 
 def test_recovery_after_the_quiet_period(
     fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher
 ) -> None:
-    fake.faults.set_lost(3)
+    fake.test_hooks.set_lost(3)
     wait_until(managers[1], gpus_are({3}))
-    fake.faults.recover(3, detail="reset")
+    fake.test_hooks.recover(3, detail="reset")
     for resource in managers:
         snapshot = wait_until(resource, gpus_are(set()))
         gpu3 = [d for d in snapshot.devices if d.gpu_indices == (3,)]
@@ -144,7 +144,7 @@ def test_a_lost_gpu_stays_unhealthy_while_probes_fail(fake: FakeNvml, managers: 
     watcher = HealthWatcher(source, range(8), FAST, clock=clock, listeners=listeners(managers))
     watcher.start()
     try:
-        fake.faults.set_lost(3)
+        fake.test_hooks.set_lost(3)
         wait_until(managers[0], gpus_are({3}))
         clock.advance(100 * FAST.quiet_period_s)
         seen = source.probes
@@ -156,14 +156,14 @@ def test_a_lost_gpu_stays_unhealthy_while_probes_fail(fake: FakeNvml, managers: 
 
 
 def test_event_set_creation_failure_fails_closed_and_retries(fake: FakeNvml, managers: list[ResourceManager]) -> None:
-    fake.faults.fail_event_set_creation("NVML Unknown Error")
+    fake.test_hooks.fail_event_set_creation("NVML Unknown Error")
     watcher = start(fake, managers)
     try:
         snapshot = wait_until(managers[0], gpus_are(set(range(8))))
         assert {d.health_reason for d in snapshot.devices} == {
             "health watch failed: event set cannot be created: NVML nvmlEventSetCreate failed: NVML Unknown Error"
         }
-        fake.faults.fail_event_set_creation(None)
+        fake.test_hooks.fail_event_set_creation(None)
         wait_until(managers[0], gpus_are(set()))
         wait_until(managers[2], gpus_are(set()))
     finally:
@@ -173,24 +173,24 @@ def test_event_set_creation_failure_fails_closed_and_retries(fake: FakeNvml, man
 def test_a_failing_event_wait_fails_closed_then_recovers(
     fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher
 ) -> None:
-    fake.faults.fail_event_wait("GPU is lost")
+    fake.test_hooks.fail_event_wait("GPU is lost")
     snapshot = wait_until(managers[1], gpus_are(set(range(8))))
     assert all("event wait failed" in d.health_reason for d in snapshot.devices)
-    fake.faults.fail_event_wait(None)
+    fake.test_hooks.fail_event_wait(None)
     wait_until(managers[1], gpus_are(set()))
 
 
 def test_a_gpu_whose_events_cannot_be_registered_is_unhealthy_until_it_can(
     fake: FakeNvml, managers: list[ResourceManager]
 ) -> None:
-    fake.faults.fail_registration(6, "Unknown Error")
+    fake.test_hooks.fail_registration(6, "Unknown Error")
     watcher = start(fake, managers)
     try:
         snapshot = wait_until(managers[0], gpus_are({6}))
         assert [d.health_reason for d in snapshot.devices if not d.healthy] == [
             "health watch failed: nvmlDeviceRegisterEvents failed: Unknown Error"
         ]
-        fake.faults.fail_registration(6, None)
+        fake.test_hooks.fail_registration(6, None)
         wait_until(managers[0], gpus_are(set()))
     finally:
         watcher.stop()
@@ -205,7 +205,7 @@ def test_backend_exceptions_mid_run_never_end_the_watcher(fake: FakeNvml, manage
         assert all("ZeroDivisionError" in d.health_reason for d in snapshot.devices)
         source.broken.clear()
         wait_until(managers[0], gpus_are(set()))
-        fake.faults.inject(HealthEvent(2, HealthEventKind.XID, xid=94))  # the event thread still runs
+        fake.test_hooks.inject(HealthEvent(2, HealthEventKind.XID, xid=94))  # the event thread still runs
         wait_until(managers[0], gpus_are({2}))
     finally:
         watcher.stop()
@@ -214,7 +214,7 @@ def test_backend_exceptions_mid_run_never_end_the_watcher(fake: FakeNvml, manage
 def test_a_replay_brings_new_resource_managers_to_the_current_health(
     fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher
 ) -> None:
-    fake.faults.set_lost(3)
+    fake.test_hooks.set_lost(3)
     wait_until(managers[0], gpus_are({3}))
     rebuilt = [whole_gpus(fake), replicas(fake, 2)]
     for resource in rebuilt:
@@ -228,13 +228,13 @@ def test_a_gpu_handed_over_later_is_watched_and_a_dropped_one_forgotten(
 ) -> None:
     watcher = start(fake, managers, indices=range(7))
     try:
-        fake.faults.inject(HealthEvent(7, HealthEventKind.XID, xid=79))  # not watched yet: waits in the backlog
-        fake.faults.inject(HealthEvent(6, HealthEventKind.XID, xid=79))  # handled after it would be: a barrier
+        fake.test_hooks.inject(HealthEvent(7, HealthEventKind.XID, xid=79))  # not watched yet: waits in the backlog
+        fake.test_hooks.inject(HealthEvent(6, HealthEventKind.XID, xid=79))  # handled after it would be: a barrier
         wait_until(managers[0], gpus_are({6}))
         watcher.set_gpus(range(1, 8))  # a rescan: GPU 7 found, GPU 0 gone
         assert watcher.gpu_indices == tuple(range(1, 8))
         assert set(watcher.states()) == set(range(1, 8)) and watcher.states()[6].health is Health.UNHEALTHY
-        fake.faults.inject(HealthEvent(7, HealthEventKind.DOUBLE_BIT_ECC))
+        fake.test_hooks.inject(HealthEvent(7, HealthEventKind.DOUBLE_BIT_ECC))
         wait_until(managers[0], gpus_are({6, 7}))
     finally:
         watcher.stop()
@@ -246,7 +246,7 @@ def test_a_watcher_started_without_gpus_watches_those_a_rescan_finds(
     watcher = start(fake, managers, indices=range(0))
     try:
         watcher.set_gpus([2])
-        fake.faults.inject(HealthEvent(2, HealthEventKind.XID, xid=94))
+        fake.test_hooks.inject(HealthEvent(2, HealthEventKind.XID, xid=94))
         wait_until(managers[0], gpus_are({2}))
     finally:
         watcher.stop()
@@ -262,8 +262,8 @@ def test_listeners_get_each_transition_and_a_broken_one_is_contained(
 
     watcher.add_listener(broken)
     watcher.add_listener(seen.append)
-    fake.faults.inject(HealthEvent(1, HealthEventKind.XID, xid=31, detail="ignored"))
-    fake.faults.inject(HealthEvent(1, HealthEventKind.XID, xid=94))
+    fake.test_hooks.inject(HealthEvent(1, HealthEventKind.XID, xid=31, detail="ignored"))
+    fake.test_hooks.inject(HealthEvent(1, HealthEventKind.XID, xid=94))
     wait_until(managers[0], gpus_are({1}))
     assert watcher.wait_delivered(5.0)  # the delivery the managers saw has reached every listener
     assert [(t.gpu_index, t.before, t.after, t.xid) for t in seen] == [(1, Health.HEALTHY, Health.UNHEALTHY, 94)]
@@ -271,7 +271,7 @@ def test_listeners_get_each_transition_and_a_broken_one_is_contained(
 
 def test_disabled_checks_consume_nothing(fake: FakeNvml, managers: list[ResourceManager]) -> None:
     watcher = start(fake, managers, HealthConfig(enabled=False))
-    fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+    fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
     watcher.stop()
     assert unhealthy_gpus(managers[0].snapshot()) == set()
     # Nobody opened a watch: the event is still waiting for one.
@@ -279,10 +279,10 @@ def test_disabled_checks_consume_nothing(fake: FakeNvml, managers: list[Resource
 
 
 def test_stop_closes_the_watch(fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher) -> None:
-    fake.faults.inject(HealthEvent(0, HealthEventKind.XID, xid=94))
+    fake.test_hooks.inject(HealthEvent(0, HealthEventKind.XID, xid=94))
     wait_until(managers[0], gpus_are({0}))
     watcher.stop()
-    fake.faults.inject(HealthEvent(1, HealthEventKind.XID, xid=94))
+    fake.test_hooks.inject(HealthEvent(1, HealthEventKind.XID, xid=94))
     assert fake.open_event_watch((1,)).wait(0.01) is not None  # backlogged: no watch was left open
     assert unhealthy_gpus(managers[0].snapshot()) == {0}
 
@@ -311,9 +311,9 @@ def test_recovery_follows_the_injected_clock(fake: FakeNvml, managers: list[Reso
     watcher = HealthWatcher(source, range(8), config, clock=clock, listeners=listeners(managers))
     watcher.start()
     try:
-        fake.faults.set_lost(3)
+        fake.test_hooks.set_lost(3)
         wait_until(managers[0], gpus_are({3}))
-        fake.faults.recover(3)
+        fake.test_hooks.recover(3)
         seen = source.probes
         eventually(lambda: source.probes >= seen + 3 * 8)  # three full rounds pass at the same clock reading
         assert unhealthy_gpus(managers[0].snapshot()) == {3}
@@ -342,14 +342,14 @@ def test_a_blocked_listener_holds_no_lock_and_later_transitions_wait_in_order(
 
     watcher.add_listener(slow)
     try:
-        fake.faults.inject(HealthEvent(1, HealthEventKind.XID, xid=94))
+        fake.test_hooks.inject(HealthEvent(1, HealthEventKind.XID, xid=94))
         assert entered.wait(WAIT_S)
         # Old code delivered under the watcher's lock: each of these would wait for `release`.
         done = threading.Event()
         threading.Thread(target=lambda: (watcher.states(), watcher.set_gpus(range(8)), done.set()), daemon=True).start()
         assert done.wait(WAIT_S)
-        fake.faults.inject(HealthEvent(2, HealthEventKind.XID, xid=79))
-        fake.faults.set_lost(1)
+        fake.test_hooks.inject(HealthEvent(2, HealthEventKind.XID, xid=79))
+        fake.test_hooks.set_lost(1)
         eventually(lambda: watcher.states()[2].health is Health.UNHEALTHY)
         assert seen == []  # decided, but queued behind the blocked delivery
     finally:
@@ -362,7 +362,7 @@ def test_after_stop_a_replay_is_delivered_on_the_callers_thread(
     fake: FakeNvml, managers: list[ResourceManager]
 ) -> None:
     watcher = start(fake, managers)
-    fake.faults.set_lost(3)
+    fake.test_hooks.set_lost(3)
     wait_until(managers[0], gpus_are({3}))
     watcher.stop()
     late = whole_gpus(fake)
