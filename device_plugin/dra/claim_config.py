@@ -80,7 +80,7 @@ def refusal(config: OpaqueConfig, device_types: Collection[str]) -> str | None:
     params = config.parameters
     api_version, kind = params.get("apiVersion"), params.get("kind")
     named = f"config {config.where} ({config.source or 'no source'}, {short(api_version)} {short(kind)})"
-    if api_version != NVIDIA_API_VERSION or kind not in ACCEPTED_KINDS:
+    if api_version != NVIDIA_API_VERSION or not isinstance(kind, str) or kind not in ACCEPTED_KINDS:
         accepted = ", ".join(f"{NVIDIA_API_VERSION} {k}" for k in ACCEPTED_KINDS)
         return f"{named}: not a kind this driver knows (accepted: {accepted})"
     wrong = sorted(t for t in device_types if t != ACCEPTED_KINDS[kind])

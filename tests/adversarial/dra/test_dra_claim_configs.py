@@ -43,6 +43,7 @@ CONFIGS = {
         [opaque({"apiVersion": NVIDIA, "kind": "GpuConfig", **{f"f{i}": i for i in range(10_000)}})],
         "unknown fields 'f0', 'f1', 'f10', 'f100', 'f1000' and 9995 more",
     ),
+    "kind-a-list": ([opaque({"apiVersion": NVIDIA, "kind": ["GpuConfig"]})], "not a kind this driver knows"),
     "kind-a-megabyte": ([opaque({"apiVersion": NVIDIA, "kind": "K" * (1 << 20)})], "not a kind this driver knows"),
 }
 
