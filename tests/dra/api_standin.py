@@ -8,9 +8,8 @@ HTTP on 127.0.0.1 (ephemeral port, one thread per request, bounded by the test's
   POST (409 AlreadyExists), and per name GET / PUT (resourceVersion must match, else 409 Conflict;
   404 when missing) / DELETE (404 when missing);
 - GET /apis/resource.k8s.io/{v}/namespaces/{ns}/resourceclaims/{name}.
-Every object we are sent is validated strictly with kubernetes-validate's schema for the Kubernetes
-release that introduced its version (schema_check.py: loaded once, not per request); an invalid one is
-refused with 422 and recorded in `invalid`.
+Every object we are sent is validated strictly with kubernetes-validate for the Kubernetes release
+that introduced its version; an invalid one is refused with 422 and recorded in `invalid`.
 Lists carry the collection's resourceVersion; `watch=true` streams ADDED/MODIFIED/DELETED events after
 a resourceVersion (recorded in `requests` as "WATCH"). A write without a JSON Content-Type is refused
 with 415, as the real API server does.
@@ -35,7 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.dra.schema_check import validate_strictly
+import kubernetes_validate
 
 GROUP = "resource.k8s.io"
 RELEASE_OF = {"v1": "1.34", "v1beta2": "1.33", "v1beta1": "1.32"}
@@ -185,9 +184,6 @@ class ApiStandin:
     def handle(
         self, method: str, path: str, query: dict[str, str], body: Any, content_type: str = "application/json"
     ) -> tuple[int, Any]:
-        # Checked before the lock: a schema check takes ~20 ms in Python, and a real API server does not
-        # hold up other requests (a claim read by NodePrepareResources) while it validates a write.
-        schema_error = _schema_error(body, path) if method in ("POST", "PUT") else None
         with self._lock:
             self.requests.append((method, path))
             if self._faults:
@@ -209,11 +205,9 @@ class ApiStandin:
                 return (200, claim) if claim else (404, _status(404, f'resourceclaims "{rest[3]}" not found'))
             if rest[0] != "resourceslices":
                 return 404, _status(404, f"no such path {path}")
-            return self._slices(method, version, rest[1] if len(rest) > 1 else None, query, body, schema_error)
+            return self._slices(method, version, rest[1] if len(rest) > 1 else None, query, body)
 
-    def _slices(
-        self, method: str, version: str, name: str | None, query: dict[str, str], body: Any, schema_error: str | None
-    ) -> tuple[int, Any]:
+    def _slices(self, method: str, version: str, name: str | None, query: dict[str, str], body: Any) -> tuple[int, Any]:
         if name is None and method == "GET":
             fields = "" if self.ignore_field_selector else query.get("fieldSelector", "")
             items = [o for _, o in sorted(self.slices.items()) if _matches(o, fields, query.get("labelSelector", ""))]
@@ -221,8 +215,7 @@ class ApiStandin:
             kind = "ResourceSliceList"
             return 200, {"apiVersion": f"{GROUP}/{version}", "kind": kind, "metadata": listed, "items": items}
         if name is None and method == "POST":
-            if schema_error is not None:
-                self.invalid.append(schema_error)
+            if not self._valid(body, version):
                 return 422, _status(422, "invalid object")
             new = body["metadata"]["name"]
             if new in self.slices:
@@ -239,8 +232,7 @@ class ApiStandin:
             if name in self._races:
                 self._races.discard(name)
                 self._concurrent_write(name)
-            if schema_error is not None:
-                self.invalid.append(schema_error)
+            if not self._valid(body, version):
                 return 422, _status(422, "invalid object")
             if body["metadata"].get("resourceVersion") != self.slices[name]["metadata"]["resourceVersion"]:
                 return 409, _status(
@@ -248,6 +240,14 @@ class ApiStandin:
                 )
             return 200, self._store(body)
         return 405, _status(405, f"{method} not allowed")
+
+    def _valid(self, obj: Any, version: str) -> bool:
+        try:
+            kubernetes_validate.validate(obj, RELEASE_OF[version], strict=True)
+        except Exception as error:
+            self.invalid.append(f"{obj.get('metadata', {}).get('name')}: {error}")
+            return False
+        return True
 
     def _store(self, obj: dict[str, Any]) -> dict[str, Any]:
         stored = json.loads(json.dumps(obj))
@@ -257,19 +257,6 @@ class ApiStandin:
         self.slices[stored["metadata"]["name"]] = stored
         self._event(kind, stored)
         return stored
-
-
-def _schema_error(obj: Any, path: str) -> str | None:
-    """Why `obj`, written to `path` (/apis/resource.k8s.io/<version>/...), fails its strict schema; None if valid
-    or if the path names no version we serve (the request is answered 404 then)."""
-    parts = [p for p in path.split("/") if p]
-    if len(parts) < 3 or parts[:2] != ["apis", GROUP] or parts[2] not in RELEASE_OF:
-        return None
-    try:
-        validate_strictly(obj, RELEASE_OF[parts[2]])
-    except Exception as error:
-        return f"{obj.get('metadata', {}).get('name') if isinstance(obj, dict) else obj!r}: {error}"
-    return None
 
 
 def _api_group(versions: tuple[str, ...]) -> dict[str, Any]:
