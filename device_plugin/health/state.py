@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from types import MappingProxyType
 
 from device_plugin.config.health import HealthConfig
@@ -24,6 +25,25 @@ from device_plugin.core.devices import Health
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult
 
 log = logging.getLogger(__name__)
+
+
+class HealthCause(StrEnum):
+    """What made a GPU Unhealthy (or Healthy again), typed where it is decided, so a consumer (the DRA
+    driver's device taints) never parses the reason text."""
+
+    XID = "xid"  # a critical Xid event; the transition's `xid` carries the code
+    DOUBLE_BIT_ECC = "double-bit-ecc"
+    LOST = "gpu-lost"  # the GPU is lost or has fallen off the bus (an event said so)
+    PROBE_FAILED = "probe-failed"
+    WATCH_FAILED = "health-unwatched"  # the event watch cannot cover the GPU (fail closed)
+    RECOVERED = "recovered"
+
+
+_EVENT_CAUSE = {
+    HealthEventKind.XID: HealthCause.XID,
+    HealthEventKind.DOUBLE_BIT_ECC: HealthCause.DOUBLE_BIT_ECC,
+    HealthEventKind.LOST: HealthCause.LOST,
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +56,7 @@ class HealthTransition:
     reason: str
     at_s: float
     xid: int | None = None  # the Xid code when an Xid event caused it, typed from the event (never parsed)
+    cause: HealthCause | None = None  # None: not said (a transition made by hand, e.g. in a test)
 
     @property
     def healthy(self) -> bool:
@@ -51,6 +72,8 @@ class GpuHealthState:
     passing_since_s: float | None = None  # first passing probe since the last failure, while Unhealthy
     watch_failure: str | None = None  # why the event watch does not cover this GPU; None when it does
     last_failure: str = ""  # the latest failure seen, which may differ from the one that made it Unhealthy
+    cause: HealthCause | None = None  # what made it Unhealthy (a replay tells it again); None while Healthy
+    xid: int | None = None  # the Xid that made it Unhealthy, when one did
 
 
 class HealthStateMachine:
@@ -85,7 +108,7 @@ class HealthStateMachine:
             log.info("GPU %d: %s ignored (application-level Xid by policy)", event.gpu_index, event.describe())
             return None
         state = replace(self._states[event.gpu_index], last_critical_s=now_s, passing_since_s=None)
-        return self._fail(event.gpu_index, state, event.describe(), now_s, event.xid)
+        return self._fail(event.gpu_index, state, event.describe(), now_s, _EVENT_CAUSE[event.kind], event.xid)
 
     def on_probe(self, result: ProbeResult, now_s: float) -> HealthTransition | None:
         if not self._config.enabled or not self._known(result.gpu_index, "probe"):
@@ -93,7 +116,8 @@ class HealthStateMachine:
         index = result.gpu_index
         state = self._states[index]
         if not result.ok:
-            return self._fail(index, replace(state, passing_since_s=None), f"probe failed: {result.reason}", now_s)
+            failed = replace(state, passing_since_s=None)
+            return self._fail(index, failed, f"probe failed: {result.reason}", now_s, HealthCause.PROBE_FAILED)
         if state.health is Health.HEALTHY or state.watch_failure is not None:
             return None  # nothing to recover, or not allowed to while the GPU is not watched
         passing_since = now_s if state.passing_since_s is None else state.passing_since_s
@@ -101,9 +125,10 @@ class HealthStateMachine:
             self._states[index] = replace(state, passing_since_s=passing_since)
             return None
         reason = f"recovered: probes passed for {now_s - passing_since:.1f} s with no critical event"
-        self._states[index] = replace(state, health=Health.HEALTHY, reason=reason, passing_since_s=None)
+        healthy = replace(state, health=Health.HEALTHY, reason=reason, passing_since_s=None, cause=None, xid=None)
+        self._states[index] = healthy
         log.info("GPU %d: Unhealthy -> Healthy (%s; was: %s)", index, reason, state.reason)
-        return HealthTransition(index, Health.UNHEALTHY, Health.HEALTHY, reason, now_s)
+        return HealthTransition(index, Health.UNHEALTHY, Health.HEALTHY, reason, now_s, cause=HealthCause.RECOVERED)
 
     def on_watch_failed(self, indices: Iterable[int], reason: str, now_s: float) -> list[HealthTransition]:
         """The event watch cannot cover `indices` (creation, registration or wait failed): fail closed."""
@@ -114,7 +139,7 @@ class HealthStateMachine:
             if not self._known(index, "watch failure"):
                 continue
             state = replace(self._states[index], watch_failure=reason, passing_since_s=None)
-            transition = self._fail(index, state, f"health watch failed: {reason}", now_s)
+            transition = self._fail(index, state, f"health watch failed: {reason}", now_s, HealthCause.WATCH_FAILED)
             if transition is not None:
                 transitions.append(transition)
         return transitions
@@ -135,13 +160,15 @@ class HealthStateMachine:
         return False
 
     def _fail(
-        self, index: int, state: GpuHealthState, reason: str, now_s: float, xid: int | None = None
+        self, index: int, state: GpuHealthState, reason: str, now_s: float, cause: HealthCause, xid: int | None = None
     ) -> HealthTransition | None:
         if state.health is Health.UNHEALTHY:
             if state.last_failure != reason:  # say so once per new cause, not on every failed probe
                 log.info("GPU %d: still Unhealthy, now: %s (quiet period restarts)", index, reason)
             self._states[index] = replace(state, last_failure=reason)
             return None
-        self._states[index] = replace(state, health=Health.UNHEALTHY, reason=reason, last_failure=reason)
+        self._states[index] = replace(
+            state, health=Health.UNHEALTHY, reason=reason, last_failure=reason, cause=cause, xid=xid
+        )
         log.warning("GPU %d: Healthy -> Unhealthy (%s)", index, reason)
-        return HealthTransition(index, Health.HEALTHY, Health.UNHEALTHY, reason, now_s, xid)
+        return HealthTransition(index, Health.HEALTHY, Health.UNHEALTHY, reason, now_s, xid, cause)

@@ -92,7 +92,7 @@ class HealthWatcher:
         with self._lock:
             now_s = self._clock()
             replayed = [
-                HealthTransition(index, Health.HEALTHY, state.health, state.reason, now_s)
+                HealthTransition(index, Health.HEALTHY, state.health, state.reason, now_s, state.xid, state.cause)
                 for index, state in self._machine.states().items()
                 if state.health is not Health.HEALTHY
             ]

@@ -9,7 +9,7 @@ import pytest
 
 from device_plugin.config.health import HealthConfig, parse_health_config
 from device_plugin.core.devices import Health
-from device_plugin.health.state import HealthStateMachine, HealthTransition
+from device_plugin.health.state import HealthCause, HealthStateMachine, HealthTransition
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult
 
 H, U = Health.HEALTHY, Health.UNHEALTHY
@@ -194,3 +194,34 @@ def test_an_event_for_an_unknown_gpu_is_ignored() -> None:
 def test_recovery_reason_says_how_long_it_was_quiet() -> None:
     seen = run(CONFIG, [Step(0, xid(79)), Step(1, OK), Step(11, OK)])
     assert seen[-1][2] == "recovered: probes passed for 10.0 s with no critical event"
+
+
+CAUSES = {
+    # id: (what happened, the transition's cause, its xid)
+    "critical-xid": (xid(79), HealthCause.XID, 79),
+    "double-bit-ecc": (DBE, HealthCause.DOUBLE_BIT_ECC, None),
+    "lost-gpu-event": (LOST, HealthCause.LOST, None),
+    "failed-probe": (BAD, HealthCause.PROBE_FAILED, None),
+    "watch-failed": (("watch_failed", "no event set"), HealthCause.WATCH_FAILED, None),
+}
+
+
+@pytest.mark.parametrize("case", CAUSES.values(), ids=CAUSES.keys())
+def test_each_transition_says_its_cause_typed_and_the_state_keeps_it_until_recovery(
+    case: tuple[object, HealthCause, int | None],
+) -> None:
+    action, cause, code = case
+    machine = HealthStateMachine([3], CONFIG)
+    if isinstance(action, HealthEvent):
+        transition = machine.on_event(action, 1.0)
+    elif isinstance(action, ProbeResult):
+        transition = machine.on_probe(action, 1.0)
+    else:
+        (transition,) = machine.on_watch_failed([3], "no event set", 1.0)
+        machine.on_watch_restored([3])
+    assert transition is not None and (transition.cause, transition.xid) == (cause, code)
+    assert (machine.state(3).cause, machine.state(3).xid) == (cause, code)  # what a replay tells again
+    machine.on_probe(OK, 2.0)
+    back = machine.on_probe(OK, 2.0 + QUIET_S)
+    assert back is not None and back.cause is HealthCause.RECOVERED and back.xid is None
+    assert (machine.state(3).cause, machine.state(3).xid) == (None, None)

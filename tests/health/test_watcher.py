@@ -15,7 +15,7 @@ from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import DeviceListSnapshot, Health
 from device_plugin.core.errors import NvmlError
-from device_plugin.health.state import HealthTransition
+from device_plugin.health.state import HealthCause, HealthTransition
 from device_plugin.health.watcher import HealthWatcher, TransitionListener
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import EventWatch, HealthEvent, HealthEventKind, ProbeResult
@@ -368,3 +368,13 @@ def test_after_stop_a_replay_is_delivered_on_the_callers_thread(
     late = whole_gpus(fake)
     watcher.replay(late.on_health_transition)
     assert unhealthy_gpus(late.snapshot()) == {3}
+
+
+def test_a_replay_tells_the_cause_and_xid_that_made_the_gpu_unhealthy(
+    fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher
+) -> None:
+    fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+    wait_until(managers[0], gpus_are({3}))
+    told: list[HealthTransition] = []
+    watcher.replay(told.append)
+    assert [(t.gpu_index, t.cause, t.xid) for t in told] == [(3, HealthCause.XID, 79)]
