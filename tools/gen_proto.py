@@ -17,6 +17,8 @@ PROTOS = (
     "api/dra_v1beta1.proto",
     "api/dra_v1.proto",
     "api/pluginregistration.proto",
+    "api/dra_health_v1alpha1.proto",
+    "api/dra_health_v1.proto",
 )
 
 

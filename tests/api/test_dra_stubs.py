@@ -9,7 +9,7 @@ import pytest
 
 from tests.api.test_generated_stubs import REPO_ROOT, T, _load_generator
 
-PROTOS = ("dra_v1beta1", "dra_v1", "pluginregistration")
+PROTOS = ("dra_v1beta1", "dra_v1", "pluginregistration", "dra_health_v1alpha1", "dra_health_v1")
 GENERATED = [f"{p}{suffix}" for p in PROTOS for suffix in ("_pb2.py", "_pb2_grpc.py", "_pb2.pyi")]
 
 
@@ -51,7 +51,24 @@ REGISTRATION_FIELDS = {
     ("RegistrationStatus", "plugin_registered"): (1, T["bool"], False),
     ("RegistrationStatus", "error"): (2, T["string"], False),
 }
-SCHEMAS = {"dra_v1beta1": DRA_FIELDS, "dra_v1": DRA_FIELDS, "pluginregistration": REGISTRATION_FIELDS}
+# k8s.io/kubelet/pkg/apis/dra-health/{v1alpha1,v1}/api.proto (the same messages in both).
+HEALTH_FIELDS = {
+    ("DeviceIdentifier", "pool_name"): (1, T["string"], False),
+    ("DeviceIdentifier", "device_name"): (2, T["string"], False),
+    ("DeviceHealth", "device"): (1, T["message"], False),
+    ("DeviceHealth", "health"): (2, T["enum"], False),
+    ("DeviceHealth", "last_updated_time"): (3, T["int64"], False),
+    ("DeviceHealth", "health_check_timeout_seconds"): (4, T["int64"], False),
+    ("DeviceHealth", "message"): (5, T["string"], False),
+    ("NodeWatchResourcesResponse", "devices"): (1, T["message"], True),
+}
+SCHEMAS = {
+    "dra_v1beta1": DRA_FIELDS,
+    "dra_v1": DRA_FIELDS,
+    "pluginregistration": REGISTRATION_FIELDS,
+    "dra_health_v1alpha1": HEALTH_FIELDS,
+    "dra_health_v1": HEALTH_FIELDS,
+}
 
 
 @pytest.mark.parametrize("proto", PROTOS, ids=PROTOS)
@@ -73,7 +90,10 @@ SERVICES = {
     ),
     "dra_v1": ("k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin", {"NodePrepareResources", "NodeUnprepareResources"}),
     "pluginregistration": ("pluginregistration.Registration", {"GetInfo", "NotifyRegistrationStatus"}),
+    "dra_health_v1alpha1": ("v1alpha1.DRAResourceHealth", {"NodeWatchResources"}),
+    "dra_health_v1": ("v1.DRAResourceHealth", {"NodeWatchResources"}),
 }
+SERVER_STREAMING = {"NodeWatchResources"}
 
 
 @pytest.mark.parametrize("proto", PROTOS, ids=PROTOS)
@@ -83,4 +103,12 @@ def test_service_full_name_is_the_one_the_kubelet_calls(proto: str) -> None:
     full_name, methods = SERVICES[proto]
     assert service.full_name == full_name
     assert {m.name for m in service.methods} == methods
-    assert not any(m.client_streaming or m.server_streaming for m in service.methods)
+    assert not any(m.client_streaming for m in service.methods)
+    assert {m.name for m in service.methods if m.server_streaming} == methods & SERVER_STREAMING
+
+
+@pytest.mark.parametrize("proto", ["dra_health_v1alpha1", "dra_health_v1"])
+def test_health_status_values_are_the_kubelets(proto: str) -> None:
+    pb = importlib.import_module(f"api.{proto}_pb2")
+    values = {v.name: v.number for v in pb.DESCRIPTOR.enum_types_by_name["HealthStatus"].values}
+    assert values == {"UNKNOWN": 0, "HEALTHY": 1, "UNHEALTHY": 2}

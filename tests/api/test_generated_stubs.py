@@ -30,7 +30,7 @@ def test_committed_stub_matches_regeneration(tmp_path: Path, name: str) -> None:
 
 
 # (message, field) -> (number, type, label) as the kubelet's v1beta1 api.proto defines them.
-T = {"string": 9, "bool": 8, "int32": 5, "int64": 3, "message": 11}
+T = {"string": 9, "bool": 8, "int32": 5, "int64": 3, "message": 11, "enum": 14}
 OPT, REP = 1, 3
 WIRE_FIELDS = {
     ("DevicePluginOptions", "pre_start_required"): (1, T["bool"], OPT),
