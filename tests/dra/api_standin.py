@@ -8,8 +8,9 @@ HTTP on 127.0.0.1 (ephemeral port, one thread per request, bounded by the test's
   POST (409 AlreadyExists), and per name GET / PUT (resourceVersion must match, else 409 Conflict;
   404 when missing) / DELETE (404 when missing);
 - GET /apis/resource.k8s.io/{v}/namespaces/{ns}/resourceclaims/{name}.
-Every object we are sent is validated strictly with kubernetes-validate for the Kubernetes release
-that introduced its version; an invalid one is refused with 422 and recorded in `invalid`.
+Every object we are sent is validated strictly with kubernetes-validate's schemas for the Kubernetes
+release that introduced its version (tests/dra/schema_check.py: each schema loaded once); an invalid one
+is refused with 422 and recorded in `invalid`.
 Lists carry the collection's resourceVersion; `watch=true` streams ADDED/MODIFIED/DELETED events after
 a resourceVersion (recorded in `requests` as "WATCH"). A write without a JSON Content-Type is refused
 with 415, as the real API server does.
@@ -19,6 +20,11 @@ refused meanwhile); `fail_next(n, status)` answers the next n requests with that
 `ignore_field_selector` answers every list with all slices (a server or proxy that drops the selector);
 `wipe_node(node)` deletes every slice of a node, as the kubelet does at its start; `delay_s` holds every
 answer that long.
+Device taints (KEP-5055) as the API server treats them: kept when `keeps_taints` (DRADeviceTaints on, the
+default from 1.36), with `timeAdded` set where the writer left it out; otherwise dropped from every device
+before the object is validated and stored, as a server with the gate off does (and v1beta1, whose 1.32
+schema has no taints, always drops them). A slice whose devices carry taints holds at most 64 devices
+(the API server's own validation, which the OpenAPI schema does not express): more is refused with 422.
 """
 
 from __future__ import annotations
@@ -29,15 +35,17 @@ import json
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import kubernetes_validate
+from tests.dra.schema_check import validate_strict
 
 GROUP = "resource.k8s.io"
 RELEASE_OF = {"v1": "1.34", "v1beta2": "1.33", "v1beta1": "1.32"}
+MAX_DEVICES_WITH_TAINTS = 64
 
 
 def _field(obj: dict[str, Any], dotted: str) -> str:
@@ -75,6 +83,7 @@ class ApiStandin:
         self.delay_s = 0.0  # every answer this late (a slow API server)
         self.watch_ends_at_once = False
         self.watch_status = 200  # any other: every watch is answered with it
+        self.keeps_taints = True  # False: device taints are dropped (DRADeviceTaints off)
         self.claim_read_delay_s = 0.0  # a slow API server: each ResourceClaim GET waits this long first
         self._rv = itertools.count(1)
         self._faults: list[int] = []
@@ -242,12 +251,31 @@ class ApiStandin:
         return 405, _status(405, f"{method} not allowed")
 
     def _valid(self, obj: Any, version: str) -> bool:
+        if isinstance(obj, dict) and isinstance(obj.get("spec"), dict):
+            self._taints_as_stored(obj["spec"], version)
         try:
-            kubernetes_validate.validate(obj, RELEASE_OF[version], strict=True)
+            validate_strict(obj, RELEASE_OF[version])
+            tainted = [d for d in obj["spec"].get("devices") or () if _body(d).get("taints")]
+            if tainted and len(obj["spec"]["devices"]) > MAX_DEVICES_WITH_TAINTS:
+                raise ValueError(f"spec.devices: at most {MAX_DEVICES_WITH_TAINTS} devices when any has taints")
         except Exception as error:
             self.invalid.append(f"{obj.get('metadata', {}).get('name')}: {error}")
             return False
         return True
+
+    def _taints_as_stored(self, spec: dict[str, Any], version: str) -> None:
+        """Drop device taints (not kept, or v1beta1 of 1.32), else stamp a missing timeAdded, in place."""
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        for device in spec.get("devices") or ():
+            body = _body(device)
+            if "taints" not in body:
+                continue
+            if not self.keeps_taints or version == "v1beta1":
+                del body["taints"]
+                continue
+            for taint in body["taints"] or ():
+                if isinstance(taint, dict):
+                    taint.setdefault("timeAdded", now)
 
     def _store(self, obj: dict[str, Any]) -> dict[str, Any]:
         stored = json.loads(json.dumps(obj))
@@ -257,6 +285,14 @@ class ApiStandin:
         self.slices[stored["metadata"]["name"]] = stored
         self._event(kind, stored)
         return stored
+
+
+def _body(device: Any) -> dict[str, Any]:
+    """Where a device's fields are: under `basic` in v1beta1, on the device from v1beta2 on."""
+    if not isinstance(device, dict):
+        return {}
+    basic = device.get("basic")
+    return basic if isinstance(basic, dict) else device
 
 
 def _api_group(versions: tuple[str, ...]) -> dict[str, Any]:
