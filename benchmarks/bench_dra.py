@@ -4,7 +4,8 @@
     unix socket) with the claims read from the Kubernetes API stand-in by the real `kubernetes` client.
     Target: p99 < 50 ms.
 (b) Fault to slice update: from a fault injected into the fake NVML (GPU lost) to the API stand-in holding a
-    pool without that GPU. Target: p99 < 1 s.
+    pool in which the scheduler cannot allocate that GPU (tainted, or left out where taints are not kept).
+    Target: p99 < 1 s.
 (c) Listing order and attributes as a scheduling hint: a seeded trace of 1/2/4/8-GPU claims arriving and
     leaving, replayed through a model of Kubernetes' structured allocator (dra_first_fit.py: first fit in
     slice listing order, firstAvailable alternatives in order). For 2- and 4-GPU claims: the share that got a

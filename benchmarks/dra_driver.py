@@ -27,6 +27,7 @@ from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
+from tests.dra.scheduler_view import schedulable
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "bench-node"
 
@@ -81,8 +82,9 @@ def driver_on(machine: str) -> Iterator[DriverRun]:
 
 
 def pool_names(api: ApiStandin) -> set[str]:
-    """The device names in our node's pool as the API stand-in holds it now."""
-    return {d["name"] for s in api.pool(DRIVER, NODE) for d in s["spec"]["devices"]}
+    """The device names the scheduler can allocate from our node's pool as the API stand-in holds it now
+    (a device an unhealthy GPU's taint blocks is listed, but not among them)."""
+    return set(schedulable(api.pool(DRIVER, NODE)))
 
 
 def until_ms(check: Callable[[], bool], poll_s: float = 0.001, timeout_s: float = 10.0) -> float:

@@ -40,3 +40,12 @@ def foreign_owner(domain: str) -> str | None:
 def own_name(domain: str, name: str) -> str:
     """`<domain>/<name>`: a label key or a DRA attribute of ours, qualified by the configured domain."""
     return f"{domain}/{name}"
+
+
+# NVIDIA's DRA driver's device-taint keys (under its driver name gpu.nvidia.com), used with NVIDIA's
+# meaning: a fatal Xid (value: the Xid) and a lost GPU, both NoSchedule. NVIDIA's third key,
+# gpu.nvidia.com/unmonitored, is informational (effect None) there; we fail closed on an unwatched GPU, so
+# that and every other cause of ours is `<ownDomain>/unhealthy` (device_plugin/dra/taints.py).
+NVIDIA_DRA_DOMAIN = "gpu.nvidia.com"
+NVIDIA_XID_TAINT = f"{NVIDIA_DRA_DOMAIN}/xid"
+NVIDIA_GPU_LOST_TAINT = f"{NVIDIA_DRA_DOMAIN}/gpu-lost"

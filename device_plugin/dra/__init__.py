@@ -17,7 +17,9 @@ Modules, one job each:
 - front_end: the DRA front-end of the node runtime (device_plugin/node/runtime.py), which `run --mode dra`
   serves; the runtime shares its health watch, rescans, config reloads, metrics, probes and node labels
   with the device-plugin mode.
-- NOT BUILT YET: the kubelet's device-health service.
+- taints, device_health, health_service: an unhealthy GPU's device taint (KEP-5055), and the devices'
+  health streamed to the kubelet's DRAResourceHealth watchers (KEP-4680), both fed by the runtime's one
+  health delivery through the front-end.
 
 Only this package (and the kubelet stand-ins) may import grpc, the generated api and `kubernetes`.
 """

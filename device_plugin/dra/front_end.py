@@ -5,10 +5,13 @@ Boundary: implements node/front_end.py's FrontEnd with the DRA parts: the Prepar
 owns the inventory, health, rescans, config reloads, metrics, probes' endpoint and labels. What it decides:
 - the devices are derived from the runtime's inventory (its GPUs, MIG devices, Topology and the same
   Allocator): partitions and attributes are computed once per inventory, never per health change;
-- the published devices are those minus the devices of unhealthy GPUs (a GPU's MIG devices go with it). A
-  health transition only marks them and hands the list to the publisher's thread (request() returns at
-  once), so an unhealthy GPU leaves the pool and comes back on recovery; the partition values stay those
-  of the inventory (a claim that matches on bestSetK just finds its group short of the sick GPU);
+- health comes through the runtime's one health delivery (on_health): a transition only marks the GPU and
+  hands the devices to the publisher's thread (request() returns at once). An unhealthy GPU's devices (its
+  MIG devices with it) carry its taint (dra/taints.py: NVIDIA's keys for an Xid or a lost GPU, ours for the
+  rest, NoSchedule), removed when it recovers; where the API server does not keep taints the publisher
+  leaves those devices out of the pool instead (dra/slices.py). The partition values stay those of the
+  inventory (a claim that matches on bestSetK just finds its group short of the sick GPU). The same
+  transitions feed `health`, which the kubelet watches through DRAResourceHealth (dra/health_service.py);
 - a rescan whose inventory equals the last one costs a comparison and publishes nothing;
 - when the kubelet (re)registers us it may have wiped the node's slices: we reconcile again;
 - the driver name and the kubelet directory (the parent of devicePluginDir: registration socket in
@@ -21,6 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +36,14 @@ from device_plugin.core.devices import Health
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.checkpoint import Checkpoint
+from device_plugin.dra.device_health import DeviceHealthFeed, DeviceHealthReport, DeviceHealthStatus
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths, check_socket_paths
+from device_plugin.dra.health_service import HEARTBEAT_S
 from device_plugin.dra.inventory import DraDevice, inventory_devices
 from device_plugin.dra.kube import ApiClaimReader, api_client, newest_resource_version
 from device_plugin.dra.prepare import Preparer
 from device_plugin.dra.publisher import SlicePublisher
+from device_plugin.dra.taints import DeviceTaint, taint_for
 from device_plugin.health.state import HealthTransition
 from device_plugin.node.front_end import RuntimeContext
 from device_plugin.node.inventory import NodeInventory
@@ -95,6 +102,7 @@ class DraFrontEnd:
         kubelet_dir: Path,
         own_domain: str = OWN_DOMAIN,
         backoff_max_s: float = 5.0,
+        health_heartbeat_s: float = HEARTBEAT_S,
     ) -> None:
         self.driver_name = driver_name
         self.own_domain = own_domain  # of our own attributes (bestSetK, nvlinkDomain, NIC ones)
@@ -103,8 +111,11 @@ class DraFrontEnd:
         self._inventory: NodeInventory | None = None
         self._all: tuple[DraDevice, ...] = ()
         self._uuids: Mapping[str, str] = {}
-        self._unhealthy_gpus: frozenset[int] = frozenset()
+        self._taints: Mapping[int, DeviceTaint] = {}  # GPU index -> its taint, while it is Unhealthy
+        self._reasons: Mapping[int, str] = {}  # GPU index -> why it is Unhealthy (pod status shows it)
         self._unhealthy_names: frozenset[str] = frozenset()
+        self._health_checked = True  # False: health checks are off, the kubelet hears Unknown
+        self.health = DeviceHealthFeed(node_name)
         self._started = False
         self.publisher = SlicePublisher(
             client, driver_name=driver_name, node_name=node_name, backoff_max_s=backoff_max_s
@@ -117,7 +128,14 @@ class DraFrontEnd:
             checkpoint=Checkpoint(kubelet_dir / "plugins" / driver_name / "checkpoint.json"),
         )
         paths = SocketPaths.for_driver(driver_name, kubelet_dir)
-        self.server = DraGrpcServer(driver_name, paths, self.preparer, on_registered=self.publisher.resync)
+        self.server = DraGrpcServer(
+            driver_name,
+            paths,
+            self.preparer,
+            on_registered=self.publisher.resync,
+            health=self.health,
+            health_heartbeat_s=health_heartbeat_s,
+        )
 
     @classmethod
     def for_config(cls, config: Config, client: k8s.ApiClient, *, node_name: str, **options: Any) -> DraFrontEnd:
@@ -146,13 +164,29 @@ class DraFrontEnd:
         return self._all
 
     def published_devices(self) -> tuple[DraDevice, ...]:
+        """What the publisher is handed: every device, those of unhealthy GPUs with their GPU's taint."""
         with self._lock:
             return self._published_locked()
 
     def _published_locked(self) -> tuple[DraDevice, ...]:
-        if not self._unhealthy_gpus:
+        if not self._taints:
             return self._all
-        return tuple(d for d in self._all if d.gpu_index not in self._unhealthy_gpus)
+        return tuple(
+            replace(d, taints=(self._taints[d.gpu_index],)) if d.gpu_index in self._taints else d for d in self._all
+        )
+
+    def _marked_locked(self) -> None:
+        """After the devices or the taints changed: the Preparer's unhealthy names and the kubelet's health."""
+        self._unhealthy_names = frozenset(d.name for d in self._all if d.gpu_index in self._taints)
+        reports = []
+        for d in self._all:
+            if not self._health_checked:
+                reports.append(DeviceHealthReport(d.name, DeviceHealthStatus.UNKNOWN, "health checks are disabled"))
+            elif d.gpu_index in self._taints:
+                reports.append(DeviceHealthReport(d.name, DeviceHealthStatus.UNHEALTHY, self._reasons[d.gpu_index]))
+            else:
+                reports.append(DeviceHealthReport(d.name, DeviceHealthStatus.HEALTHY))
+        self.health.set(tuple(reports))
 
     # ---- FrontEnd ------------------------------------------------------------------------------
 
@@ -167,11 +201,12 @@ class DraFrontEnd:
         devices, _ = inventory_devices(self._context.backend, inventory, own_domain=self.own_domain)
         with self._lock:
             self._inventory = inventory
+            self._health_checked = config.daemon.health.enabled
             if devices == self._all:
                 return False
             self._all = devices
             self._uuids = {d.name: d.uuid for d in devices}
-            self._unhealthy_names = frozenset(d.name for d in devices if d.gpu_index in self._unhealthy_gpus)
+            self._marked_locked()
             published = self._published_locked()
             started = self._started
         if started:
@@ -180,20 +215,29 @@ class DraFrontEnd:
         return True
 
     def on_health(self, transition: HealthTransition) -> tuple[str, ...]:
-        """Mark the GPU's devices and hand the republish to the publisher's thread; nothing is rebuilt."""
+        """Mark (or unmark) the GPU's devices with its taint and tell the kubelet's health watchers; hand the
+        republish to the publisher's thread. Nothing is rebuilt."""
+        index = transition.gpu_index
         with self._lock:
-            before = self._unhealthy_gpus
+            before = self._taints
             if transition.after is Health.HEALTHY:
-                self._unhealthy_gpus = before - {transition.gpu_index}
+                after = {i: t for i, t in before.items() if i != index}
+                self._reasons = {i: r for i, r in self._reasons.items() if i != index}
             else:
-                self._unhealthy_gpus = before | {transition.gpu_index}
-            changed = before != self._unhealthy_gpus
+                taint = taint_for(transition, own_domain=self.own_domain, now_unix_s=time.time())
+                held = before.get(index)
+                if held is not None and (held.key, held.value) == (taint.key, taint.value):
+                    taint = held  # the same fault told again (a replay): it was added when first seen
+                after = {**before, index: taint}
+                self._reasons = {**self._reasons, index: transition.reason}
+            changed = before != after
             if changed:
-                self._unhealthy_names = frozenset(d.name for d in self._all if d.gpu_index in self._unhealthy_gpus)
+                self._taints = after
+                self._marked_locked()
                 published = self._published_locked()
                 started = self._started
         if changed:
-            log.info("GPU %d is %s (%s): republishing", transition.gpu_index, transition.after, transition.reason)
+            log.info("GPU %d is %s (%s): republishing", index, transition.after, transition.reason)
             if started:
                 self.publisher.request(published)
         return (self.driver_name,)

@@ -3,7 +3,9 @@
 Boundary: where the sockets go and keeping them there; the servicers (dra/servicers.py) do the
 talking, device_plugin.serving does the binding. `<kubelet>/plugins_registry/<driver>-reg.sock` is
 where the kubelet's plugin watcher finds us (it calls GetInfo); `<kubelet>/plugins/<driver>/dra.sock`
-is the endpoint GetInfo names. GetInfo lists every served version as "<proto package>.DRAPlugin".
+is the endpoint GetInfo names. GetInfo lists every served version as "<proto package>.DRAPlugin", and
+"<package>.DRAResourceHealth" for the device-health service (dra/health_service.py) served on the same
+endpoint when the driver hands a DeviceHealthFeed.
 
 Both are served by grpc.aio on the process's one serving loop, bound 0600 whatever the umask. A
 foreign file at either path is refused and left untouched (logged; serving() says so); a path another
@@ -30,6 +32,8 @@ from api import dra_v1_pb2, dra_v1_pb2_grpc
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.core.errors import ConfigError
+from device_plugin.dra.device_health import DeviceHealthFeed
+from device_plugin.dra.health_service import HEALTH_VERSIONS, HEARTBEAT_S, add_health_servicers
 from device_plugin.dra.offload import WEDGED_AFTER_S, Offload
 from device_plugin.dra.prepare import Preparer
 from device_plugin.dra.servicers import SERVED, SUPPORTED_VERSIONS, Registration, dra_servicer
@@ -94,17 +98,22 @@ class DraGrpcServer:
         *,
         poll_s: float = KEEP_POLL_S,
         wedged_after_s: float = WEDGED_AFTER_S,
+        health: DeviceHealthFeed | None = None,
+        health_heartbeat_s: float = HEARTBEAT_S,
     ) -> None:
         self.driver_name = driver_name
         self._paths = paths
         self._poll_s = poll_s
-        self.registration = Registration(driver_name, str(paths.endpoint), on_registered)
+        served = SUPPORTED_VERSIONS + (HEALTH_VERSIONS if health is not None else ())
+        self.registration = Registration(driver_name, str(paths.endpoint), on_registered, served)
         self._offload = Offload(wedged_after_s=wedged_after_s)
         versions = [(pb_grpc, dra_servicer(pb, pb_grpc, preparer, self._offload)) for pb, pb_grpc, _ in SERVED]
 
         def add_dra(server: grpc.aio.Server) -> None:
             for pb_grpc, servicer in versions:
                 pb_grpc.add_DRAPluginServicer_to_server(servicer, server)
+            if health is not None:
+                add_health_servicers(server, health, health_heartbeat_s)
 
         add_registration = partial(reg_grpc.add_RegistrationServicer_to_server, self.registration)
         taken_by = (  # who else serves our paths, when one does (the one ERROR names them)

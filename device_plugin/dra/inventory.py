@@ -32,6 +32,7 @@ from device_plugin.dra.ranked_sets import (
     ranked_groupings,
     ranked_values,
 )
+from device_plugin.dra.taints import DeviceTaint
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.nvml.mig_profiles import profile_table
 from device_plugin.nvml.mig_types import MigDevice
@@ -90,6 +91,7 @@ class DraDevice:
     gpu_index: int  # the GPU, or the MIG device's parent
     attributes: tuple[Attribute, ...]
     capacity: tuple[tuple[str, str], ...]  # (name, Kubernetes quantity)
+    taints: tuple[DeviceTaint, ...] = ()  # its GPU's health (dra/taints.py); none while the GPU is Healthy
 
 
 def semver(text: str, parts: int = 3) -> str:

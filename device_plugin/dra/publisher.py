@@ -55,6 +55,9 @@ class SlicePublisher:
         self.api_version: str | None = None
         self._node_uid: str | None = None
         self.generation = 0  # the pool generation last written by us
+        # Device taints are written until the API server drops them (DRADeviceTaints off, or older than
+        # 1.33); from then on (until a restart) a device that a taint keeps from scheduling leaves the pool.
+        self.taints_kept = True
         self.error: str = ""  # the last failure, "" after a success
         self._cond = threading.Condition()
         self._devices: tuple[DraDevice, ...] | None = None
@@ -201,6 +204,7 @@ class SlicePublisher:
                 generation=generation,
                 api_version=version,
                 node_uid=self._node_uid,
+                taints_kept=self.taints_kept,
             )
 
         current = {_generation(o) for o in existing.values()}
@@ -211,7 +215,15 @@ class SlicePublisher:
         generation = max([self.generation, *current]) + 1
         desired = build(generation)
         for obj in desired:
-            self._store.write(version, obj, existing.get(obj["metadata"]["name"]))
+            stored = self._store.write(version, obj, existing.get(obj["metadata"]["name"]))
+            if self.taints_kept and _taints_dropped(obj, stored):
+                self.taints_kept = False
+                log.warning(
+                    "the API server dropped the device taints of slice %s (feature gate DRADeviceTaints off, or "
+                    "Kubernetes older than 1.33): unhealthy devices leave the pool instead until the driver restarts",
+                    obj["metadata"]["name"],
+                )
+                return self.reconcile(devices)  # at once, without the tainted devices (once: taints_kept is False)
         for name in sorted(set(existing) - {o["metadata"]["name"] for o in desired}):
             self._store.delete(version, name)
         self.generation = generation
@@ -236,6 +248,22 @@ def _same(existing: dict[str, dict[str, Any]], desired: list[dict[str, Any]]) ->
         if held.get("spec") != obj["spec"] or owners != obj["metadata"].get("ownerReferences"):
             return False
     return True
+
+
+def _taints_dropped(sent: dict[str, Any], stored: object) -> bool:
+    """We sent device taints and the stored object holds fewer (the server does not keep the field)."""
+    if not isinstance(stored, dict) or not isinstance(stored.get("spec"), dict):
+        return False
+    return _taint_count(sent["spec"]) > _taint_count(stored["spec"])
+
+
+def _taint_count(spec: dict[str, Any]) -> int:
+    count = 0
+    for device in spec.get("devices") or ():
+        body = device.get("basic", device) if isinstance(device, dict) else {}  # v1beta1 nests under `basic`
+        taints = body.get("taints") if isinstance(body, dict) else None
+        count += len(taints) if isinstance(taints, list) else 0
+    return count
 
 
 def _describe(error: BaseException) -> str:

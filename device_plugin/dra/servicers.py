@@ -1,4 +1,5 @@
-"""The kubelet-facing gRPC servicers of the DRA driver, for grpc.aio: DRAPlugin (v1, v1beta1) and Registration.
+"""The kubelet-facing gRPC servicers of the DRA driver, for grpc.aio: DRAPlugin (v1, v1beta1) and Registration
+(DRAResourceHealth is dra/health_service.py's).
 
 Boundary: translates protobuf messages to Preparer calls and back, nothing more. They run on the
 process's one serving loop (device_plugin.serving.event_loop), which must never block: the Preparer
@@ -133,15 +134,22 @@ def _bind(preparer: Preparer, claim: ClaimRef, gone: Callable[[], bool]) -> Call
 class Registration(reg_grpc.RegistrationServicer):  # type: ignore[misc]
     """What the kubelet's plugin watcher calls on the registration socket; `status` is its last word."""
 
-    def __init__(self, driver_name: str, endpoint: str, on_registered: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        driver_name: str,
+        endpoint: str,
+        on_registered: Callable[[], None] | None = None,
+        supported_versions: tuple[str, ...] = SUPPORTED_VERSIONS,
+    ) -> None:
         self._driver = driver_name
         self._endpoint = endpoint
         self._on_registered = on_registered
+        self.supported_versions = supported_versions  # every service the endpoint serves, "<package>.<service>"
         self.status: tuple[bool, str] | None = None  # what the kubelet last told us
 
     async def GetInfo(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         return reg_pb2.PluginInfo(
-            type=PLUGIN_TYPE, name=self._driver, endpoint=self._endpoint, supported_versions=SUPPORTED_VERSIONS
+            type=PLUGIN_TYPE, name=self._driver, endpoint=self._endpoint, supported_versions=self.supported_versions
         )
 
     async def NotifyRegistrationStatus(self, request: Any, context: grpc.aio.ServicerContext) -> Any:

@@ -76,8 +76,9 @@ class SliceStore:
             self.listed.notify_all()
         return [o for o in items or () if self.ours(o)]
 
-    def write(self, version: str, obj: dict[str, Any], current: dict[str, Any] | None) -> None:
-        """Create `obj`, or update it over `current` (the object as read); conflicts are re-read and retried."""
+    def write(self, version: str, obj: dict[str, Any], current: dict[str, Any] | None) -> object:
+        """Create `obj`, or update it over `current` (the object as read); conflicts are re-read and retried.
+        Returns the server's answer: the object as stored (a server may drop fields it does not keep)."""
         name = obj["metadata"]["name"]
         with self._lock:
             self._deleted.discard(name)
@@ -94,7 +95,7 @@ class SliceStore:
                         GROUP, version, PLURAL, name, body, _headers=dict(JSON_BODY), _request_timeout=REQUEST_TIMEOUT_S
                     )
                 self._remember_version(name, answer)
-                return
+                return answer
             except ApiException as error:
                 if error.status not in (404, 409):
                     raise

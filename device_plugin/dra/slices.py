@@ -1,10 +1,13 @@
 """The ResourceSlice objects of one node's pool, as plain dicts in a chosen resource.k8s.io version.
 
 Boundary: pure; DraDevice values in, JSON-ready dicts out. One pool per node, named after the node;
-at most MAX_DEVICES_PER_SLICE devices per slice, every slice of the pool carrying the same generation
+at most MAX_DEVICES_PER_SLICE devices per slice (MAX_DEVICES_PER_SLICE_WITH_TAINTS when any device of the
+pool carries a taint, the API's limit for such slices), every slice of the pool carrying the same generation
 and resourceSliceCount; the slices are owned by the Node (when its UID is known: the offline
 `dra slices` command has none and leaves the owner reference out). v1 and v1beta2 put attributes and
-capacity on the device, v1beta1 under `basic`.
+capacity on the device, v1beta1 under `basic`. A device's taints (its GPU's health, dra/taints.py) go into
+`taints` when the API server keeps them (`taints_kept`); when it does not (the DRADeviceTaints feature off,
+or a server older than 1.33), a device with a taint that blocks scheduling is left out of the pool instead.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from device_plugin.dra.inventory import MAX_ATTRIBUTES_AND_CAPACITIES, DraDevice
 
 MAX_DEVICES_PER_SLICE = 128
+MAX_DEVICES_PER_SLICE_WITH_TAINTS = 64
 MAX_NAME_CHARS = 253  # an object name (DNS subdomain)
 NAME_HASH_CHARS = 12  # hex digits of sha256 in a name that had to be cut
 INDEX_DIGITS = 5  # at least; a slice's index in the pool, in hex, so that name order is listing order
@@ -53,10 +58,20 @@ def device_object(device: DraDevice, api_version: str) -> dict[str, Any]:
         raise ValueError(f"device {device.name}: more than {MAX_ATTRIBUTES_AND_CAPACITIES} attributes and capacities")
     attributes = {name: {kind: value} for name, kind, value in device.attributes}
     capacity = {name: {"value": quantity} for name, quantity in device.capacity}
-    body = {"attributes": attributes, "capacity": capacity}
+    body: dict[str, Any] = {"attributes": attributes, "capacity": capacity}
+    if device.taints:
+        body["taints"] = [t.as_api() for t in device.taints]
     if api_version == "v1beta1":
         return {"name": device.name, "basic": body}
     return {"name": device.name, **body}
+
+
+def pooled(devices: Sequence[DraDevice], *, taints_kept: bool) -> Sequence[DraDevice]:
+    """What goes into the pool: every device with its taints, or (taints not kept) the devices no taint
+    keeps from being scheduled, without taints."""
+    if taints_kept:
+        return devices
+    return [replace(d, taints=()) for d in devices if not any(t.blocks_scheduling for t in d.taints)]
 
 
 def build_slices(
@@ -67,11 +82,14 @@ def build_slices(
     generation: int,
     api_version: str = "v1",
     node_uid: str | None = None,
+    taints_kept: bool = True,
 ) -> list[dict[str, Any]]:
     """The pool's slices in listing order (device order is kept across slices)."""
     if api_version not in API_VERSIONS:
         raise ValueError(f"resource.k8s.io/{api_version} is not supported; need one of {', '.join(API_VERSIONS)}")
-    chunks = [devices[i : i + MAX_DEVICES_PER_SLICE] for i in range(0, len(devices), MAX_DEVICES_PER_SLICE)] or [[]]
+    devices = pooled(devices, taints_kept=taints_kept)
+    size = MAX_DEVICES_PER_SLICE_WITH_TAINTS if any(d.taints for d in devices) else MAX_DEVICES_PER_SLICE
+    chunks = [devices[i : i + size] for i in range(0, len(devices), size)] or [[]]
     out = []
     for number, chunk in enumerate(chunks):
         metadata: dict[str, Any] = {"name": slice_name(node_name, driver_name, number)}

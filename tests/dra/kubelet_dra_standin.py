@@ -4,22 +4,40 @@ It watches the plugins_registry directory (polling for new sockets, where the ku
 calls GetInfo over the socket, checks type and versions as the kubelet does (the newest version it
 knows, else a refusal), reports back through NotifyRegistrationStatus, and then calls
 NodePrepareResources / NodeUnprepareResources on the endpoint GetInfo named, over real unix sockets.
+When the registration lists a DRAResourceHealth version it knows (v1 preferred, as the 1.37 kubelet does;
+v1alpha1 otherwise), watch_health() opens the NodeWatchResources stream the kubelet keeps per plugin.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 import grpc
 
-from api import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
+from api import (
+    dra_health_v1_pb2,
+    dra_health_v1_pb2_grpc,
+    dra_health_v1alpha1_pb2,
+    dra_health_v1alpha1_pb2_grpc,
+    dra_v1_pb2,
+    dra_v1_pb2_grpc,
+    dra_v1beta1_pb2,
+    dra_v1beta1_pb2_grpc,
+)
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 
 KNOWN = {"v1.DRAPlugin": (dra_v1_pb2, dra_v1_pb2_grpc), "v1beta1.DRAPlugin": (dra_v1beta1_pb2, dra_v1beta1_pb2_grpc)}
+KNOWN_HEALTH = {
+    "v1.DRAResourceHealth": (dra_health_v1_pb2, dra_health_v1_pb2_grpc),
+    "v1alpha1.DRAResourceHealth": (dra_health_v1alpha1_pb2, dra_health_v1alpha1_pb2_grpc),
+}
 
 
 @dataclass
@@ -27,12 +45,60 @@ class Registered:
     name: str
     endpoint: str
     version: str
+    health_version: str | None = None  # the DRAResourceHealth version the kubelet would watch; None: none
+
+
+class HealthWatch:
+    """One NodeWatchResources stream, read on its own thread into a queue (the kubelet's health watcher)."""
+
+    def __init__(self, endpoint: str, version: str) -> None:
+        pb, pb_grpc = KNOWN_HEALTH[version]
+        self._channel = grpc.insecure_channel(f"unix://{endpoint}")
+        self._call = pb_grpc.DRAResourceHealthStub(self._channel).NodeWatchResources(pb.NodeWatchResourcesRequest())
+        self.responses: queue.Queue[object] = queue.Queue()
+        self.error: grpc.RpcError | None = None
+        self._thread = threading.Thread(target=self._read, name="health-watch", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            for response in self._call:
+                self.responses.put(response)
+        except grpc.RpcError as error:
+            self.error = error
+        self.responses.put(None)  # the stream ended
+
+    def next(self, timeout_s: float = 5.0) -> object:
+        """The next response; None when the stream ended. queue.Empty after `timeout_s`."""
+        return self.responses.get(timeout=timeout_s)
+
+    def until(self, check: Callable[[dict[str, tuple[int, str]]], bool], timeout_s: float = 10.0) -> dict:
+        """Read until a response's {device: (health, message)} satisfies `check`; that mapping."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            response = self.next(max(0.01, deadline - time.monotonic()))
+            if response is None:
+                raise AssertionError(f"the health stream ended: {self.error}")
+            devices = {d.device.device_name: (d.health, d.message) for d in response.devices}  # type: ignore[attr-defined]
+            if check(devices):
+                return devices
+
+    def close(self) -> None:
+        self._call.cancel()
+        self._channel.close()
+        self._thread.join(timeout=5.0)
 
 
 class DraKubeletStandin:
-    def __init__(self, registry_dir: Path, known_versions: tuple[str, ...] = ("v1.DRAPlugin", "v1beta1.DRAPlugin")):
+    def __init__(
+        self,
+        registry_dir: Path,
+        known_versions: tuple[str, ...] = ("v1.DRAPlugin", "v1beta1.DRAPlugin"),
+        known_health: tuple[str, ...] = tuple(KNOWN_HEALTH),  # newest first; a 1.34-1.36 kubelet: v1alpha1 only
+    ):
         self.registry_dir = registry_dir
         self.known = known_versions
+        self.known_health = known_health
         self.plugins: dict[str, Registered] = {}
 
     def wait_for_plugin(self, timeout_s: float = 10.0) -> Registered:
@@ -63,9 +129,17 @@ class DraKubeletStandin:
             )
             if error:
                 raise RuntimeError(error)
-            registered = Registered(info.name, info.endpoint, usable[0])
+            health = [v for v in self.known_health if v in info.supported_versions]
+            registered = Registered(info.name, info.endpoint, usable[0], health[0] if health else None)
             self.plugins[info.name] = registered
             return registered
+
+    def watch_health(self, plugin: Registered, version: str | None = None) -> HealthWatch:
+        """Open the health stream (the version the registration offered, unless `version` is given)."""
+        chosen = version or plugin.health_version
+        if chosen is None:
+            raise AssertionError(f"plugin {plugin.name} offers no DRAResourceHealth version")
+        return HealthWatch(plugin.endpoint, chosen)
 
     def _stub(self, plugin: Registered) -> tuple[ModuleType, grpc.Channel, object]:
         pb, pb_grpc = KNOWN[plugin.version]

@@ -29,6 +29,7 @@ from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from device_plugin.topology.build import build_topology
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
+from tests.dra.scheduler_view import blocked, newest_devices, schedulable, taints_of
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
 FAST = HealthConfig(quiet_period_s=0.2, probe_interval_s=0.02, event_wait_s=0.05, retry_initial_s=0.02, retry_max_s=0.1)
@@ -87,6 +88,11 @@ class Node:
         return DraKubeletStandin(self.root / "plugins_registry")
 
     def published(self) -> list[str]:
+        """The devices the scheduler can allocate (a tainted one is listed, but not allocatable)."""
+        return schedulable(self.api.pool(DRIVER, NODE))
+
+    def listed(self) -> list[str]:
+        """Every device in the pool's slices, tainted or not."""
         return [d["name"] for s in self.api.pool(DRIVER, NODE) for d in s["spec"]["devices"]]
 
     def claim(self, name: str, uid: str, *devices: str) -> tuple[str, str, str]:
@@ -143,7 +149,7 @@ def test_the_running_driver_publishes_pcie_root_as_dra_slices_prints_it(node: No
     """`run --mode dra` and `dra slices` take pcieRoot from the same Topology, also after a fault."""
 
     def roots() -> dict[str, str | None]:
-        devices = [d for s in node.api.pool(DRIVER, NODE) for d in s["spec"]["devices"]]
+        devices = [d for d in newest_devices(node.api.pool(DRIVER, NODE)) if not blocked(d)]  # allocatable ones
         return {d["name"]: d["attributes"].get("resource.kubernetes.io/pcieRoot", {}).get("string") for d in devices}
 
     fresh = FakeNvml.from_machine("dgx1-v100")
@@ -261,12 +267,12 @@ def test_a_health_transition_marks_the_cached_devices_and_rebuilds_nothing(node:
     before = {d["name"]: d["attributes"] for s in node.api.pool(DRIVER, NODE) for d in s["spec"]["devices"]}
     node.fake.test_hooks.set_lost(3, "test")
     assert eventually(lambda: "gpu-3" not in node.published())
-    # The same inventory (and Allocator) and the same device list: only the unhealthy GPU is left out, and
-    # the others keep their partition values.
+    # The same inventory (and Allocator) and the same device list: only the unhealthy GPU is marked (a
+    # taint), and every device keeps its attributes and partition values.
     assert node.runtime.inventory is inventory and node.runtime.inventory.allocator is inventory.allocator
     assert driver.devices() is devices and "gpu-3" in driver.device_uuids() and "gpu-3" in driver.unhealthy()
     after = {d["name"]: d["attributes"] for s in node.api.pool(DRIVER, NODE) for d in s["spec"]["devices"]}
-    assert after == {name: attributes for name, attributes in before.items() if name != "gpu-3"}
+    assert after == before and list(taints_of(node.api.pool(DRIVER, NODE))) == ["gpu-3"]
 
 
 def test_a_rescan_that_finds_nothing_new_publishes_nothing(node: Node) -> None:
