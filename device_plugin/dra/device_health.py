@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -33,6 +33,23 @@ class DeviceHealthReport:
     device_name: str
     status: DeviceHealthStatus
     message: str = ""  # why, when not Healthy (at most MESSAGE_CHARS)
+
+
+def device_reports(
+    devices: Iterable[tuple[str, int]], reasons: Mapping[int, str], *, checked: bool
+) -> tuple[DeviceHealthReport, ...]:
+    """Each (device name, GPU index): Unhealthy with its GPU's reason when in `reasons`, else Healthy; Unknown
+    for all when health checks are off (`checked` False): nothing watches them."""
+    if not checked:
+        return tuple(
+            DeviceHealthReport(n, DeviceHealthStatus.UNKNOWN, "health checks are disabled") for n, _ in devices
+        )
+    return tuple(
+        DeviceHealthReport(n, DeviceHealthStatus.UNHEALTHY, reasons[g])
+        if g in reasons
+        else DeviceHealthReport(n, DeviceHealthStatus.HEALTHY)
+        for n, g in devices
+    )
 
 
 class TooManyWatchers(RuntimeError):

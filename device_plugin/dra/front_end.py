@@ -36,7 +36,7 @@ from device_plugin.core.devices import Health
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.checkpoint import Checkpoint
-from device_plugin.dra.device_health import DeviceHealthFeed, DeviceHealthReport, DeviceHealthStatus
+from device_plugin.dra.device_health import DeviceHealthFeed, device_reports
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths, check_socket_paths
 from device_plugin.dra.health_service import HEARTBEAT_S
 from device_plugin.dra.inventory import DraDevice, inventory_devices
@@ -178,15 +178,8 @@ class DraFrontEnd:
     def _marked_locked(self) -> None:
         """After the devices or the taints changed: the Preparer's unhealthy names and the kubelet's health."""
         self._unhealthy_names = frozenset(d.name for d in self._all if d.gpu_index in self._taints)
-        reports = []
-        for d in self._all:
-            if not self._health_checked:
-                reports.append(DeviceHealthReport(d.name, DeviceHealthStatus.UNKNOWN, "health checks are disabled"))
-            elif d.gpu_index in self._taints:
-                reports.append(DeviceHealthReport(d.name, DeviceHealthStatus.UNHEALTHY, self._reasons[d.gpu_index]))
-            else:
-                reports.append(DeviceHealthReport(d.name, DeviceHealthStatus.HEALTHY))
-        self.health.set(tuple(reports))
+        named = ((d.name, d.gpu_index) for d in self._all)
+        self.health.set(device_reports(named, self._reasons, checked=self._health_checked))
 
     # ---- FrontEnd ------------------------------------------------------------------------------
 
