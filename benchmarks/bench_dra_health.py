@@ -146,7 +146,7 @@ def bench(keeps_taints: bool, rounds: int, timeout_s: float, deadline: float) ->
             name = f"gpu-{fake.device_minor(gpu)}"
             run.delivered.pop(gpu, None)
             injected = time.perf_counter()
-            fake.faults.inject(HealthEvent(gpu, HealthEventKind.XID, xid=79))
+            fake.test_hooks.inject(HealthEvent(gpu, HealthEventKind.XID, xid=79))
             written = _until(lambda name=name: marked(name), timeout_s)  # type: ignore[misc]
             _until(lambda name=name: name in clock.unhealthy_since, timeout_s)  # type: ignore[misc,union-attr]
             streamed = clock.unhealthy_since.get(name)
@@ -159,7 +159,7 @@ def bench(keeps_taints: bool, rounds: int, timeout_s: float, deadline: float) ->
                 if streamed is not None:
                     out["stream"].append(max(0.0, streamed - delivered) * 1000)  # type: ignore[union-attr]
             run.delivered.pop(gpu, None)
-            fake.faults.recover(gpu)
+            fake.test_hooks.recover(gpu)
             gone = _until(lambda g=gpu, n=name: not marked(n) and run.delivered.get(g) is not None, timeout_s)  # type: ignore[misc]
             back = run.delivered.get(gpu)
             if gone is None or back is None:

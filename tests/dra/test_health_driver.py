@@ -69,11 +69,11 @@ def never_allocated(node: Node, driver: DraFrontEnd, sick: int) -> bool:
 
 FAULTS = {
     "xid-79": (
-        lambda fake: fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=79)),
+        lambda fake: fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79)),
         "gpu.nvidia.com/xid",
         "79",
     ),
-    "lost": (lambda fake: fake.faults.set_lost(3, "test"), "gpu.nvidia.com/gpu-lost", None),
+    "lost": (lambda fake: fake.test_hooks.set_lost(3, "test"), "gpu.nvidia.com/gpu-lost", None),
 }
 
 
@@ -99,7 +99,7 @@ def test_a_fault_taints_the_gpu_the_scheduler_skips_it_and_recovery_removes_the_
     assert driver.publisher.wait_synced(10.0)
     assert sum(1 for m, _ in node.api.requests if m in ("PUT", "POST")) == writes
     generation = node.api.pool(DRIVER, NODE)[0]["spec"]["pool"]["generation"]
-    node.fake.faults.recover(3)
+    node.fake.test_hooks.recover(3)
     assert eventually(lambda: taints_of(node.api.pool(DRIVER, NODE)) == {} and len(node.published()) == 8)
     assert node.api.pool(DRIVER, NODE)[0]["spec"]["pool"]["generation"] > generation
 
@@ -117,10 +117,10 @@ def test_where_the_server_keeps_no_taints_the_gpu_leaves_the_pool_and_returns(
     server(node.api)
     driver = node.start()
     assert driver.publisher.wait_synced(10.0) and len(node.published()) == 8
-    node.fake.faults.set_lost(3, "test")
+    node.fake.test_hooks.set_lost(3, "test")
     assert eventually(lambda: len(node.listed()) == 7 and "gpu-3" not in node.listed())
     assert not driver.publisher.taints_kept and never_allocated(node, driver, 3)
-    node.fake.faults.recover(3)
+    node.fake.test_hooks.recover(3)
     assert eventually(lambda: len(node.listed()) == 8 and len(node.published()) == 8)
 
 
@@ -130,6 +130,6 @@ def test_a_sick_gpus_mig_devices_all_carry_its_taint(mig_node: Node) -> None:
     parent = next(g.index for g in fake.gpus() if fake.mig_devices(g.index))
     children = {d.name for d in driver.devices() if d.gpu_index == parent}
     assert len(children) > 1
-    fake.faults.set_lost(parent, "test")
+    fake.test_hooks.set_lost(parent, "test")
     assert eventually(lambda: set(taints_of(mig_node.api.pool(DRIVER, NODE))) == children)
     assert not children & set(mig_node.published())

@@ -83,10 +83,10 @@ def test_a_stream_shows_every_device_then_the_fault_then_the_recovery(node: Node
         assert {d.health for d in devices.values()} == {HEALTHY}
         assert {d.health_check_timeout_seconds for d in devices.values()} == {HEALTH_TIMEOUT_S}
         assert all(abs(d.last_updated_time - time.time()) < 60 for d in devices.values())
-        node.fake.faults.set_lost(3, "test")
+        node.fake.test_hooks.set_lost(3, "test")
         sick = watch.until(lambda d: d["gpu-3"][0] == UNHEALTHY)
         assert "GPU lost" in sick["gpu-3"][1] and {h for n, (h, _) in sick.items() if n != "gpu-3"} == {HEALTHY}
-        node.fake.faults.recover(3)
+        node.fake.test_hooks.recover(3)
         assert watch.until(lambda d: d["gpu-3"] == (HEALTHY, ""))
     finally:
         watch.close()
@@ -98,7 +98,7 @@ def test_the_same_transition_taints_the_slice_and_reaches_the_health_stream(node
     watch = kubelet.watch_health(kubelet.wait_for_plugin())
     try:
         watch.next()
-        node.fake.faults.set_lost(5, "test")
+        node.fake.test_hooks.set_lost(5, "test")
         watch.until(lambda d: d["gpu-5"][0] == UNHEALTHY)
         assert eventually(lambda: "gpu-5" not in node.published() and len(node.listed()) == 8)
     finally:

@@ -373,7 +373,7 @@ def test_after_stop_a_replay_is_delivered_on_the_callers_thread(
 def test_a_replay_tells_the_cause_and_xid_that_made_the_gpu_unhealthy(
     fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher
 ) -> None:
-    fake.faults.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+    fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
     wait_until(managers[0], gpus_are({3}))
     told: list[HealthTransition] = []
     watcher.replay(told.append)
