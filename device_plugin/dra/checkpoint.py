@@ -1,37 +1,55 @@
-"""Prepared claims on disk: what NodePrepareResources answered, per claim UID, one file per claim.
+"""Prepared claims on disk: what NodePrepareResources answered, per claim UID.
 
-Boundary: the in-memory map and its API (get, uids, put, remove, put_many, delete_many); the file
-format, the folder, the fsync batching and the start-up read are the checkpoint_* modules. A change
-costs O(1) in the number of claims checkpointed: it writes (or unlinks) only its own claims' files
-in `claims/` beside the old `checkpoint.json`, and shares one directory fsync with concurrent changes;
-put_many writes many claims at once. A restarted driver reloads the folder: a claim prepared before
-the restart is answered from here (not prepared twice) and can still be unprepared.
+Boundary: the in-memory map and its API (get, uids, put, remove, put_many, delete_many, compact); the
+file formats, the folder, the journal, the group commit and the start-up read are the checkpoint_*
+modules. A change costs O(1) in the number of claims checkpointed: its records are appended to the
+journal (`claims/journal-<n>.log`), and every change waiting at that moment, from any thread, shares
+one write and one fdatasync (checkpoint_queue, group commit); put and delete return only once their
+round is durable. The journal is compacted in the background once it passes COMPACT_AFTER_BYTES: the
+claims it names are written as one file per claim (`claims/<uid>.json`, each fsynced), then it is
+removed. A restart reads the files and replays the journals over them (compacted after its first
+change), so a claim
+prepared before the restart is answered from here (not prepared twice) and can still be unprepared.
 
-Memory follows the disk: a failed put is not remembered (and its files are put back), a failed delete
-forgets only the claims whose files are gone. Changes to one UID are serialized (striped locks), so
-the file and the map never disagree on which of two racing puts won. A folder removed behind our back
-(`rm -rf <kubelet>/plugins`) is recreated, with every claim in memory, at the next change.
+Memory follows the disk: a change is applied to the map only after its round is durable, in the order
+of the journal, so a failed put is not remembered and a failed delete forgets nothing (the failed
+round is cut off the journal again). Compaction reads the map only after it has closed the journal it
+compacts, and writes a claim's newest state; a later journal replays anything newer. A folder removed
+behind our back (`rm -rf <kubelet>/plugins`) is recreated, with every claim in memory, at the next
+change.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
-from collections.abc import Collection, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from device_plugin.dra.checkpoint_commit import GroupSync, remove_files, replace_files
+from device_plugin.core.short_text import one_line
+from device_plugin.dra.checkpoint_commit import GroupSync, replace_files
 from device_plugin.dra.checkpoint_files import ClaimsFolder
 from device_plugin.dra.checkpoint_format import PreparedClaim, PreparedDevice, encode, file_name
-from device_plugin.dra.checkpoint_load import load
+from device_plugin.dra.checkpoint_journal import MAX_RECORD_BYTES, Journal, delete_record
+from device_plugin.dra.checkpoint_load import Leftover, load
+from device_plugin.dra.checkpoint_queue import CommitQueue
 
-__all__ = ["CLAIMS_FOLDER", "Checkpoint", "PreparedClaim", "PreparedDevice"]
+__all__ = ["CLAIMS_FOLDER", "COMPACT_AFTER_BYTES", "Checkpoint", "PreparedClaim", "PreparedDevice"]
 
 log = logging.getLogger(__name__)
 
 CLAIMS_FOLDER = "claims"
-STRIPES = 64  # locks that serialize changes per UID (hash(uid) % STRIPES)
+COMPACT_AFTER_BYTES = 1024 * 1024  # ~3,500 changes; a restart compacts at most about this much
+
+
+@dataclass(frozen=True)
+class _Changes:
+    """One caller's changes: the journal lines, and (uid, claim or None for a delete) in the same order."""
+
+    records: bytes
+    changes: tuple[tuple[str, PreparedClaim | None], ...]
 
 
 class Checkpoint:
@@ -46,8 +64,15 @@ class Checkpoint:
         self.folder = ClaimsFolder(path.parent / CLAIMS_FOLDER)
         self._group = GroupSync(self.folder.sync)
         self._lock = threading.Lock()  # guards _claims, held only for dict operations
-        self._stripes = tuple(threading.Lock() for _ in range(STRIPES))
-        self._claims = load(self.folder, self._group, path)
+        self._journal_lock = threading.Lock()  # the open journal, _closed, _next; taken before _lock
+        self._compacting = threading.Lock()  # one compaction (or folder rewrite) at a time
+        self._background: threading.Thread | None = None
+        self._journal: Journal | None = None  # opened by the first change
+        self._queue: CommitQueue[_Changes, frozenset[str]] = CommitQueue(self._commit)
+        self._claims, self._closed, self._next = load(self.folder, self._group, path)
+        # The journals found are compacted at the first change, in the background: a Checkpoint that only
+        # reads (a tool, a test reading back what a live driver wrote) removes nothing.
+        self._compact_soon = bool(self._closed)
 
     @property
     def directory(self) -> Path:
@@ -55,9 +80,9 @@ class Checkpoint:
         return self.folder.path
 
     @property
-    def syncs(self) -> int:
-        """Directory fsyncs run so far (fewer than changes when changes overlap)."""
-        return self._group.syncs
+    def rounds(self) -> int:
+        """Journal rounds (one write + one fdatasync each) run so far: fewer than changes when they overlap."""
+        return self._queue.rounds
 
     def get(self, uid: str) -> PreparedClaim | None:
         with self._lock:
@@ -82,48 +107,91 @@ class Checkpoint:
         """Checkpoint every claim, all or none: raises OSError (and remembers none) when the disk fails."""
         if not claims:
             return
-        self._recreate_if_removed()
-        with self._holding(_stripes_of(claims)):
-            with self._lock:
-                before = {uid: self._claims.get(uid) for uid in claims}
-            files = {file_name(uid): encode(uid, claim) for uid, claim in claims.items()}
-            previous = {file_name(uid): None if old is None else encode(uid, old) for uid, old in before.items()}
-            replace_files(self.folder, self._group, files, previous)
-            with self._lock:
-                self._claims.update(claims)
+        records = []
+        for uid, claim in claims.items():
+            record = encode(uid, claim)
+            if len(record) > MAX_RECORD_BYTES:  # it could not be read back: refused now, not lost later
+                what = f"claim {one_line(uid, 64)} needs {len(record)} bytes"
+                raise OSError(errno.EFBIG, f"{what}; the checkpoint holds at most {MAX_RECORD_BYTES} a claim")
+            records.append(record + b"\n")
+        self._queue.submit(_Changes(b"".join(records), tuple(claims.items())))
 
     def delete_many(self, uids: Collection[str]) -> frozenset[str]:
-        """Forget `uids`; the ones that were checkpointed. Raises OSError when a file could not be
-        removed or the folder not synced; memory then still holds exactly the claims whose files remain."""
-        if not uids:
+        """Forget `uids`; the ones that were checkpointed. Raises OSError (and forgets none) when the disk
+        fails."""
+        with self._lock:
+            present = [uid for uid in dict.fromkeys(uids) if uid in self._claims]
+        if not present:
             return frozenset()
-        self._recreate_if_removed()
-        removed: set[str] = set()
-        with self._holding(_stripes_of(uids)):
-            with self._lock:
-                by_name = {file_name(uid): uid for uid in uids if uid in self._claims}
-            try:
-                remove_files(self.folder, self._group, list(by_name), lambda name: removed.add(by_name[name]))
-            finally:
-                with self._lock:
-                    for uid in removed:
-                        self._claims.pop(uid, None)
-        return frozenset(removed)
+        records = b"".join(delete_record(uid) for uid in present)
+        return self._queue.submit(_Changes(records, tuple((uid, None) for uid in present)))
 
-    @contextmanager
-    def _holding(self, stripes: list[int]) -> Iterator[None]:
-        """Hold these stripe locks, taken in index order (so two batches never deadlock)."""
-        with ExitStack() as stack:
-            for index in stripes:
-                stack.enter_context(self._stripes[index])
-            yield
+    def compact(self) -> None:
+        """Write every claim the journals name as its own file (fsynced), then remove those journals; the
+        next change opens a new journal. Raises OSError (the journals are kept: a restart replays them)."""
+        with self._compacting:
+            with self._journal_lock:
+                if self._journal is not None and self._journal.size:
+                    self._journal.close()
+                    self._closed.append(Leftover(self._journal.path, frozenset(self._journal.uids)))
+                    self._journal = None
+                closed = list(self._closed)
+            if not closed:
+                return
+            with self._lock:  # after the close: every change in `closed` is in the map by now
+                states = {uid: self._claims.get(uid) for leftover in closed for uid in leftover.uids}
+            self.folder.write_all(
+                [(file_name(u), encode(u, c), False) for u, c in states.items() if c is not None], lambda _: None
+            )
+            for uid in (u for u, c in states.items() if c is None):
+                self.folder.remove(file_name(uid))
+            self.folder.sync()  # the files are durable before the journals that they replace go
+            for leftover in closed:
+                leftover.path.unlink(missing_ok=True)
+            self.folder.sync()  # and those are gone before a later journal is compacted
+            with self._journal_lock:
+                self._closed = [leftover for leftover in self._closed if leftover not in closed]
+
+    def _commit(self, batch: Sequence[_Changes]) -> list[frozenset[str]]:
+        """One round (the queue's leader): append every caller's records, then apply them, in order."""
+        self._recreate_if_removed()
+        uids = [uid for changes in batch for uid, _ in changes.changes]
+        removed: list[frozenset[str]] = []
+        with self._journal_lock:
+            if self._journal is None:
+                self._journal = Journal(self.folder, self._next)
+                self._next += 1
+            self._journal.append(b"".join(changes.records for changes in batch), uids)
+            full = self._journal.size >= COMPACT_AFTER_BYTES
+            with self._lock:  # under the journal lock: a compaction that closes this journal sees these
+                for changes in batch:
+                    gone = set()
+                    for uid, claim in changes.changes:
+                        if claim is not None:
+                            self._claims[uid] = claim
+                        elif self._claims.pop(uid, None) is not None:
+                            gone.add(uid)
+                    removed.append(frozenset(gone))
+            if (full or self._compact_soon) and (self._background is None or not self._background.is_alive()):
+                self._compact_soon = False
+                self._background = threading.Thread(
+                    target=self._compact_logged, name="dra-checkpoint-compact", daemon=True
+                )
+                self._background.start()
+        return removed
+
+    def _compact_logged(self) -> None:
+        try:
+            self.compact()
+        except OSError as error:  # retried when the journal is full again, and at the next start
+            log.error("DRA checkpoint: cannot compact the journal into %s: %s", self.folder.path, error)
 
     def _recreate_if_removed(self) -> None:
-        """The folder is gone (someone removed the kubelet's plugins/): make it and write every claim
-        we hold again, with every change stopped meanwhile (so no delete is undone by the rewrite)."""
+        """The folder is gone (someone removed the kubelet's plugins/): make it and write every claim we
+        hold again, with no compaction running (the leader calls this, so no change runs either)."""
         if self.folder.exists():
             return
-        with self._holding(list(range(STRIPES))):
+        with self._compacting:
             if self.folder.exists():
                 return
             with self._lock:
@@ -131,7 +199,8 @@ class Checkpoint:
             log.warning("DRA checkpoint: %s was removed; writing its %d claims again", self.folder.path, len(claims))
             self.folder.open()
             replace_files(self.folder, self._group, {file_name(u): encode(u, c) for u, c in claims.items()}, {})
-
-
-def _stripes_of(uids: Collection[str]) -> list[int]:
-    return sorted({hash(uid) % STRIPES for uid in uids})
+            with self._journal_lock:  # the journals went with the folder: the files now hold everything
+                if self._journal is not None:
+                    self._journal.close()
+                    self._journal = None
+                self._closed = []

@@ -1,12 +1,13 @@
-"""When the claims folder is fsynced, and what a failed change leaves on disk.
+"""When the claims folder is fsynced, and what a failed write of claim files leaves on disk.
 
-Boundary: sequencing of ClaimsFolder operations; no JSON, no in-memory state. A rename is durable
-only once its directory is fsynced; one fsync covers every rename made before it began, so GroupSync
-lets concurrent changes share one: a caller returns once an fsync that began after its call has
-succeeded. With N prepares in flight that is about one directory fsync per batch, not N in a row.
-replace_files is all-or-nothing as far as the disk allows: when a write or the fsync fails, the files
-it already replaced are put back (best effort, logged) before the error is raised, so a claim that is
-answered with an error is not found in the checkpoint after a restart.
+Boundary: sequencing of ClaimsFolder operations; no JSON, no in-memory state. Used where claims are
+written as files directly (the old checkpoint's migration, a removed folder written again); everyday
+changes go through the journal (checkpoint_journal). A rename is durable only once its directory is
+fsynced; one fsync covers every rename made before it began, so GroupSync lets concurrent writers
+share one: a caller returns once an fsync that began after its call has succeeded. replace_files is
+all-or-nothing as far as the disk allows: when a write or the fsync fails, the files it already
+replaced are put back (best effort, logged) before the error is raised, so a claim that is answered
+with an error is not found in the checkpoint after a restart.
 """
 
 from __future__ import annotations

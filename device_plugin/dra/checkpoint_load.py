@@ -1,10 +1,12 @@
-"""Read the DRA checkpoint at start: the claims folder, the old single file (migrated), stale temp files.
+"""Read the DRA checkpoint at start: the claims folder, its journals, the old single file (migrated), stale temp files.
 
 Boundary: disk -> {uid: PreparedClaim}, once, before the driver serves. Every file is read with the
 config reader's limits (config.bounded_json: a regular file only, O_NONBLOCK, a size cap, a depth cap),
 so a FIFO, a symlink to /dev/zero or `[` x 100,000 is refused at once. A bad entry is not fatal: it is
 renamed to `<name>.bad` (kept for whoever investigates) and logged, and the driver starts without it;
-the kubelet's next NodePrepareResources for that claim prepares it afresh. Temp files left by a crash
+the kubelet's next NodePrepareResources for that claim prepares it afresh. The journals are replayed over
+the files, oldest first (a bad line is skipped and counted, a torn last line ignored); they are handed to
+the Checkpoint, which compacts them. Temp files left by a crash
 (ours, and the old format's `.checkpoint-*`) are removed. Fatal (ConfigError) only when the folder
 itself cannot be made or listed, or the old file's claims cannot be written out: starting then would
 forget prepared claims.
@@ -16,6 +18,7 @@ import logging
 import os
 import stat
 from pathlib import Path
+from typing import NamedTuple
 
 from device_plugin.config.bounded_json import load_json_file
 from device_plugin.core.errors import ConfigError
@@ -33,6 +36,7 @@ from device_plugin.dra.checkpoint_format import (
     encode,
     file_name,
 )
+from device_plugin.dra.checkpoint_journal import journal_number, replay
 
 log = logging.getLogger(__name__)
 
@@ -41,16 +45,54 @@ LEGACY_TEMP_PREFIX = ".checkpoint-"  # the single-file format's temp files, besi
 LOGGED_PROBLEMS = 10  # bad entries logged one by one; the rest are counted
 
 
-def load(folder: ClaimsFolder, group: GroupSync, legacy: Path) -> dict[str, PreparedClaim]:
-    """The checkpointed claims; the folder made if missing, `legacy` (checkpoint.json) migrated into it."""
+class Leftover(NamedTuple):
+    """A journal not yet compacted: its path and the claims it has records of."""
+
+    path: Path
+    uids: frozenset[str]
+
+
+def load(folder: ClaimsFolder, group: GroupSync, legacy: Path) -> tuple[dict[str, PreparedClaim], list[Leftover], int]:
+    """The checkpointed claims, the journals replayed (to compact), and the next journal's number; the
+    folder made if missing, `legacy` (checkpoint.json) migrated into it."""
     try:
         folder.open()
         claims = _read_folder(folder)
+        leftovers, number = _replay_journals(folder, claims)
     except OSError as error:
         raise ConfigError(FIELD, f"cannot use {short_path(folder.path)}: {error.strerror or error}") from error
     _remove_legacy_temps(legacy.parent)
     _migrate(folder, group, legacy, claims)
-    return claims
+    return claims, leftovers, number
+
+
+def _replay_journals(folder: ClaimsFolder, claims: dict[str, PreparedClaim]) -> tuple[list[Leftover], int]:
+    with os.scandir(folder.path) as entries:
+        found = sorted((n, e.name, e.is_symlink()) for e in entries if (n := journal_number(e.name)) is not None)
+    leftovers = []
+    for _, name, is_symlink in found:
+        path = folder.path / name
+        if is_symlink:
+            set_aside(path, "is a symbolic link")
+            continue
+
+        def apply(uid: str, claim: PreparedClaim | None) -> None:
+            if claim is None:
+                claims.pop(uid, None)
+            else:
+                claims[uid] = claim
+
+        try:
+            uids, bad = replay(path, apply)
+        except ConfigError as error:
+            set_aside(path, _why(path, error))
+            continue
+        if bad:
+            log.warning("DRA checkpoint: %s: %d bad records skipped", name, bad)
+        leftovers.append(Leftover(path, frozenset(uids)))
+    if leftovers:
+        log.info("DRA checkpoint: replayed %d journals", len(leftovers))
+    return leftovers, (found[-1][0] + 1 if found else 1)
 
 
 def _read_folder(folder: ClaimsFolder) -> dict[str, PreparedClaim]:

@@ -1,4 +1,4 @@
-"""The DRA checkpoint: one file per claim, batches, group commit, failures, migration from the old single file.
+"""The DRA checkpoint: the journal, its compaction into one file per claim, group commit, failures, migration.
 
 Every case uses a real folder under tmp_path and reads the result back the way a restarted driver does
 (a fresh Checkpoint on the same path). Hostile files at start are tests/adversarial/dra/.
@@ -6,6 +6,7 @@ Every case uses a real folder under tmp_path and reads the result back the way a
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
@@ -14,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.dra import checkpoint_files
+from device_plugin.dra import checkpoint as checkpoint_module
+from device_plugin.dra import checkpoint_files, checkpoint_journal
 from device_plugin.dra.checkpoint import Checkpoint, PreparedClaim, PreparedDevice
 from device_plugin.dra.checkpoint_commit import GroupSync
 from device_plugin.dra.checkpoint_format import FORMAT_VERSION, file_name
+from device_plugin.dra.checkpoint_journal import journal_name
 
 
 def claim(i: int) -> PreparedClaim:
@@ -29,15 +32,32 @@ def files(path: Path) -> list[str]:
     return sorted(p.name for p in path.iterdir())
 
 
-def test_a_claim_is_one_file_named_for_its_uid_and_read_back_after_a_restart(tmp_path: Path) -> None:
+def test_a_change_goes_to_the_journal_and_compaction_makes_it_one_file_named_for_its_uid(tmp_path: Path) -> None:
     checkpoint = Checkpoint(tmp_path / "checkpoint.json")
     uid = "0b4f6c1e-8d3a-4f5b-9c2e-123456789abc"
     checkpoint.put(uid, claim(3))
-    assert files(tmp_path) == ["claims"] and files(tmp_path / "claims") == [f"{uid}.json"]
+    assert files(tmp_path) == ["claims"] and files(tmp_path / "claims") == [journal_name(1)]
+    checkpoint.compact()
+    assert files(tmp_path / "claims") == [f"{uid}.json"]
     body = json.loads((tmp_path / "claims" / f"{uid}.json").read_text())
     assert body["version"] == FORMAT_VERSION and body["uid"] == uid
     again = Checkpoint(tmp_path / "checkpoint.json")
     assert again.get(uid) == claim(3) and again.uids() == (uid,)
+
+
+def test_a_restart_replays_the_journal_over_the_files_and_can_compact_it(tmp_path: Path) -> None:
+    """An Unprepare that succeeded stays effective: its delete record wins over the older file."""
+    checkpoint = Checkpoint(tmp_path / "checkpoint.json")
+    checkpoint.put_many({"gone": claim(1), "changed": claim(2), "kept": claim(3)})
+    checkpoint.compact()
+    assert checkpoint.remove("gone") is True
+    checkpoint.put("changed", claim(20))
+    checkpoint.put("new", claim(4))
+    assert journal_name(2) in files(tmp_path / "claims")  # not compacted: the restart must replay it
+    again = Checkpoint(tmp_path / "checkpoint.json")
+    assert again.uids() == ("changed", "kept", "new") and again.get("changed") == claim(20)
+    again.compact()
+    assert files(tmp_path / "claims") == ["changed.json", "kept.json", "new.json"]
 
 
 def test_writes_and_removes_leave_no_temporary_files(tmp_path: Path) -> None:
@@ -46,6 +66,7 @@ def test_writes_and_removes_leave_no_temporary_files(tmp_path: Path) -> None:
         checkpoint.put(f"u{i}", claim(i))
     assert checkpoint.remove("u0") is True
     assert checkpoint.remove("u0") is False
+    checkpoint.compact()
     assert files(tmp_path / "claims") == [f"u{i}.json" for i in range(1, 5)]
     assert Checkpoint(tmp_path / "checkpoint.json").uids() == ("u1", "u2", "u3", "u4")
 
@@ -63,93 +84,106 @@ def test_put_many_and_delete_many_change_only_their_own_claims(tmp_path: Path) -
 
 @pytest.mark.parametrize(
     "uid",
-    ["a/b", "../escape", ".tmp-x", "x.bad", "", "é" * 10, "a" * 300],
-    ids=["slash", "dot-dot", "temp-prefix", "bad-suffix", "empty", "non-ascii", "longer-than-a-file-name"],
+    ["a/b", "../escape", ".tmp-x", "x.bad", "journal-00000009.log", "", "é" * 10, "a" * 300],
+    ids=["slash", "dot-dot", "temp-prefix", "bad-suffix", "a-journal-name", "empty", "non-ascii", "long"],
 )
 def test_a_uid_that_is_not_a_plain_token_gets_a_hashed_name_inside_the_folder(tmp_path: Path, uid: str) -> None:
     checkpoint = Checkpoint(tmp_path / "checkpoint.json")
     checkpoint.put(uid, claim(1))
+    checkpoint.compact()
     assert files(tmp_path / "claims") == [file_name(uid)] and file_name(uid).startswith("_")
     assert Checkpoint(tmp_path / "checkpoint.json").get(uid) == claim(1)
 
 
-def test_a_failed_put_many_is_not_remembered_and_puts_back_what_it_replaced(
+def failing_fdatasync(monkeypatch: pytest.MonkeyPatch, failures: int) -> None:
+    """The journal's next `failures` fdatasyncs fail with EIO (the cut-back's own fdatasync included)."""
+    real, left = os.fdatasync, [failures]
+
+    def fdatasync(fd: int) -> None:
+        if left[0] > 0:
+            left[0] -= 1
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(checkpoint_journal.os, "fdatasync", fdatasync)
+
+
+def test_a_failed_put_is_not_remembered_and_is_cut_off_the_journal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Otherwise a claim answered with an error would be found, prepared, after a restart."""
     checkpoint = Checkpoint(tmp_path / "checkpoint.json")
     checkpoint.put("kept", claim(1))
-    real_replace = os.replace
-
-    def disk_full_for_u7(src: str | Path, dst: str | Path) -> None:
-        if Path(dst).name == "u7.json":
-            raise OSError(28, "No space left on device")
-        real_replace(src, dst)
-
-    monkeypatch.setattr(checkpoint_files.os, "replace", disk_full_for_u7)
-    with pytest.raises(OSError, match="No space"):
+    failing_fdatasync(monkeypatch, 1)
+    with pytest.raises(OSError, match="Input/output"):
         checkpoint.put_many({"kept": claim(2), **{f"u{i}": claim(i) for i in range(10)}})
+    checkpoint.put("after", claim(5))  # the journal goes on after the failed round
     monkeypatch.undo()
-    assert checkpoint.uids() == ("kept",) == Checkpoint(tmp_path / "checkpoint.json").uids()
-    assert checkpoint.get("kept") == claim(1) == Checkpoint(tmp_path / "checkpoint.json").get("kept")
-    assert files(tmp_path / "claims") == ["kept.json"]
+    again = Checkpoint(tmp_path / "checkpoint.json")
+    assert checkpoint.uids() == ("after", "kept") == again.uids()
+    assert checkpoint.get("kept") == claim(1) == again.get("kept")
+
+
+def test_a_failed_delete_forgets_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Unprepare is answered with an error and retried; the claims stay prepared meanwhile."""
+    checkpoint = Checkpoint(tmp_path / "checkpoint.json")
+    checkpoint.put_many({"a": claim(1), "b": claim(2)})
+    failing_fdatasync(monkeypatch, 1)
+    with pytest.raises(OSError, match="Input/output"):
+        checkpoint.delete_many(["a", "b"])
+    monkeypatch.undo()
+    assert checkpoint.uids() == ("a", "b") == Checkpoint(tmp_path / "checkpoint.json").uids()
 
 
 @pytest.mark.parametrize("uid", ["new", "kept"], ids=["a-new-claim", "a-claim-replaced"])
-def test_a_failed_fsync_leaves_the_folder_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uid: str) -> None:
-    """A new claim's file is renamed into place before its fsync: a failed fsync must take it away again;
-    a replacement is fsynced before its rename, so the old content stays."""
+def test_a_failed_compaction_keeps_the_journal_and_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uid: str
+) -> None:
     checkpoint = Checkpoint(tmp_path / "checkpoint.json")
     checkpoint.put("kept", claim(1))
+    checkpoint.compact()
+    checkpoint.put(uid, claim(2))
 
     def io_error(fd: int) -> None:
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(checkpoint_files.os, "fsync", io_error)
     with pytest.raises(OSError, match="Input/output"):
-        checkpoint.put(uid, claim(2))
+        checkpoint.compact()
     monkeypatch.undo()
-    assert files(tmp_path / "claims") == ["kept.json"]
+    assert journal_name(2) in files(tmp_path / "claims")
     again = Checkpoint(tmp_path / "checkpoint.json")
-    assert again.uids() == ("kept",) == checkpoint.uids() and again.get("kept") == claim(1)
+    assert again.uids() == checkpoint.uids() and again.get(uid) == claim(2)
 
 
-def test_a_failed_delete_forgets_only_the_claims_whose_files_are_gone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_claim_too_large_to_read_back_is_refused_and_not_remembered(tmp_path: Path) -> None:
     checkpoint = Checkpoint(tmp_path / "checkpoint.json")
-    checkpoint.put_many({"a": claim(1), "b": claim(2)})
-    real_unlink = os.unlink
-
-    def busy_for_b(path: str | Path, *args: object, **kwargs: object) -> None:
-        if Path(path).name == "b.json":
-            raise OSError(16, "Device or resource busy")
-        real_unlink(path)
-
-    monkeypatch.setattr(checkpoint_files.os, "unlink", busy_for_b)
-    with pytest.raises(OSError, match="busy"):
-        checkpoint.delete_many(["a", "b"])
-    monkeypatch.undo()
-    assert checkpoint.uids() == ("b",) == Checkpoint(tmp_path / "checkpoint.json").uids()
+    device = PreparedDevice(("gpus",), "node-a", "gpu-0", tuple(f"nvidia.com/gpu=GPU-{i:060x}" for i in range(2000)))
+    with pytest.raises(OSError, match="at most") as raised:
+        checkpoint.put_many({"small": claim(1), "huge": PreparedClaim("ns", "c", (device,))})
+    assert raised.value.errno == errno.EFBIG
+    assert checkpoint.uids() == () == Checkpoint(tmp_path / "checkpoint.json").uids()
 
 
 def test_a_claim_whose_file_someone_removed_is_forgotten_by_its_delete(tmp_path: Path) -> None:
     checkpoint = Checkpoint(tmp_path / "checkpoint.json")
     checkpoint.put_many({"a": claim(1), "b": claim(2)})
+    checkpoint.compact()
     (tmp_path / "claims" / "a.json").unlink()
     assert checkpoint.delete_many(["a"]) == {"a"} and checkpoint.uids() == ("b",)
+    assert Checkpoint(tmp_path / "checkpoint.json").uids() == ("b",)
 
 
-def test_concurrent_puts_share_directory_fsyncs(tmp_path: Path) -> None:
+def test_concurrent_puts_share_journal_rounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     checkpoint = Checkpoint(tmp_path / "checkpoint.json")
-    real_sync = checkpoint.folder.sync
+    real = os.fdatasync
 
-    def slow_sync() -> None:  # a slow disk: the puts that arrive meanwhile must wait for one more, not one each
+    def slow(fd: int) -> None:  # a slow disk: the puts that arrive meanwhile must wait for one more, not one each
         time.sleep(0.2)
-        real_sync()
+        real(fd)
 
-    checkpoint._group._sync = slow_sync  # type: ignore[method-assign]
-    before, writers = checkpoint.syncs, 16
+    monkeypatch.setattr(checkpoint_journal.os, "fdatasync", slow)
+    writers = 16
     start = threading.Barrier(writers)
 
     def put(i: int) -> None:
@@ -161,8 +195,35 @@ def test_concurrent_puts_share_directory_fsyncs(tmp_path: Path) -> None:
         thread.start()
     for thread in threads:
         thread.join()
+    monkeypatch.undo()
     assert len(Checkpoint(tmp_path / "checkpoint.json")) == writers
-    assert checkpoint.syncs - before < writers // 2
+    assert checkpoint.rounds < writers // 2
+
+
+def test_changes_racing_background_compactions_are_all_found_after_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compaction closes the journal, then reads the map: a change made meanwhile is in the next journal."""
+    monkeypatch.setattr(checkpoint_module, "COMPACT_AFTER_BYTES", 2000)  # a compaction every ~10 changes
+    checkpoint = Checkpoint(tmp_path / "checkpoint.json")
+
+    def churn(worker: int) -> None:
+        for i in range(60):
+            uid = f"w{worker}-{i % 7}"
+            if i % 3 == 2:
+                checkpoint.remove(uid)
+            else:
+                checkpoint.put(uid, claim(worker * 100 + i))
+
+    threads = [threading.Thread(target=churn, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert any(name.endswith(".json") for name in files(tmp_path / "claims"))  # compactions ran meanwhile
+    expected = {uid: checkpoint.get(uid) for uid in checkpoint.uids()}
+    again = Checkpoint(tmp_path / "checkpoint.json")
+    assert {uid: again.get(uid) for uid in again.uids()} == expected and expected
 
 
 def test_group_sync_answers_each_caller_after_an_fsync_that_began_after_its_call() -> None:

@@ -21,6 +21,7 @@ import pytest
 
 from device_plugin.dra.checkpoint import Checkpoint, PreparedClaim
 from device_plugin.dra.checkpoint_format import MAX_ENTRY_BYTES, encode
+from device_plugin.dra.checkpoint_journal import MAX_JOURNAL_BYTES, delete_record, journal_name
 from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, prepare, unprepare, wait_until
 
 HANG_GUARD_S = 20.0  # not a performance bound: a hang fails the test instead of stopping the suite
@@ -43,6 +44,13 @@ def started_within_guard(path: Path) -> Checkpoint:
     assert result, f"loading the checkpoint hung for {HANG_GUARD_S} s"
     assert isinstance(result[0], Checkpoint), f"loading the checkpoint raised {result[0]!r}"
     return result[0]
+
+
+def written_as_a_file(path: Path) -> None:
+    """Claim "good" checkpointed and compacted into good.json (no journal left)."""
+    checkpoint = Checkpoint(path)
+    checkpoint.put("good", GOOD)
+    checkpoint.compact()
 
 
 def fifo(path: Path) -> None:
@@ -85,7 +93,7 @@ ENTRY_CASES = [
 def test_a_bad_claim_file_is_set_aside_and_logged_and_the_others_load(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, case: str, make: Callable[[Path], None], why: str
 ) -> None:
-    Checkpoint(tmp_path / "checkpoint.json").put("good", GOOD)
+    written_as_a_file(tmp_path / "checkpoint.json")
     make(tmp_path / "claims" / "victim.json")
     with caplog.at_level(logging.WARNING):
         checkpoint = started_within_guard(tmp_path / "checkpoint.json")
@@ -93,6 +101,52 @@ def test_a_bad_claim_file_is_set_aside_and_logged_and_the_others_load(
     assert sorted(p.name for p in (tmp_path / "claims").iterdir()) == ["good.json", "victim.json.bad"]
     assert any("victim.json" in r.getMessage() and why in r.getMessage() for r in caplog.records), caplog.text
     assert all(len(r.getMessage()) < 600 for r in caplog.records)
+
+
+def sparse(size: int) -> Callable[[Path], None]:
+    def make(path: Path) -> None:
+        with path.open("wb") as file:
+            file.truncate(size)
+
+    return make
+
+
+JOURNAL_CASES = [
+    ("a-fifo", fifo, "FIFO"),
+    ("a-symlink-to-dev-zero", dev_zero, "symbolic link"),
+    ("larger-than-the-cap", sparse(MAX_JOURNAL_BYTES + 1), "larger than"),
+]
+
+
+@pytest.mark.parametrize(("case", "make", "why"), JOURNAL_CASES, ids=[c[0] for c in JOURNAL_CASES])
+def test_a_journal_that_is_not_a_readable_file_is_set_aside_and_the_others_replay(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, case: str, make: Callable[[Path], None], why: str
+) -> None:
+    Checkpoint(tmp_path / "checkpoint.json").put("good", GOOD)  # journal 1, not compacted
+    make(tmp_path / "claims" / journal_name(7))
+    with caplog.at_level(logging.WARNING):
+        checkpoint = started_within_guard(tmp_path / "checkpoint.json")
+    assert checkpoint.uids() == ("good",)
+    checkpoint.compact()
+    assert sorted(p.name for p in (tmp_path / "claims").iterdir()) == ["good.json", f"{journal_name(7)}.bad"]
+    assert any(journal_name(7) in r.getMessage() and why in r.getMessage() for r in caplog.records), caplog.text
+
+
+def test_bad_journal_lines_are_skipped_and_counted_and_a_torn_last_line_ignored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A torn last line is a batch a crash cut short: nobody was answered for it."""
+    good = [encode(f"u{i}", GOOD) + b"\n" for i in range(3)]
+    bad = [b"[" * 60_000 + b"\n", b"{half a\n", b'{"version": 2, "uid": 7, "deleted": true}\n', b"\xff\n"]
+    (tmp_path / "claims").mkdir()
+    journal = good[0] + bad[0] + good[1] + b"".join(bad[1:]) + delete_record("u0") + good[2] + b'{"version": 2, "ui'
+    (tmp_path / "claims" / journal_name(3)).write_bytes(journal)
+    with caplog.at_level(logging.WARNING):
+        checkpoint = started_within_guard(tmp_path / "checkpoint.json")
+    assert checkpoint.uids() == ("u1", "u2")
+    checkpoint.compact()
+    assert sorted(p.name for p in (tmp_path / "claims").iterdir()) == ["u1.json", "u2.json"]  # compacted
+    assert "4 bad records skipped" in caplog.text and "torn record" in caplog.text
 
 
 LEGACY_CASES = [
@@ -134,7 +188,7 @@ def test_a_claims_folder_that_is_not_a_directory_is_set_aside(
 
 
 def test_temp_files_left_by_a_killed_write_are_removed_at_start(tmp_path: Path) -> None:
-    Checkpoint(tmp_path / "checkpoint.json").put("good", GOOD)
+    written_as_a_file(tmp_path / "checkpoint.json")
     (tmp_path / "claims" / ".tmp-good.json-0badf00d").write_text('{"version": 2')
     (tmp_path / ".checkpoint-k1ll9").write_text('{"version": 1, "cla')  # the old format's
     started_within_guard(tmp_path / "checkpoint.json")

@@ -1,0 +1,145 @@
+"""The DRA checkpoint's journal: changes appended to one file, a whole batch made durable by one fdatasync.
+
+Boundary: bytes of records in and out of `journal-<n>.log` files in the claims folder; which changes
+form a batch is checkpoint_queue's job, what the records mean for the map is checkpoint's. A record is
+one line: a claim file's JSON (checkpoint_format.encode) for a put, {"version": 2, "uid": .., "deleted":
+true} for a delete. A line is acknowledged only after the fdatasync that covers it returned, so a
+crash can leave at most a torn last line of a batch nobody was answered for: replay ignores it. A
+failed append is cut back off the file (ftruncate + fdatasync) before the error is raised, so a
+claim answered with an error is not replayed after a restart (best effort when the disk keeps failing:
+logged, as the per-file undo is).
+
+A new journal's name is made durable (folder fsync) before the first record goes in. Journals are read
+at start with the config reader's limits (a regular file only, O_NONBLOCK, MAX_JOURNAL_BYTES) and each
+line with a depth cap; a bad complete line is skipped and counted, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from device_plugin.config.reading import MAX_DEPTH, read_regular_file
+from device_plugin.dra.checkpoint_files import ClaimsFolder
+from device_plugin.dra.checkpoint_format import FORMAT_VERSION, MAX_ENTRY_BYTES, EntryError, PreparedClaim, decode
+
+log = logging.getLogger(__name__)
+
+PREFIX, SUFFIX = "journal-", ".log"
+MAX_JOURNAL_BYTES = 64 * 1024 * 1024  # read at start; a journal is rotated past checkpoint.COMPACT_AFTER_BYTES
+MAX_RECORD_BYTES = MAX_ENTRY_BYTES  # a claim's record is what its file would hold, and as bounded
+
+_NAME = re.compile(rf"{PREFIX}(\d{{1,12}}){re.escape(SUFFIX)}")
+
+Change = tuple[str, PreparedClaim | None]  # (uid, claim) for a put, (uid, None) for a delete
+
+
+def journal_name(number: int) -> str:
+    return f"{PREFIX}{number:08d}{SUFFIX}"
+
+
+def journal_number(name: str) -> int | None:
+    """The journal's sequence number, or None when `name` is not a journal's."""
+    match = _NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def delete_record(uid: str) -> bytes:
+    body = {"version": FORMAT_VERSION, "uid": uid, "deleted": True}
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("ascii") + b"\n"
+
+
+class Journal:
+    """One journal file open for appending; `uids` are the claims it has records of (compaction's work)."""
+
+    def __init__(self, folder: ClaimsFolder, number: int) -> None:
+        self.number = number
+        self.path = folder.path / journal_name(number)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        self._fd = os.open(self.path, flags, 0o600)
+        try:
+            folder.sync()  # the name must survive a crash before any acknowledged record in it does
+        except BaseException:
+            self.close()
+            self.path.unlink(missing_ok=True)
+            raise
+        self.size = 0
+        self.uids: set[str] = set()
+        self.appends = 0  # fdatasyncs run: one per batch
+
+    def append(self, data: bytes, uids: Iterable[str]) -> None:
+        """Write `data` (whole lines) and fdatasync; on failure cut it off again and raise."""
+        good = self.size
+        self.appends += 1
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            os.fdatasync(self._fd)
+        except BaseException:
+            self._cut_back(good)
+            raise
+        self.size = good + len(data)
+        self.uids.update(uids)
+
+    def _cut_back(self, good: int) -> None:
+        try:
+            os.ftruncate(self._fd, good)
+            os.fdatasync(self._fd)
+        except OSError as error:  # the disk is failing: the unanswered batch may be replayed at the next start
+            log.error("DRA checkpoint: cannot cut a failed batch off %s: %s", self.path.name, error)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def replay(path: Path, apply: Callable[[str, PreparedClaim | None], None]) -> tuple[set[str], int]:
+    """apply() every complete record of the journal at `path`, in order; (uids it names, bad lines).
+    Raises ConfigError when the file is not a regular file or is too large (the caller sets it aside)."""
+    data = read_regular_file(path, limit=MAX_JOURNAL_BYTES, field="DRA checkpoint")
+    lines = data.split(b"\n")
+    if lines[-1]:  # no newline after the last record: a batch cut short by a crash, never acknowledged
+        log.warning("DRA checkpoint: %s ends in a torn record (a crash during a write); ignored", path.name)
+    uids: set[str] = set()
+    bad = 0
+    for line in lines[:-1]:
+        try:
+            uid, claim = _record(line)
+        except (EntryError, ValueError, RecursionError):
+            bad += 1
+            continue
+        apply(uid, claim)
+        uids.add(uid)
+    return uids, bad
+
+
+def _record(line: bytes) -> Change:
+    if len(line) > MAX_RECORD_BYTES:
+        raise EntryError("record too large")
+    value: Any = json.loads(line.decode("utf-8"))
+    if isinstance(value, dict) and value.get("deleted") is True:
+        uid = value.get("uid")
+        if value.get("version") != FORMAT_VERSION or not isinstance(uid, str):
+            raise EntryError("malformed delete record")
+        return uid, None
+    if _too_deep(value):
+        raise EntryError(f"nested deeper than {MAX_DEPTH}")
+    return decode(value)
+
+
+def _too_deep(value: Any) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, depth + 1) for child in children)
+    return False
