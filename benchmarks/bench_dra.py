@@ -30,7 +30,7 @@ import time
 
 import dra_first_fit as first_fit_model
 from _common import percentile, table, target_line
-from dra_driver import DriverRun, driver_on, pool_names, prepare_samples, until_ms
+from dra_driver import DriverRun, driver_on, pool_names, prepare_samples, until_pool_ms
 
 from device_plugin.core.devices import Health
 from device_plugin.core.names import OWN_DOMAIN
@@ -64,9 +64,9 @@ def bench_fault(rounds: int) -> list[str]:
             gpu = i % 8
             name = f"gpu-{fake.device_minor(gpu)}"
             fake.test_hooks.set_lost(gpu, "bench")
-            samples.append(until_ms(lambda name=name: name not in pool_names(api)))  # type: ignore[misc]
+            samples.append(until_pool_ms(api, lambda name=name: name not in pool_names(api)))  # type: ignore[misc]
             fake.test_hooks.recover(gpu)
-            until_ms(lambda: len(pool_names(api)) == 8)
+            until_pool_ms(api, lambda: len(pool_names(api)) == 8)
     p99 = percentile(samples, 99)
     return [f"{percentile(samples, 50):.0f}", f"{p99:.0f}", "met (< 1 s)" if p99 < 1000 else "missed (< 1 s)"]
 
@@ -95,9 +95,9 @@ def health_to_slice(run: DriverRun, rounds: int) -> list[list[str]]:
         started = time.perf_counter()
         front_end.on_health(transition(gpu, Health.UNHEALTHY))
         handled.append((time.perf_counter() - started) * 1000)
-        samples.append(until_ms(lambda name=name: name not in pool_names(api), 0.0005) + handled[-1])  # type: ignore[misc]
+        samples.append(until_pool_ms(api, lambda name=name: name not in pool_names(api)) + handled[-1])  # type: ignore[misc]
         front_end.on_health(transition(gpu, Health.HEALTHY))
-        until_ms(lambda: len(pool_names(api)) == 16, 0.0005)
+        until_pool_ms(api, lambda: len(pool_names(api)) == 16)
     p99, handled_p99 = percentile(samples, 99), percentile(handled, 99)
     return [
         ["health transition -> republished slice", f"{percentile(samples, 50):.1f}", f"{p99:.1f}", verdict(p99, 100)],

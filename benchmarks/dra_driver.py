@@ -95,6 +95,19 @@ def until_ms(check: Callable[[], bool], poll_s: float = 0.001, timeout_s: float 
     return (time.perf_counter() - started) * 1000
 
 
+def until_pool_ms(api: ApiStandin, check: Callable[[], bool], timeout_s: float = 10.0) -> float:
+    """Milliseconds until `check` holds, looked at once per change the API stand-in stores (no polling: a
+    poll loop in this process would take the interpreter from the driver it measures), or about `timeout_s`."""
+    started = time.perf_counter()
+    seen = api.changes  # before the check: a change between the two wakes the wait at once
+    while not check():
+        left_s = timeout_s - (time.perf_counter() - started)
+        if left_s <= 0:
+            break
+        seen = api.wait_for_change(seen, left_s)
+    return (time.perf_counter() - started) * 1000
+
+
 def prepare_samples(
     api: ApiStandin, kubelet: DraKubeletStandin, plugin: object, serial: Iterator[int], per_call: int, rounds: int
 ) -> tuple[list[float], int]:
