@@ -4,7 +4,8 @@ Used by bench_dra.py (a, b, d), bench_checkpoint.py, bench_node_runtime.py and b
 node runtime with the DRA front-end, as `run --mode dra` builds it (no metrics endpoint), against the
 Kubernetes API stand-in (tests/dra/api_standin.py, read by the real `kubernetes` client); NodePrepareResources
 rounds through the DRA kubelet stand-in (gRPC over a unix socket); the device names of our published pool;
-a poll until a condition holds. Boundary: no figures and no targets here, the scripts print those.
+a wait until a condition holds, woken by each change the stand-in stores. Boundary: no figures and no
+targets here, the scripts print those.
 """
 
 from __future__ import annotations
@@ -85,14 +86,6 @@ def pool_names(api: ApiStandin) -> set[str]:
     """The device names the scheduler can allocate from our node's pool as the API stand-in holds it now
     (a device an unhealthy GPU's taint blocks is listed, but not among them)."""
     return set(schedulable(api.pool(DRIVER, NODE)))
-
-
-def until_ms(check: Callable[[], bool], poll_s: float = 0.001, timeout_s: float = 10.0) -> float:
-    """Milliseconds until `check` holds (polled every `poll_s`), or about `timeout_s` when it never does."""
-    started = time.perf_counter()
-    while not check() and time.perf_counter() - started < timeout_s:
-        time.sleep(poll_s)
-    return (time.perf_counter() - started) * 1000
 
 
 def until_pool_ms(api: ApiStandin, check: Callable[[], bool], timeout_s: float = 10.0) -> float:

@@ -188,6 +188,19 @@ class ApiStandin:
                 if _matches(o, f"spec.driver={driver},spec.nodeName={node}", "")
             ]
 
+    @property
+    def changes(self) -> int:
+        """How many slice changes (adds, updates, deletes) the stand-in has stored so far."""
+        with self._lock:
+            return len(self._events)
+
+    def wait_for_change(self, seen: int, timeout_s: float) -> int:
+        """Until more than `seen` changes are stored (or `timeout_s` passes); the count then. Lets a
+        benchmark look at the pool once per change instead of polling it from the driver's own process."""
+        with self._changed:
+            self._changed.wait_for(lambda: len(self._events) > seen, timeout=timeout_s)
+            return len(self._events)
+
     # ---- request handling (called by the handler, one thread per request) -------------------------
 
     def handle(
