@@ -65,10 +65,12 @@ class DriverRun:
 
 
 @contextmanager
-def driver_on(machine: str) -> Iterator[DriverRun]:
-    """A driver on the named simulated machine, with its API stand-in; stopped and removed afterwards."""
+def driver_on(machine: str, *, schema_check: bool = True) -> Iterator[DriverRun]:
+    """A driver on the named simulated machine, with its API stand-in (checking every write against the
+    schema unless `schema_check` is False); stopped and removed afterwards."""
     root = Path(tempfile.mkdtemp(prefix="bdra-", dir="/tmp"))
     api = ApiStandin().up()
+    api.schema_check = schema_check
     api.add_node(NODE)
     fake = FakeNvml.from_machine(machine)
     try:
