@@ -1,13 +1,14 @@
-"""The DRA checkpoint's journal: changes appended to one file, a whole batch made durable by one fdatasync.
+"""The DRA checkpoint's journal: changes appended to one file, a whole batch made durable by one write.
 
 Boundary: bytes of records in and out of `journal-<n>.log` files in the claims folder; which changes
 form a batch is checkpoint_queue's job, what the records mean for the map is checkpoint's. A record is
 one line: a claim file's JSON (checkpoint_format.encode) for a put, {"version": 2, "uid": .., "deleted":
-true} for a delete. A line is acknowledged only after the fdatasync that covers it returned, so a
-crash can leave at most a torn last line of a batch nobody was answered for: replay ignores it. A
-failed append is cut back off the file (ftruncate + fdatasync) before the error is raised, so a
-claim answered with an error is not replayed after a restart (best effort when the disk keeps failing:
-logged, as the per-file undo is).
+true} for a delete. The file is opened O_DSYNC: a write returns once its data is durable (a write and an
+fdatasync in one system call, so one wait per round, not two). A line is acknowledged only after the
+write that carries it returned, so a crash can leave at most a torn last line of a batch nobody was
+answered for: replay ignores it. A failed append is cut back off the file (ftruncate + fdatasync)
+before the error is raised, so a claim answered with an error is not replayed after a restart (best
+effort when the disk keeps failing: logged, as the per-file undo is).
 
 A new journal's name is made durable (folder fsync) before the first record goes in. Journals are read
 at start with the config reader's limits (a regular file only, O_NONBLOCK, MAX_JOURNAL_BYTES) and each
@@ -60,7 +61,7 @@ class Journal:
     def __init__(self, folder: ClaimsFolder, number: int) -> None:
         self.number = number
         self.path = folder.path / journal_name(number)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_DSYNC | os.O_NOFOLLOW | os.O_CLOEXEC
         self._fd = os.open(self.path, flags, 0o600)
         try:
             folder.sync()  # the name must survive a crash before any acknowledged record in it does
@@ -70,17 +71,14 @@ class Journal:
             raise
         self.size = 0
         self.uids: set[str] = set()
-        self.appends = 0  # fdatasyncs run: one per batch
 
     def append(self, data: bytes, uids: Iterable[str]) -> None:
-        """Write `data` (whole lines) and fdatasync; on failure cut it off again and raise."""
+        """Write `data` (whole lines), durable on return (O_DSYNC); on failure cut it off again and raise."""
         good = self.size
-        self.appends += 1
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(self._fd, view) :]
-            os.fdatasync(self._fd)
         except BaseException:
             self._cut_back(good)
             raise

@@ -95,17 +95,20 @@ def test_a_uid_that_is_not_a_plain_token_gets_a_hashed_name_inside_the_folder(tm
     assert Checkpoint(tmp_path / "checkpoint.json").get(uid) == claim(1)
 
 
-def failing_fdatasync(monkeypatch: pytest.MonkeyPatch, failures: int) -> None:
-    """The journal's next `failures` fdatasyncs fail with EIO (the cut-back's own fdatasync included)."""
-    real, left = os.fdatasync, [failures]
+def journal_writes(monkeypatch: pytest.MonkeyPatch, *, failures: int = 0, delay_s: float = 0.0) -> None:
+    """The journal's next `failures` writes fail with EIO; each write to a journal takes `delay_s` more
+    (a slow disk). Other writes of the process are left alone."""
+    real, left = os.write, [failures]
 
-    def fdatasync(fd: int) -> None:
-        if left[0] > 0:
-            left[0] -= 1
-            raise OSError(5, "Input/output error")
-        real(fd)
+    def write(fd: int, data: bytes | memoryview) -> int:
+        if os.path.basename(os.readlink(f"/proc/self/fd/{fd}")).startswith("journal-"):
+            time.sleep(delay_s)
+            if left[0] > 0:
+                left[0] -= 1
+                raise OSError(5, "Input/output error")
+        return real(fd, data)
 
-    monkeypatch.setattr(checkpoint_journal.os, "fdatasync", fdatasync)
+    monkeypatch.setattr(checkpoint_journal.os, "write", write)
 
 
 def test_a_failed_put_is_not_remembered_and_is_cut_off_the_journal(
@@ -114,7 +117,7 @@ def test_a_failed_put_is_not_remembered_and_is_cut_off_the_journal(
     """Otherwise a claim answered with an error would be found, prepared, after a restart."""
     checkpoint = Checkpoint(tmp_path / "checkpoint.json")
     checkpoint.put("kept", claim(1))
-    failing_fdatasync(monkeypatch, 1)
+    journal_writes(monkeypatch, failures=1)
     with pytest.raises(OSError, match="Input/output"):
         checkpoint.put_many({"kept": claim(2), **{f"u{i}": claim(i) for i in range(10)}})
     checkpoint.put("after", claim(5))  # the journal goes on after the failed round
@@ -128,7 +131,7 @@ def test_a_failed_delete_forgets_nothing(tmp_path: Path, monkeypatch: pytest.Mon
     """The Unprepare is answered with an error and retried; the claims stay prepared meanwhile."""
     checkpoint = Checkpoint(tmp_path / "checkpoint.json")
     checkpoint.put_many({"a": claim(1), "b": claim(2)})
-    failing_fdatasync(monkeypatch, 1)
+    journal_writes(monkeypatch, failures=1)
     with pytest.raises(OSError, match="Input/output"):
         checkpoint.delete_many(["a", "b"])
     monkeypatch.undo()
@@ -176,13 +179,7 @@ def test_a_claim_whose_file_someone_removed_is_forgotten_by_its_delete(tmp_path:
 
 def test_concurrent_puts_share_journal_rounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     checkpoint = Checkpoint(tmp_path / "checkpoint.json")
-    real = os.fdatasync
-
-    def slow(fd: int) -> None:  # a slow disk: the puts that arrive meanwhile must wait for one more, not one each
-        time.sleep(0.2)
-        real(fd)
-
-    monkeypatch.setattr(checkpoint_journal.os, "fdatasync", slow)
+    journal_writes(monkeypatch, delay_s=0.2)  # a slow disk: the puts that arrive meanwhile wait for one more round
     writers = 16
     start = threading.Barrier(writers)
 

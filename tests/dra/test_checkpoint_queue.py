@@ -81,3 +81,37 @@ def test_a_round_that_fails_fails_each_of_its_callers_and_the_next_round_runs(br
     with pytest.raises((OSError, RuntimeError)):
         queue.submit("first")
     assert queue.submit("second") == "ok second"
+
+
+def test_the_lead_is_passed_on_after_a_failed_round_so_no_caller_is_left_waiting() -> None:
+    """Callers queued behind a round whose disk write failed are committed by the next leader."""
+    rounds: list[list[str]] = []
+    queue: CommitQueue[str, str]
+
+    def commit(items: Sequence[str]) -> list[str]:
+        rounds.append(list(items))
+        if len(rounds) == 1:  # the others queue up behind this round, then it fails
+            deadline = time.monotonic() + 10
+            while len(queue._waiting) < 11 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            raise OSError(5, "Input/output error")
+        return [f"ok {item}" for item in items]
+
+    queue = CommitQueue(commit)
+    first: list[BaseException] = []
+    leader = threading.Thread(target=lambda: first.append(_error_of(queue, "first")))
+    leader.start()
+    while not rounds:
+        time.sleep(0.01)
+    outcomes = run_at_once(queue, [f"i{n}" for n in range(11)])
+    leader.join()
+    assert rounds[0] == ["first"] and isinstance(first[0], OSError)
+    assert outcomes == {f"i{n}": f"ok i{n}" for n in range(11)}  # none left waiting, none given its error
+
+
+def _error_of(queue: CommitQueue[str, str], item: str) -> BaseException:
+    try:
+        queue.submit(item)
+    except OSError as error:
+        return error
+    raise AssertionError(f"{item} was committed")
