@@ -8,16 +8,21 @@ taints, the devices leave the pool instead.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 import kubernetes_validate
 import pytest
 
 from device_plugin.core.devices import Health
 from device_plugin.dra.inventory import DraDevice
+from device_plugin.dra.kube import api_client
+from device_plugin.dra.publisher import SlicePublisher
 from device_plugin.dra.slices import build_slices
 from device_plugin.dra.taints import DeviceTaint, taint_for
 from device_plugin.health.state import HealthCause, HealthTransition
+from tests.dra.api_standin import ApiStandin
 from tests.dra.scheduler_view import schedulable, taints_of
 from tests.dra.test_slices import devices_of
 
@@ -130,3 +135,38 @@ def test_an_informational_taint_keeps_the_device_where_taints_are_not_kept() -> 
         taints_kept=False,
     )
     assert schedulable(slices) == ["gpu-0", "gpu-1"]
+
+
+@pytest.fixture
+def api() -> Iterator[ApiStandin]:
+    standin = ApiStandin().up()
+    standin.add_node("n")
+    yield standin
+    standin.down()
+
+
+def test_a_large_pool_republished_with_a_taint_fits_the_servers_limit_and_back_without(api: ApiStandin) -> None:
+    """112 devices (16 GPUs of 7 MIG devices): one slice of 112 while healthy; a taint splits it into slices
+    of at most 64, one generation, which the API server (its 64-device rule) accepts; recovery joins them."""
+    devices = [replace(d, gpu_index=i // 7) for i, d in enumerate(many(112))]
+    publisher = SlicePublisher(api_client(api.host), driver_name="d.io", node_name="n")
+    publisher.reconcile(devices)
+    assert [len(s["spec"]["devices"]) for s in api.pool("d.io", "n")] == [112]
+    publisher.reconcile(tainted(devices, {9}))
+    pool = api.pool("d.io", "n")
+    assert [len(s["spec"]["devices"]) for s in pool] == [64, 48] and len({_generation(s) for s in pool}) == 1
+    assert sorted(taints_of(pool)) == sorted(f"gpu-{i}" for i in range(63, 70))
+    publisher.reconcile(devices)
+    assert [len(s["spec"]["devices"]) for s in api.pool("d.io", "n")] == [112] and api.invalid == []
+
+
+def test_the_api_stand_in_refuses_a_tainted_slice_of_65_devices(api: ApiStandin) -> None:
+    """The rule the test above relies on is enforced: a 65-device slice with a taint is a 422."""
+    (obj,) = build_slices(many(65), node_name="n", driver_name="d.io", generation=1)
+    obj["spec"]["devices"][0]["taints"] = [{"key": "a.io/x", "effect": "NoSchedule"}]
+    status, _ = api.handle("POST", "/apis/resource.k8s.io/v1/resourceslices", {}, obj)
+    assert status == 422 and "at most 64 devices" in api.invalid[-1]
+
+
+def _generation(obj: dict[str, Any]) -> int:
+    return int(obj["spec"]["pool"]["generation"])
