@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from benchmarks.dra_first_fit import first_fit
+from device_plugin.core.devices import Health
 from device_plugin.dra.front_end import DraFrontEnd
+from device_plugin.health.state import HealthCause, HealthTransition
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from tests.dra.api_standin import ApiStandin
@@ -133,3 +136,17 @@ def test_a_sick_gpus_mig_devices_all_carry_its_taint(mig_node: Node) -> None:
     fake.test_hooks.set_lost(parent, "test")
     assert eventually(lambda: set(taints_of(mig_node.api.pool(DRIVER, NODE))) == children)
     assert not children & set(mig_node.published())
+
+
+def test_the_same_fault_told_again_keeps_its_taint_and_time_and_writes_nothing(node: Node) -> None:
+    """A transition repeated (a replay after a rebuild) must not restamp timeAdded nor bump the generation."""
+    driver = node.start()
+    node.fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+    assert eventually(lambda: "gpu-3" in taints_of(node.api.pool(DRIVER, NODE)))
+    assert driver.publisher.wait_synced(10.0)
+    before = (taints_of(node.api.pool(DRIVER, NODE)), driver.publisher.generation)
+    time.sleep(1.1)  # a restamp would now show another second
+    again = HealthTransition(3, Health.HEALTHY, Health.UNHEALTHY, "Xid 79", 0.0, 79, HealthCause.XID)
+    assert driver.on_health(again) == (DRIVER,)
+    assert driver.publisher.wait_synced(10.0)
+    assert (taints_of(node.api.pool(DRIVER, NODE)), driver.publisher.generation) == before
