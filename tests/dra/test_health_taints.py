@@ -74,7 +74,7 @@ def tainted(devices: list[DraDevice], gpus: set[int]) -> list[DraDevice]:
     return [replace(d, taints=(taint,)) if d.gpu_index in gpus else d for d in devices]
 
 
-RELEASES = {"v1": ("1.34", "1.35", "1.36", "1.37"), "v1beta2": ("1.33",)}
+RELEASES = {"v1": ("1.34", "1.35", "1.36", "1.37"), "v1beta2": ("1.33",), "v1beta1": ("1.33",)}
 
 
 @pytest.mark.parametrize(
