@@ -140,11 +140,11 @@ class Checkpoint:
                 return
             with self._lock:  # after the close: every change in `closed` is in the map by now
                 states = {uid: self._claims.get(uid) for leftover in closed for uid in leftover.uids}
-            self.folder.write_all(
-                [(file_name(u), encode(u, c), False) for u, c in states.items() if c is not None], lambda _: None
-            )
-            for uid in (u for u, c in states.items() if c is None):
-                self.folder.remove(file_name(uid))
+            for uid, claim in states.items():  # one file at a time: a background job, not a burst of fsyncs
+                if claim is None:  # beside the prepares that wait for the journal
+                    self.folder.remove(file_name(uid))
+                else:
+                    self.folder.write(file_name(uid), encode(uid, claim))
             self.folder.sync()  # the files are durable before the journals that they replace go
             for leftover in closed:
                 leftover.path.unlink(missing_ok=True)
@@ -184,6 +184,11 @@ class Checkpoint:
         try:
             self.compact()
         except OSError as error:  # retried when the journal is full again, and at the next start
+            if error.errno == errno.ENOENT or not self.folder.exists():  # removed (or being removed) meanwhile:
+                log.warning(  # the next change writes every claim again if the folder is gone
+                    "DRA checkpoint: %s was removed while being compacted: %s", self.folder.path, error
+                )
+                return
             log.error("DRA checkpoint: cannot compact the journal into %s: %s", self.folder.path, error)
 
     def _recreate_if_removed(self) -> None:
