@@ -213,7 +213,7 @@ def test_a_kubelet_restart_that_wiped_the_slices_gets_them_back_on_registration(
 def test_the_api_server_down_at_start_publishes_once_it_is_up(node: Node) -> None:
     node.api.down()
     driver = node.start()
-    assert not driver.publisher.wait_synced(0.5) and driver.publisher.error
+    assert eventually(lambda: driver.publisher.error != "") and not driver.publisher.wait_synced(0.0)
     node.api.up()
     assert driver.publisher.wait_synced(10.0) and len(node.published()) == 8
 
@@ -280,7 +280,7 @@ def test_a_rescan_that_finds_nothing_new_publishes_nothing(node: Node) -> None:
     assert driver.publisher.wait_synced(10.0) and node.runtime is not None
     requests, generation = len(node.api.requests), driver.publisher.generation
     assert not node.rescan()
-    assert driver.publisher.wait_synced(1.0)
+    assert driver.publisher.wait_synced(10.0)
     assert len(node.api.requests) == requests and driver.publisher.generation == generation
 
 
