@@ -119,7 +119,7 @@ def test_a_change_made_while_the_feeder_thread_starts_still_reaches_the_stream(
     server.start(path)
     try:
         with grpc.insecure_channel(f"unix://{path}") as channel:
-            stream = pb_grpc.DevicePluginStub(channel).ListAndWatch(pb.Empty(), timeout=3.0)
+            stream = pb_grpc.DevicePluginStub(channel).ListAndWatch(pb.Empty(), timeout=WAIT_S)
             assert all(d.health == "Healthy" for d in next(stream).devices)
             resource.set_gpu_health(3, Health.UNHEALTHY, "Xid 79")
             feeder_may_look.set()

@@ -22,6 +22,7 @@ from device_plugin.dra.grpc_service import SocketPaths
 from device_plugin.dra.offload import PREPARE_WORKERS
 from tests.adversarial.dra.harness import (
     DRIVER,
+    WAIT_S,
     HeldClaims,
     dra_server,
     prepare,
@@ -60,7 +61,7 @@ def test_the_claims_of_every_call_are_read_at_once_while_unprepare_answers(root:
         with ThreadPoolExecutor(CALLS) as kubelet:
             pending = [kubelet.submit(prepare, endpoint, claims, 30.0) for claims in calls]
             wait_until(lambda: held.held == CALLS * CLAIMS_PER_CALL)  # every claim of every call is being read
-            assert unprepare(endpoint, [("ns", "uid-x", "x")], timeout_s=2.0).claims["uid-x"].error == ""
+            assert unprepare(endpoint, [("ns", "uid-x", "x")], timeout_s=WAIT_S).claims["uid-x"].error == ""
             assert server.serving()[0]  # slow reads are no wedge
             held.release.set()
             answers = [p.result(timeout=30.0) for p in pending]
