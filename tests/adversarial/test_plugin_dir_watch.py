@@ -18,6 +18,7 @@ import pytest
 from device_plugin.kubelet.plugin_dir_watch import DirectoryEvents, KubeletWatcher
 
 WAIT_S = 10.0
+WATCH_LOGGERS = ("device_plugin.kubelet.plugin_dir_watch", "watchdog")  # what a stop of the watcher can log through
 
 
 @pytest.fixture
@@ -85,5 +86,6 @@ def test_a_clean_stop_on_a_busy_directory_logs_no_error(plugin_dir: Path, caplog
     finally:
         stop_churn.set()
         thread.join()
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    # the watcher's own and watchdog's lines only: threads of servers that earlier tests stopped may log too
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith(WATCH_LOGGERS)]
     assert errors == [], [f"{r.name}: {r.getMessage()}" for r in errors]
