@@ -205,7 +205,9 @@ def test_many_bad_entries_are_logged_in_a_bounded_number_of_lines(
     with caplog.at_level(logging.INFO):
         started_within_guard(tmp_path / "checkpoint.json")
     assert len(list((tmp_path / "claims").glob("*.bad"))) == 200
-    assert len(caplog.records) < 20 and "200 bad entries" in caplog.text
+    # the checkpoint's own lines: threads of earlier tests' drivers may log meanwhile
+    ours = [r.getMessage() for r in caplog.records if r.name.startswith("device_plugin.dra.checkpoint")]
+    assert len(ours) < 20 and any("200 bad entries" in m for m in ours), ours
 
 
 @pytest.fixture
