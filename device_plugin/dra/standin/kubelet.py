@@ -126,8 +126,8 @@ class DraKubeletStandin:
             elif not usable:
                 error = f"none of the versions {list(info.supported_versions)} is supported"
             stub.NotifyRegistrationStatus(
-                reg_pb2.RegistrationStatus(plugin_registered=not error, error=error), timeout=2
-            )
+                reg_pb2.RegistrationStatus(plugin_registered=not error, error=error), timeout=10
+            )  # not retried like GetInfo: a bound for a loaded machine
             if error:
                 raise RuntimeError(error)
             health = [v for v in self.known_health if v in info.supported_versions]
