@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import re
+import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ class Journal:
         self.path = folder.path / journal_name(number)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_DSYNC | os.O_NOFOLLOW | os.O_CLOEXEC
         self._fd = os.open(self.path, flags, 0o600)
+        self._closer = weakref.finalize(self, os.close, self._fd)  # a Checkpoint dropped unclosed leaks no fd
         try:
             folder.sync()  # the name must survive a crash before any acknowledged record in it does
         except BaseException:
@@ -93,9 +95,8 @@ class Journal:
             log.error("DRA checkpoint: cannot cut a failed batch off %s: %s", self.path.name, error)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._closer()  # closes once, however often called
+        self._fd = -1
 
 
 def replay(path: Path, apply: Callable[[str, PreparedClaim | None], None]) -> tuple[set[str], int]:

@@ -7,6 +7,7 @@ Every case uses a real folder under tmp_path and reads the result back the way a
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import os
 import threading
@@ -317,3 +318,24 @@ def test_a_removed_folder_is_written_again_with_every_claim_at_the_next_change(t
     (tmp_path / "plugins" / "d").rmdir()
     checkpoint.put("c", claim(3))
     assert Checkpoint(tmp_path / "plugins" / "d" / "checkpoint.json").uids() == ("a", "b", "c")
+
+
+def test_a_checkpoint_dropped_without_closing_leaves_its_journal_closed(tmp_path: Path) -> None:
+    """A driver restarted inside one process (tests, a re-created front-end) must not pile up open journals."""
+    checkpoint = Checkpoint(tmp_path / "checkpoint.json")
+    checkpoint.put("u", claim(1))
+    journal = str(tmp_path / "claims" / journal_name(1))
+
+    def open_files() -> set[str]:
+        paths = set()
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                paths.add(os.readlink(f"/proc/self/fd/{fd}"))
+            except FileNotFoundError:  # the listing's own descriptor, closed by now
+                continue
+        return paths
+
+    assert journal in open_files()
+    del checkpoint
+    gc.collect()
+    assert journal not in open_files()
