@@ -22,6 +22,7 @@ from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from tests.dra.api_standin import ApiStandin
 from tests.dra.scheduler_view import newest_devices, schedulable, taints_of
 from tests.dra.test_driver import DRIVER, NODE, Node, eventually
+from tests.probes_held import probes_held
 
 
 def started(machine: str) -> Iterator[Node]:
@@ -70,26 +71,35 @@ def never_allocated(node: Node, driver: DraFrontEnd, sick: int) -> bool:
     return first_fit(free, len(free), None) is not None
 
 
+def _inject_xid_79(node: Node) -> None:
+    """Xid 79 read by the event watch before any probe sees the GPU lost (tests/probes_held.py says why)."""
+    assert node.runtime is not None and node.runtime.health is not None
+    watcher = node.runtime.health
+    with probes_held(node.fake):
+        node.fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+        assert eventually(lambda: watcher.states()[3].health is Health.UNHEALTHY)
+
+
 FAULTS = {
     "xid-79": (
-        lambda fake: fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79)),
+        _inject_xid_79,
         "gpu.nvidia.com/xid",
         "79",
     ),
-    "lost": (lambda fake: fake.test_hooks.set_lost(3, "test"), "gpu.nvidia.com/gpu-lost", None),
+    "lost": (lambda node: node.fake.test_hooks.set_lost(3, "test"), "gpu.nvidia.com/gpu-lost", None),
 }
 
 
 @pytest.mark.parametrize("fault", FAULTS.values(), ids=FAULTS.keys())
 def test_a_fault_taints_the_gpu_the_scheduler_skips_it_and_recovery_removes_the_taint(
-    node: Node, fault: tuple[Callable[[FakeNvml], None], str, str | None]
+    node: Node, fault: tuple[Callable[[Node], None], str, str | None]
 ) -> None:
     inject, key, value = fault
     driver = node.start()
     assert driver.publisher.wait_synced(10.0)
     healthy = allocatable(node, driver)
     assert first_fit(healthy, 8, None) is not None and 3 in first_fit(healthy, 8, None)  # the check can fail
-    inject(node.fake)
+    inject(node)
     assert eventually(lambda: "gpu-3" in taints_of(node.api.pool(DRIVER, NODE)))
     (taint,) = taints_of(node.api.pool(DRIVER, NODE))["gpu-3"]
     assert (taint["key"], taint.get("value"), taint["effect"]) == (key, value, "NoSchedule")
@@ -141,16 +151,15 @@ def test_a_sick_gpus_mig_devices_all_carry_its_taint(mig_node: Node) -> None:
 def test_the_same_fault_told_again_keeps_its_taint_and_time_and_writes_nothing(node: Node) -> None:
     """A transition repeated (a replay after a rebuild) must not restamp timeAdded nor bump the generation."""
     driver = node.start()
-    node.fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+    _inject_xid_79(node)
     assert eventually(lambda: "gpu-3" in taints_of(node.api.pool(DRIVER, NODE)))
     assert driver.publisher.wait_synced(10.0)
     before = (taints_of(node.api.pool(DRIVER, NODE)), driver.publisher.generation)
     time.sleep(1.1)  # a restamp would now show another second
-    # told again as a replay tells it: from the watcher's state. What made it Unhealthy is the event's Xid 79,
-    # or, on a loaded box, a probe that saw the GPU lost before the event was read (another taint, as it should be)
+    # told again as a replay tells it: from the watcher's state (the event's Xid 79 made it Unhealthy)
     assert node.runtime is not None and node.runtime.health is not None
     state = node.runtime.health.states()[3]
-    assert state.cause in (HealthCause.XID, HealthCause.PROBE_FAILED), state
+    assert (state.cause, state.xid) == (HealthCause.XID, 79), state
     again = HealthTransition(3, Health.HEALTHY, state.health, state.reason, 0.0, state.xid, state.cause)
     assert driver.on_health(again) == (DRIVER,)
     assert driver.publisher.wait_synced(10.0)

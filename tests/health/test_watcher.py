@@ -20,6 +20,7 @@ from device_plugin.health.state import HealthCause, HealthTransition
 from device_plugin.health.watcher import HealthWatcher, TransitionListener
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import EventWatch, HealthEvent, HealthEventKind, ProbeResult
+from tests.probes_held import probes_held
 
 from .conftest import (
     FAST,
@@ -95,7 +96,9 @@ def watcher(fake: FakeNvml, managers: list[ResourceManager]) -> Iterator[HealthW
 def test_critical_xid_marks_every_device_of_the_gpu_in_every_resource(
     fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher
 ) -> None:
-    fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+    with probes_held(fake):  # the Xid, not a probe that sees the lost GPU first, makes it Unhealthy
+        fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+        eventually(lambda: watcher.states()[3].health is Health.UNHEALTHY)
     for resource in managers:
         snapshot = wait_until(resource, gpus_are({3}))
         bad = [d for d in snapshot.devices if not d.healthy]
@@ -375,7 +378,9 @@ def test_after_stop_a_replay_is_delivered_on_the_callers_thread(
 def test_a_replay_tells_the_cause_and_xid_that_made_the_gpu_unhealthy(
     fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher
 ) -> None:
-    fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+    with probes_held(fake):  # the Xid, not a probe that sees the lost GPU first, makes it Unhealthy
+        fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
+        eventually(lambda: watcher.states()[3].health is Health.UNHEALTHY)
     wait_until(managers[0], gpus_are({3}))
     told: list[HealthTransition] = []
     watcher.replay(told.append)
