@@ -10,6 +10,9 @@ directory, the metrics endpoint, the labels file and the health timing are the d
 The walk-through follows nvidia.com/gpu, or the first resource served when there is none (a node
 whose GPUs are all MIG devices). On a MIG node that serves nothing under the default migStrategy
 none, the demo says so and uses mixed, unless --mig-strategy was given.
+
+With --mode dra (or mode dra from the config or PLUGIN_MODE, as `run` reads it) the walk-through is the DRA
+driver's instead (commands/demo_dra.py); machine, config and temporary directory are set up here for both.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from device_plugin.allocation.whole_gpu_selection import TopologyPolicy
+from device_plugin.commands import demo_dra
 from device_plugin.commands._compose import add_config_arguments, load_cli_config
+from device_plugin.commands._demo_setup import DEFAULT_MACHINE, DEMO_HEALTH, FAST_HEALTH, LISTED, WAIT_S, demo_config
 from device_plugin.commands._view import VISIBLE, allocate_summary
 from device_plugin.commands.run import configure_logging
-from device_plugin.config.health import HealthConfig
 from device_plugin.config.model import Config
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.devices import Device
@@ -47,14 +51,7 @@ from timeslice.policy import ReplicaPolicy
 NAME = "demo"
 HELP = "Show the plugin and a kubelet stand-in at work on a simulated node (no GPU, no Kubernetes needed)."
 
-DEFAULT_MACHINE = "dgx1-v100"
 POD_SIZES = (1, 2, 4)
-WAIT_S = 15.0
-LISTED = 8  # device lines shown; the rest are counted
-# The demo's health timing: recovery after 1 s of passing probes (the daemon's default is 60 s).
-DEMO_HEALTH = HealthConfig(quiet_period_s=1.0, probe_interval_s=0.1, event_wait_s=0.05)
-# --fast (tests): recovery after 0.2 s, and short lifecycle delays; the steps are the same.
-FAST_HEALTH = HealthConfig(quiet_period_s=0.2, probe_interval_s=0.05, event_wait_s=0.05)
 FAST_TIMING = LifecycleTiming(
     backoff=Backoff(initial_s=0.05, factor=2.0, max_s=0.5), stream_lost_grace_s=0.3, stop_grace_s=0.2, debounce_s=0.05
 )
@@ -66,6 +63,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MACHINE,
         metavar="NAME|FILE",
         help=f"simulated machine (default {DEFAULT_MACHINE}; shipped: {', '.join(shipped_machine_names())})",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("device-plugin", "dra"),
+        help="device-plugin (default) or dra: the DRA driver with an API server and a DRA kubelet stand-in "
+        "(field gpuDevicePlugin.mode, env PLUGIN_MODE, as `run` reads it)",
     )
     add_config_arguments(parser)
     parser.add_argument("--verbose", action="store_true", help="also show the plugin's own log lines")
@@ -84,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     plugin_dir = Path(tempfile.mkdtemp(prefix="gdp-demo-", dir="/tmp"))
     try:
-        config = _demo_config(load_cli_config(args), plugin_dir, args.fast)
+        config = demo_config(load_cli_config(args), plugin_dir, args.fast)
+        if config.daemon.mode == "dra":
+            return demo_dra.walk_through(backend, config, plugin_dir, args.machine, args.fast)
         node = build_node(backend, config)
         if not node.resources and args.mig_strategy is None and node.mig.devices_by_gpu:
             print(
@@ -103,17 +108,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         backend.close()
         shutil.rmtree(plugin_dir, ignore_errors=True)
-
-
-def _demo_config(config: Config, plugin_dir: Path, fast: bool) -> Config:
-    daemon = replace(
-        config.daemon,
-        device_plugin_dir=plugin_dir,
-        metrics_address="",
-        labels_file="",
-        health=FAST_HEALTH if fast else DEMO_HEALTH,
-    )
-    return replace(config, daemon=daemon)
 
 
 def _walk_through(backend: FakeNvml, node: Node, config: Config, args: argparse.Namespace) -> int:
