@@ -67,8 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mode",
         choices=("device-plugin", "dra"),
-        help="device-plugin (default) or dra: the DRA driver with an API server and a DRA kubelet stand-in "
-        "(field gpuDevicePlugin.mode, env PLUGIN_MODE, as `run` reads it)",
+        help="what to walk through: the device plugin, or with dra the DRA driver with an API server and a DRA "
+        "kubelet stand-in (read as `run` reads it: field gpuDevicePlugin.mode, env PLUGIN_MODE; default "
+        "device-plugin)",
     )
     add_config_arguments(parser)
     parser.add_argument("--verbose", action="store_true", help="also show the plugin's own log lines")
