@@ -46,16 +46,29 @@ def uuid_of(machine: str, gpu: int, mig: int | None = None) -> str:
         fake.close()
 
 
-def in_order(out: str, lines: list[str]) -> list[str]:
-    """The expected lines missing from `out`, or found out of order (each searched after the previous)."""
-    missing, at = [], 0
+def in_order(out: str, lines: list[str | tuple[str, ...]]) -> list[str | tuple[str, ...]]:
+    """The expected lines missing from `out`, or found out of order (each searched after the previous); a
+    tuple is a line with alternatives, any one of which will do."""
+    missing: list[str | tuple[str, ...]] = []
+    at = 0
     for line in lines:
-        found = out.find(line, at)
-        if found < 0:
+        hits = [(out.find(alt, at), alt) for alt in (line if isinstance(line, tuple) else (line,))]
+        found = [(i, alt) for i, alt in hits if i >= 0]
+        if not found:
             missing.append(line)
         else:
-            at = found + len(line)
+            i, alt = min(found)
+            at = i + len(alt)
     return missing
+
+
+# Xid 79 makes the GPU lost, and the watcher hears it twice: from the event and from the next probe. Under
+# load the probe can win (tests/probes_held.py); the GPU is then tainted and reported for the failed probe.
+def fault(device: str) -> list[str | tuple[str, ...]]:
+    return [
+        (f"   {device}: gpu.nvidia.com/xid=79:NoSchedule", f"   {device}: gpu-device-plugin.io/unhealthy=probe-failed"),
+        (f"health stream says {device} is unhealthy: Xid 79", f"health stream says {device} is unhealthy: "),
+    ]
 
 
 CASES = {
@@ -70,8 +83,7 @@ CASES = {
             "3. A pod's claim demo/gpu-claim is allocated gpu-0",
             f"   gpu-0: nvidia.com/gpu={uuid_of('dgx1-v100', 0)}\n",
             "4. GPU 7 reports Xid 79 (fallen off the bus). Its 1 device get a taint:",
-            "   gpu-7: gpu.nvidia.com/xid=79:NoSchedule, in the slices after ",
-            "   The kubelet's health stream says gpu-7 is unhealthy: Xid 79",
+            *fault("gpu-7"),
             "the taint is gone: after ",
             "   The health stream says gpu-7 is healthy again.",
             "   Unprepared gpu-claim: ok.",
@@ -88,8 +100,7 @@ CASES = {
             "   ... and 11 more",
             f"   gpu-4: nvidia.com/gpu={uuid_of('h100-mig-mixed', 4)}\n",
             "4. GPU 1 reports Xid 79 (fallen off the bus). Its 7 devices get a taint:",
-            "   gpu-1-mig-19-0-1: gpu.nvidia.com/xid=79:NoSchedule, in the slices after ",
-            "   The kubelet's health stream says gpu-1-mig-19-0-1 is unhealthy: Xid 79",
+            *fault("gpu-1-mig-19-0-1"),
             "   The health stream says gpu-1-mig-19-0-1 is healthy again.",
             "   Stopped (clean); slices left: 0; sockets left: []",
         ],
