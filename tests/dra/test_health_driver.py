@@ -71,13 +71,17 @@ def never_allocated(node: Node, driver: DraFrontEnd, sick: int) -> bool:
     return first_fit(free, len(free), None) is not None
 
 
-def _inject_xid_79(node: Node) -> None:
-    """Xid 79 read by the event watch before any probe sees the GPU lost (tests/probes_held.py says why)."""
+def _inject_to_the_event_watch(node: Node, event: HealthEvent) -> None:
+    """`event` read by the event watch before any probe sees the GPU lost (tests/probes_held.py says why)."""
     assert node.runtime is not None and node.runtime.health is not None
     watcher = node.runtime.health
     with probes_held(node.fake):
-        node.fake.test_hooks.inject(HealthEvent(3, HealthEventKind.XID, xid=79))
-        assert eventually(lambda: watcher.states()[3].health is Health.UNHEALTHY)
+        node.fake.test_hooks.inject(event)
+        assert eventually(lambda: watcher.states()[event.gpu_index].health is Health.UNHEALTHY)
+
+
+def _inject_xid_79(node: Node) -> None:
+    _inject_to_the_event_watch(node, HealthEvent(3, HealthEventKind.XID, xid=79))
 
 
 FAULTS = {
@@ -86,7 +90,11 @@ FAULTS = {
         "gpu.nvidia.com/xid",
         "79",
     ),
-    "lost": (lambda node: node.fake.test_hooks.set_lost(3, "test"), "gpu.nvidia.com/gpu-lost", None),
+    "lost": (
+        lambda node: _inject_to_the_event_watch(node, HealthEvent(3, HealthEventKind.LOST, detail="test")),
+        "gpu.nvidia.com/gpu-lost",
+        None,
+    ),
 }
 
 
