@@ -24,6 +24,7 @@ from device_plugin.node.runtime import NodeRuntime
 from tests.dra.kubelet_dra_standin import DraKubeletStandin, HealthWatch
 from tests.dra.test_driver import NODE, Node, eventually
 from tests.dra.test_health_driver import started
+from tests.probes_held import probes_held
 
 HEALTHY, UNHEALTHY, UNKNOWN = 1, 2, 0
 VERSIONS = ["v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"]
@@ -83,8 +84,9 @@ def test_a_stream_shows_every_device_then_the_fault_then_the_recovery(node: Node
         assert {d.health for d in devices.values()} == {HEALTHY}
         assert {d.health_check_timeout_seconds for d in devices.values()} == {HEALTH_TIMEOUT_S}
         assert all(abs(d.last_updated_time - time.time()) < 60 for d in devices.values())
-        node.fake.test_hooks.set_lost(3, "test")
-        sick = watch.until(lambda d: d["gpu-3"][0] == UNHEALTHY)
+        with probes_held(node.fake):  # the LOST event, not a probe that sees the loss first, decides the message
+            node.fake.test_hooks.set_lost(3, "test")
+            sick = watch.until(lambda d: d["gpu-3"][0] == UNHEALTHY)
         assert "GPU lost" in sick["gpu-3"][1] and {h for n, (h, _) in sick.items() if n != "gpu-3"} == {HEALTHY}
         node.fake.test_hooks.recover(3)
         assert watch.until(lambda d: d["gpu-3"] == (HEALTHY, ""))
