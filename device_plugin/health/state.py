@@ -117,7 +117,9 @@ class HealthStateMachine:
         state = self._states[index]
         if not result.ok:
             failed = replace(state, passing_since_s=None)
-            return self._fail(index, failed, f"probe failed: {result.reason}", now_s, HealthCause.PROBE_FAILED)
+            # a probe that finds the GPU lost names the same fault as the lost-GPU event (the two race)
+            cause = HealthCause.LOST if result.lost else HealthCause.PROBE_FAILED
+            return self._fail(index, failed, f"probe failed: {result.reason}", now_s, cause)
         if state.health is Health.HEALTHY or state.watch_failure is not None:
             return None  # nothing to recover, or not allowed to while the GPU is not watched
         passing_since = now_s if state.passing_since_s is None else state.passing_since_s

@@ -27,7 +27,6 @@ from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeR
 # NVML return codes (nvmlReturn_t), so callers see the same `code` as with the real library.
 NVML_ERROR_UNINITIALIZED = 1
 NVML_ERROR_INVALID_ARGUMENT = 2
-NVML_ERROR_GPU_IS_LOST = 15
 NVML_ERROR_UNKNOWN = 999
 
 XID_FALLEN_OFF_BUS = 79
@@ -164,7 +163,7 @@ class FakeFaults:
         with self._cond:
             state = self._gpu(index)
             if state.lost:
-                return ProbeResult(index, False, "nvmlDeviceGetHandleByUUID failed: GPU is lost")
+                return ProbeResult(index, False, "nvmlDeviceGetHandleByUUID failed: GPU is lost", lost=True)
             if state.retired_pages_pending:
                 return ProbeResult(index, False, "retired pages pending (nvmlDeviceGetRetiredPagesPendingStatus)")
             if state.probe_failure is not None:

@@ -14,6 +14,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
+NVML_ERROR_GPU_IS_LOST = 15  # nvmlReturn_t: the GPU is lost or has fallen off the bus
+
 
 class HealthEventKind(StrEnum):
     XID = "xid"  # nvmlEventTypeXidCriticalError; `xid` carries the code
@@ -57,6 +59,7 @@ class ProbeResult:
     gpu_index: int
     ok: bool
     reason: str = ""
+    lost: bool = False  # NVML said the GPU is lost (NVML_ERROR_GPU_IS_LOST): the same fault an event calls "lost"
 
     def __post_init__(self) -> None:
         if not self.ok and not self.reason:

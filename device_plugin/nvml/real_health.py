@@ -18,7 +18,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from device_plugin.core.errors import NvmlError
-from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult, frozen_failures
+from device_plugin.nvml.health_types import (
+    NVML_ERROR_GPU_IS_LOST,
+    HealthEvent,
+    HealthEventKind,
+    ProbeResult,
+    frozen_failures,
+)
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +153,7 @@ class RealHealth:
         try:
             failure = self._probe(index)
         except NvmlError as exc:
-            return ProbeResult(index, False, str(exc))
+            return ProbeResult(index, False, str(exc), lost=exc.code == NVML_ERROR_GPU_IS_LOST)
         return ProbeResult(index, failure is None, failure or "")
 
     def _probe(self, index: int) -> str | None:

@@ -121,6 +121,7 @@ def test_probe(real: RealNvml, standin: HealthStandin, faults: dict[str, object]
         assert result == ProbeResult(1, True)
     else:
         assert not result.ok and reason in result.reason
+        assert result.lost == ("lost" in faults)  # only NVML's GPU_IS_LOST makes a probe report the GPU lost
     assert real.probe(0).ok
 
 

@@ -202,6 +202,7 @@ CAUSES = {
     "double-bit-ecc": (DBE, HealthCause.DOUBLE_BIT_ECC, None),
     "lost-gpu-event": (LOST, HealthCause.LOST, None),
     "failed-probe": (BAD, HealthCause.PROBE_FAILED, None),
+    "probe-finds-the-gpu-lost": (ProbeResult(3, False, "GPU is lost", lost=True), HealthCause.LOST, None),
     "watch-failed": (("watch_failed", "no event set"), HealthCause.WATCH_FAILED, None),
 }
 

@@ -63,10 +63,10 @@ def in_order(out: str, lines: list[str | tuple[str, ...]]) -> list[str | tuple[s
 
 
 # Xid 79 makes the GPU lost, and the watcher hears it twice: from the event and from the next probe. Under
-# load the probe can win (tests/probes_held.py); the GPU is then tainted and reported for the failed probe.
+# load the probe can win (tests/probes_held.py); the GPU is then tainted and reported as lost (NVIDIA's key).
 def fault(device: str) -> list[str | tuple[str, ...]]:
     return [
-        (f"   {device}: gpu.nvidia.com/xid=79:NoSchedule", f"   {device}: gpu-device-plugin.io/unhealthy=probe-failed"),
+        (f"   {device}: gpu.nvidia.com/xid=79:NoSchedule", f"   {device}: gpu.nvidia.com/gpu-lost:NoSchedule"),
         (f"health stream says {device} is unhealthy: Xid 79", f"health stream says {device} is unhealthy: "),
     ]
 
