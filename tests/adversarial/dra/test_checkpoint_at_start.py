@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -208,13 +206,6 @@ def test_many_bad_entries_are_logged_in_a_bounded_number_of_lines(
     # the checkpoint's own lines: threads of earlier tests' drivers may log meanwhile
     ours = [r.getMessage() for r in caplog.records if r.name.startswith("device_plugin.dra.checkpoint")]
     assert len(ours) < 20 and any("200 bad entries" in m for m in ours), ours
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths hold 107 bytes
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def test_the_driver_serves_after_a_fifo_checkpoint_and_checkpoints_afresh(root: Path) -> None:

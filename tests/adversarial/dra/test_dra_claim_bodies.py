@@ -8,9 +8,6 @@ answer although it had been checkpointed. Long names from the kubelet's request 
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +15,7 @@ import pytest
 
 from device_plugin.dra.checkpoint import Checkpoint
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
-from tests.adversarial.dra.harness import DRIVER, NODE, HeldClaims, dra_server, prepare
+from tests.adversarial.dra.harness import DRIVER, NODE, HeldClaims, prepare
 
 GOOD = {"request": "g", "driver": DRIVER, "pool": NODE, "device": "gpu-1"}
 META = {"namespace": "ns", "name": "bad", "uid": "uid-bad"}
@@ -45,26 +42,6 @@ BODIES = {
     "request-a-lone-surrogate": (_allocated({**GOOD, "request": "\ud800", "device": "gpu-0"}), "not valid UTF-8"),
     "million-results": (_allocated(*[GOOD] * 1_000_000), "holds 1000000 items"),
 }
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths hold 107 bytes
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def claims() -> HeldClaims:
-    return HeldClaims()
-
-
-@pytest.fixture
-def server(root: Path, claims: HeldClaims) -> Iterator[DraGrpcServer]:
-    started = dra_server(root, reader=claims)
-    started.start()
-    yield started
-    started.stop(0.1)
 
 
 @pytest.mark.parametrize(("body", "expected"), list(BODIES.values()), ids=list(BODIES))

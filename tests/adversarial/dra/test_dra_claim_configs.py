@@ -8,16 +8,13 @@ claim of the same call is prepared.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
-from tests.adversarial.dra.harness import DRIVER, NODE, HeldClaims, dra_server, prepare
+from tests.adversarial.dra.harness import DRIVER, NODE, HeldClaims, prepare
 
 OURS = {"request": "g", "driver": DRIVER, "pool": NODE, "device": "gpu-0"}
 NVIDIA = "resource.nvidia.com/v1beta1"
@@ -46,26 +43,6 @@ CONFIGS = {
     "kind-a-list": ([opaque({"apiVersion": NVIDIA, "kind": ["GpuConfig"]})], "not a kind this driver knows"),
     "kind-a-megabyte": ([opaque({"apiVersion": NVIDIA, "kind": "K" * (1 << 20)})], "not a kind this driver knows"),
 }
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths hold 107 bytes
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def claims() -> HeldClaims:
-    return HeldClaims()
-
-
-@pytest.fixture
-def server(root: Path, claims: HeldClaims) -> Iterator[DraGrpcServer]:
-    started = dra_server(root, reader=claims)
-    started.start()
-    yield started
-    started.stop(0.1)
 
 
 @pytest.mark.parametrize(("configs", "expected"), list(CONFIGS.values()), ids=list(CONFIGS))

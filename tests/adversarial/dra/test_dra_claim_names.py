@@ -6,8 +6,6 @@ On main 67e3c9c a 1 MiB claim name went into the GET's URL and came back as a 1 
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,13 +28,6 @@ def api() -> Iterator[ApiStandin]:
     standin.add_node(NODE)
     yield standin
     standin.down()
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths hold 107 bytes
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 BAD = {

@@ -7,10 +7,7 @@ re-allocated another GPU, was answered the old GPU from the checkpoint.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -19,13 +16,6 @@ import pytest
 from device_plugin.dra.grpc_service import SocketPaths
 from device_plugin.dra.prepare import ClaimRef, PrepareResult
 from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, prepare, preparer_of, wait_until
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths hold 107 bytes
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _devices(result: PrepareResult) -> list[str]:

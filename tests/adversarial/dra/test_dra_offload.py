@@ -7,8 +7,6 @@ UNKNOWN with its whole message (now: that claim's error, cut short).
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,13 +27,6 @@ from tests.adversarial.dra.harness import (
 )
 
 MAX_DETAILS_CHARS = 2048  # what a status message may grow to, whatever went wrong
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths hold 107 bytes
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

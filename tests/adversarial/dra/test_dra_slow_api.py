@@ -7,8 +7,6 @@ claims one after another (20 s a call), an Unprepare waited 19 s, and /healthz s
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -32,13 +30,6 @@ from tests.adversarial.dra.harness import (
 )
 
 CALLS, CLAIMS_PER_CALL = 4, 4
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths hold 107 bytes
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import logging
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,13 +21,6 @@ from device_plugin.core.errors import ConfigError
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.serving.socket_files import SUN_PATH_BYTES, bind_bytes
 from tests.adversarial.dra.harness import DRIVER, dra_server, get_info, unprepare, wait_until
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths hold 107 bytes
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

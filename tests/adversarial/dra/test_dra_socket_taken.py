@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import socket
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,13 +20,6 @@ from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 CALM_S = 2.0  # long enough for dozens of keeper polls (every 0.05 s here): the old keeper rebound at each
 FREE_AGAIN_S = 20.0  # the next look comes after the current backoff delay (growing to 10 s)
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths hold 107 bytes
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -8,9 +8,7 @@ us again), and nothing could tell: probes stayed 200.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,26 +17,6 @@ from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.serving import event_loop
 from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, get_info, prepare, unprepare, wait_until
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths hold 107 bytes
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def claims() -> HeldClaims:
-    return HeldClaims()
-
-
-@pytest.fixture
-def server(root: Path, claims: HeldClaims) -> Iterator[DraGrpcServer]:
-    started = dra_server(root, reader=claims)
-    started.start()
-    yield started
-    started.stop(0.1)
 
 
 def _inode(path: Path) -> int | None:
