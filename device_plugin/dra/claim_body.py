@@ -15,7 +15,6 @@ from typing import Any
 
 from device_plugin.core.short_text import short
 
-RESULTS = "status.allocation.devices.results"
 # The API allows 32 requests of at most 32 devices each; anything beyond that is not a real claim.
 MAX_RESULTS = 32 * 32
 
@@ -74,25 +73,31 @@ def _device(item: Mapping[str, Any], where: str) -> AllocatedDevice:
     )
 
 
+def allocation_items(claim: Mapping[str, Any], key: str, limit: int) -> list[tuple[str, Mapping[str, Any]]]:
+    """The objects of `status.allocation.devices.<key>` (none when absent), each with the name a message
+    gives it. ClaimBodyError: a part has the wrong shape, or the list holds more than `limit` items."""
+    status = _object(claim.get("status"), "status")
+    allocation = _object(status.get("allocation"), "status.allocation")
+    items = _object(allocation.get("devices"), "status.allocation.devices").get(key)
+    field = f"status.allocation.devices.{key}"
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise ClaimBodyError(f"{field} is a {_kind(items)} ({short(items)}), not a list")
+    if len(items) > limit:
+        raise ClaimBodyError(f"{field} holds {len(items)} items, more than a claim can ({limit})")
+    return [(f"{field}[{i}]", _object(raw, f"{field}[{i}]", optional=False)) for i, raw in enumerate(items)]
+
+
 def read_allocation(body: object, driver: str) -> Allocation:
     """The claim's UID and `driver`'s allocated devices. ClaimBodyError: a part has the wrong shape."""
     claim = _object(body, "the ResourceClaim", optional=False)
     uid = _object(claim.get("metadata"), "metadata").get("uid", "")
     if not isinstance(uid, str):
         raise ClaimBodyError(f"metadata.uid is a {_kind(uid)} ({short(uid)}), not a string")
-    status = _object(claim.get("status"), "status")
-    allocation = _object(status.get("allocation"), "status.allocation")
-    results = _object(allocation.get("devices"), "status.allocation.devices").get("results")
-    if results is None:
-        return Allocation(uid, ())
-    if not isinstance(results, list):
-        raise ClaimBodyError(f"{RESULTS} is a {_kind(results)} ({short(results)}), not a list")
-    if len(results) > MAX_RESULTS:
-        raise ClaimBodyError(f"{RESULTS} holds {len(results)} items, more than a claim can ({MAX_RESULTS})")
-    devices = []
-    for index, raw in enumerate(results):
-        where = f"{RESULTS}[{index}]"
-        item = _object(raw, where, optional=False)
-        if _text(item, "driver", where) == driver:
-            devices.append(_device(item, where))
+    devices = [
+        _device(item, where)
+        for where, item in allocation_items(claim, "results", MAX_RESULTS)
+        if _text(item, "driver", where) == driver
+    ]
     return Allocation(uid, tuple(devices))

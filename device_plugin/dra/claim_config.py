@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from device_plugin.core.short_text import short
-from device_plugin.dra.claim_body import ClaimBodyError, _kind, _object, _text
+from device_plugin.dra.claim_body import ClaimBodyError, _kind, _object, _text, allocation_items
 
-CONFIGS = "status.allocation.devices.config"
 MAX_CONFIGS = 32  # the API's limit on a claim's (and an allocation's) configs
 NVIDIA_API_VERSION = "resource.nvidia.com/v1beta1"
 # NVIDIA's config kinds we accept, and the device type each one applies to (NVIDIA's pairing).
@@ -42,19 +41,8 @@ class OpaqueConfig:
 
 def read_configs(body: Mapping[str, Any], driver: str) -> tuple[OpaqueConfig, ...]:
     """The allocation's opaque configs for `driver`. ClaimBodyError: a part has the wrong shape."""
-    status = _object(body.get("status"), "status")
-    allocation = _object(status.get("allocation"), "status.allocation")
-    configs = _object(allocation.get("devices"), "status.allocation.devices").get("config")
-    if configs is None:
-        return ()
-    if not isinstance(configs, list):
-        raise ClaimBodyError(f"{CONFIGS} is a {_kind(configs)} ({short(configs)}), not a list")
-    if len(configs) > MAX_CONFIGS:
-        raise ClaimBodyError(f"{CONFIGS} holds {len(configs)} items, more than a claim can ({MAX_CONFIGS})")
     ours = []
-    for index, raw in enumerate(configs):
-        where = f"{CONFIGS}[{index}]"
-        item = _object(raw, where, optional=False)
+    for where, item in allocation_items(body, "config", MAX_CONFIGS):
         opaque = _object(item.get("opaque"), f"{where}.opaque")
         if not opaque or _text(opaque, "driver", f"{where}.opaque") != driver:
             continue
