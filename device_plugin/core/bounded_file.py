@@ -2,7 +2,7 @@
 
 Boundary: a path in, bytes out (or ConfigError naming the caller's field); what the bytes mean is the
 caller's. The one bounded reader: the config file (config/reading.py), the DRA checkpoint
-(config/bounded_json.py), machine descriptions and the NIC sysfs attributes (nvml/) use it. Limits:
+(core/bounded_json.py), machine descriptions and the NIC sysfs attributes (nvml/) use it. Limits:
 - a regular file only, opened with O_NONBLOCK and checked with fstat before any read: a FIFO or a
   device (/dev/zero) at the path, also behind a symbolic link, is refused at once instead of blocking;
 - at most `limit` bytes, read as at most that plus one byte (so "exactly the limit" is told from "over").

@@ -1,7 +1,7 @@
 """Read the DRA checkpoint at start: the claims folder, its journals, the old single file (migrated), stale temp files.
 
 Boundary: disk -> {uid: PreparedClaim}, once, before the driver serves. Every file is read with the
-config reader's limits (config.bounded_json: a regular file only, O_NONBLOCK, a size cap, a depth cap),
+config reader's limits (core.bounded_json: a regular file only, O_NONBLOCK, a size cap, a depth cap),
 so a FIFO, a symlink to /dev/zero or `[` x 100,000 is refused at once. A bad entry is not fatal: it is
 renamed to `<name>.bad` (kept for whoever investigates) and logged, and the driver starts without it;
 the kubelet's next NodePrepareResources for that claim prepares it afresh. The journals are replayed over
@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 from typing import NamedTuple
 
-from device_plugin.config.bounded_json import load_json_file
+from device_plugin.core.bounded_json import load_json_file
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short_path
 from device_plugin.dra.checkpoint_commit import GroupSync, replace_files

@@ -1,8 +1,8 @@
 """JSON files read with the config reader's limits: our own state files (the DRA checkpoint), not config.
 
 Boundary: a path in, plain JSON values out (or ConfigError naming the file). The bytes come from
-reading.read_regular_file, the one bounded reader (a regular file only, O_NONBLOCK, a size cap), so a
-FIFO or a symlink to /dev/zero is refused at once. The depth is capped at reading.MAX_DEPTH: CPython's
+core/bounded_file.py, the one bounded reader (a regular file only, O_NONBLOCK, a size cap), so a
+FIFO or a symlink to /dev/zero is refused at once. The depth is capped at bounded_yaml.MAX_DEPTH: CPython's
 JSON decoder recurses, and `[` x 100,000 ends in a RecursionError inside it (cleanly, before the C stack
 is at risk), which is reported here as "nested too deep"; anything that did parse is walked once,
 without recursion, against the cap. JSON rather than YAML: the checkpoint is read at start, one small
@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from device_plugin.config.reading import MAX_DEPTH, read_regular_file
+from device_plugin.core.bounded_file import read_regular_file
+from device_plugin.core.bounded_yaml import MAX_DEPTH
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import one_line, short_path
 
