@@ -115,10 +115,13 @@ class StreamClock:
         self._thread.join(timeout=2.0)
 
 
-def bench(keeps_taints: bool, rounds: int, timeout_s: float, deadline: float) -> dict[str, list[float] | int]:
+def bench(
+    keeps_taints: bool, rounds: int, timeout_s: float, deadline: float, schema_check: bool
+) -> dict[str, list[float] | int]:
     root = Path(tempfile.mkdtemp(prefix="bdrh-", dir="/tmp"))
     api = ApiStandin().up()
     api.keeps_taints = keeps_taints
+    api.schema_check = schema_check  # as bench_dra (d): a real API server validates out of our process
     api.add_node(NODE)
     fake = FakeNvml.from_machine("dgx1-v100")
     run = Run(root, api, fake)
@@ -190,13 +193,20 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=40, help="fault-and-recovery rounds per server kind")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds a round may wait before it is lost")
     parser.add_argument("--deadline", type=float, default=240.0, help="seconds for the whole run")
+    parser.add_argument(
+        "--schema-check",
+        action="store_true",
+        help="the API stand-in checks every write against the schema (~20 ms of Python a slice write, in this "
+        "process, timed as ours); off by default, as in bench_dra.py (d)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     deadline = time.monotonic() + args.deadline
     print(f"health transition -> taint written (dgx1-v100, Xid 79 then recovery, {args.rounds} rounds per server)")
+    print(f"    the API stand-in's schema check of each write {'on' if args.schema_check else 'off (--schema-check)'}")
     rows = []
     for keeps, kind in ((True, "taints kept"), (False, "taints not kept")):
-        got = bench(keeps, args.rounds, args.timeout, deadline)
+        got = bench(keeps, args.rounds, args.timeout, deadline, args.schema_check)
         mark = "taint written" if keeps else "device left the pool"
         back = "taint removed" if keeps else "device back in the pool"
         rows.append(_row(f"{kind}: transition -> {mark}", got["written"], True))  # type: ignore[arg-type]
