@@ -40,6 +40,7 @@ from device_plugin.health.state import HealthTransition
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
+from device_plugin.process.gc_pauses import freeze_start_up_objects
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin, HealthWatch
 from tests.dra.scheduler_view import newest_devices, taints_of
@@ -131,6 +132,7 @@ def bench(
     out: dict[str, list[float] | int] = {"written": [], "removed": [], "stream": [], "fault": [], "lost": 0}
     try:
         watch = kubelet.watch_health(kubelet.wait_for_plugin(timeout_s))
+        freeze_start_up_objects()  # as `run` does once it serves
         clock = StreamClock(watch)
         if not run.front_end.publisher.wait_synced(timeout_s):
             out["lost"] = rounds

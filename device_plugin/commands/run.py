@@ -38,6 +38,7 @@ from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.observability.http_endpoint import EndpointBindError
+from device_plugin.process.gc_pauses import freeze_start_up_objects
 from device_plugin.process.log_writer import flush as flush_log_writer
 from device_plugin.process.log_writer import in_background
 from device_plugin.process.signals import ProcessSignals
@@ -134,7 +135,9 @@ def _run(args: argparse.Namespace) -> int:
     if watch is not None:
         watch.start()
     signals.on_hangup = runtime.request_rescan
+    frozen = freeze_start_up_objects()  # full collections stay short on the health and RPC paths
     log.info("%s serving", runtime.front_end.name)
+    log.debug("start-up objects frozen out of garbage collection: %d", frozen)
     signal_name = signals.wait()
     started = time.monotonic()
     log.info("received %s; %s", signal_name, STOPPING.get(config.daemon.mode, "stopping"))
