@@ -106,3 +106,13 @@ def test_every_alert_names_metrics_the_plugin_exports(monitoring: list[dict[str,
 def test_the_metric_name_check_catches_a_typo() -> None:
     assert "gpu_device_plugin_devics" not in exported_metric_names()
     assert "gpu_device_plugin_devices" in exported_metric_names()
+
+
+@pytest.mark.parametrize(
+    "overlay",
+    ["dra", "dra/extended-resource", "overlays/device-plugin-pool"],
+    ids=["dra", "dra-extended-resource", "device-plugin-pool"],
+)
+def test_every_mode_runs_the_image_the_image_overlay_names(overlay: str) -> None:
+    """The README's one sed line on deploy/overlays/image sets the image for the DRA driver and the node pools too."""
+    assert container(render(DEPLOY_DIR / overlay))["image"] == "registry.example.com/gpu-device-plugin:0.1.0"
