@@ -1,13 +1,12 @@
-"""The exact search over precomputed tables (at most 16 GPUs): one scan of a sorted list per request.
+"""The exact search over precomputed tables (at most 16 GPUs): a few big-int operations per request.
 
 `order[k]` lists every k-GPU set best first by criteria 1-4, ties in criterion-6 order. A set is a
-candidate when it lies inside `available` and contains `must`, i.e. (set & sel) == must with
-sel = not-available | must. The first candidate (found at C speed by operator.indexOf over a map)
-opens the top tie block of criteria 1-4; its end is found by bisection on the keys. When the
-candidates are few compared with the list (few GPUs free), they are enumerated instead and sorted by
-their precomputed rank in `order[k]`, which gives the same tie block without scanning the list. Only the
-candidates of that block are compared on criterion 5 (fragmentation, a per-mask table built at start-up),
-then criterion 6 (their order in the block, Python's max keeps the first of equals).
+candidate when it lies inside `available` and contains `must`. The candidates' positions in `order[k]`
+come as one bitset from the per-GPU position bitsets (device_plugin.allocator.positions: one AND per
+unavailable or must-include GPU, at C speed, whatever the number of candidates); the lowest position
+opens the top tie block of criteria 1-4, and its end is found by bisection on the keys. Only the
+candidates of that block are compared on criterion 5 (fragmentation, a per-mask table built at
+start-up), then criterion 6 (their order in the block, Python's max keeps the first of equals).
 
 Bound: criterion 5 is evaluated over at most TIE_CAP tied candidates (the first ones in criterion-6
 order). No shipped machine comes near it (its largest tie block is 140 sets); a 16-GPU machine with
@@ -17,16 +16,12 @@ optimal on criteria 1-4 and is exact on 4 among the first TIE_CAP sets.
 
 from __future__ import annotations
 
-import operator
 from bisect import bisect_right
-from itertools import combinations, islice
-from math import comb
 
+from device_plugin.allocator.positions import first_position, members
 from device_plugin.allocator.tables import ExactTables
 
 TIE_CAP = 4096
-# Enumerating a candidate costs about as much as scanning this many list entries.
-_ENUMERATE_COST = 12
 
 
 def fragmentation(tables: ExactTables, remaining: int) -> int:
@@ -40,16 +35,14 @@ def tie_block(tables: ExactTables, available: int, must: int, size: int, start: 
     Returns ([], len) when no candidate is left. Candidates are in criterion-6 order.
     """
     order = tables.order[size]
-    sel = (((1 << tables.n) - 1) ^ available) | must
-    try:
-        first = operator.indexOf(map(sel.__and__, islice(order, start, None)), must) + start
-    except ValueError:
+    found = tables.positions.candidates(available, must, size) >> start << start
+    if not found:
         return [], len(order)
+    first = first_position(found)
     end = bisect_right(tables.neg_key[size], -tables.key[order[first]], first)
     if end - first == 1:
         return [order[first]], end
-    block = [m for m in islice(order, first, end) if m & sel == must]
-    return block[:TIE_CAP], end
+    return members(found, order, first, end, TIE_CAP), end
 
 
 def pick(tables: ExactTables, available: int, block: list[int]) -> int:
@@ -60,28 +53,9 @@ def pick(tables: ExactTables, available: int, block: list[int]) -> int:
     return max(block, key=lambda m: frag[available ^ m])  # max keeps the first of equals: criterion 6
 
 
-def _enumerated_block(tables: ExactTables, available: int, must: int, size: int) -> list[int] | None:
-    """The top tie block by enumerating the candidates, or None when scanning the list is cheaper."""
-    free = available & ~must
-    free_count, needed = free.bit_count(), size - must.bit_count()
-    if comb(free_count, needed) * _ENUMERATE_COST >= len(tables.order[size]):
-        return None
-    bits = []
-    while free:
-        bit = free & -free
-        bits.append(bit)
-        free ^= bit
-    candidates = sorted((must + sum(c) for c in combinations(bits, needed)), key=tables.rank.__getitem__)
-    key, top = tables.key, tables.key[candidates[0]]
-    block = [m for m in islice(candidates, TIE_CAP) if key[m] == top]
-    return block
-
-
 def search(tables: ExactTables, available: int, must: int, size: int) -> int:
     """The optimal set (mask) for a validated request."""
-    block = _enumerated_block(tables, available, must, size)
-    if block is None:
-        block, _ = tie_block(tables, available, must, size)
+    block, _ = tie_block(tables, available, must, size)
     return pick(tables, available, block)
 
 

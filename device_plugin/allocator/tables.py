@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from device_plugin.allocator.objective import FRAG_SIZES, pack_frag, pack_key
+from device_plugin.allocator.positions import PositionSets, build_positions
 from device_plugin.topology.model import BandwidthTier
 
 MAX_EXACT_GPUS = 16
@@ -76,6 +77,7 @@ class ExactTables:
     order: tuple[list[int], ...]
     neg_key: tuple[list[int], ...]  # -key of order[k], ascending: bisect finds the end of a tie block
     rank: list[int]  # position of each mask in order[popcount(mask)]
+    positions: PositionSets  # which positions of order[k] hold which GPU (a request's candidates)
     best_ring: dict[int, list[int]]  # j -> Qj per mask, for j in FRAG_SIZES with j < n
     partner_max: HalfTables
     frag: list[int]  # criterion 5 of each mask as the free set that a choice leaves, packed (pack_frag)
@@ -140,6 +142,7 @@ def build_tables(
         order=order,
         neg_key=neg_key,
         rank=rank,
+        positions=build_positions(order, n),
         best_ring=best_ring,
         partner_max=maxes,
         frag=frag,
