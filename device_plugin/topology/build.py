@@ -1,7 +1,7 @@
 """Build the Topology value from an NvmlBackend (real or fake), once, at start-up.
 
-The NVLink fabric is read into a networkx graph: one node per GPU (`("gpu", index)`) and one per
-NVSwitch (`("nvswitch", bus_id)`), edges weighted by active link count. From it, per GPU pair:
+The NVLink fabric is read as each GPU's active link count towards each far end, a GPU (`("gpu", index)`)
+or an NVSwitch (`("nvswitch", bus_id)`). From it, per GPU pair:
 - direct NVLinks: the weight of the GPU-GPU edge (the smaller of the two ends' counts, should a
   driver report them asymmetrically; NVIDIA's allocator panics there, we take the safe side);
 - NVLinks through NVSwitch: the switches both GPUs reach; each GPU's links into those switches are
@@ -20,8 +20,7 @@ Beyond the node: each GPU's NVLink fabric registration (clique) as the backend r
 from __future__ import annotations
 
 import logging
-
-import networkx as nx
+from dataclasses import dataclass
 
 from device_plugin.nvml.pcie_paths import pcie_level_of_paths, socket_name
 from device_plugin.nvml.protocol import NicSource, NvmlBackend
@@ -32,46 +31,46 @@ from device_plugin.topology.model import PairLink, Topology
 log = logging.getLogger(__name__)
 
 
-def nvlink_graph(backend: NvmlBackend, gpus: tuple[GpuInfo, ...]) -> nx.Graph:
-    """GPUs and NVSwitches as nodes, active NVLink counts as edge weights (per end, see module doc)."""
-    graph = nx.Graph()
+@dataclass(frozen=True)
+class NvlinkEnds:
+    """Active NVLinks as each GPU counts them (per end, see module doc): towards each other GPU of this
+    node (`to_gpu[a][b]`) and towards each NVSwitch, by its normalised PCI bus ID (`to_switch[a][bus]`)."""
+
+    to_gpu: dict[int, dict[int, int]]
+    to_switch: dict[int, dict[str, int]]
+
+    def linked(self) -> set[int]:
+        """GPUs with any NVLink: those that count one, and those another GPU counts one towards."""
+        linked = {a for a in self.to_gpu if self.to_gpu[a] or self.to_switch[a]}
+        linked.update(b for counts in self.to_gpu.values() for b in counts)
+        return linked
+
+    def between(self, a: int, b: int) -> tuple[int, bool]:
+        """(link count, through NVSwitch?) for GPUs a and b."""
+        direct = min(self.to_gpu[a].get(b, 0), self.to_gpu[b].get(a, 0))
+        shared = self.to_switch[a].keys() & self.to_switch[b].keys()
+        through = 0
+        if shared:
+            through = min(sum(self.to_switch[a][s] for s in shared), sum(self.to_switch[b][s] for s in shared))
+        return direct + through, through > 0
+
+
+def nvlink_ends(backend: NvmlBackend, gpus: tuple[GpuInfo, ...]) -> NvlinkEnds:
+    """Every GPU's active NVLinks, counted by far end; links to anything else are ignored."""
     by_bus = {normalise_pci_bus_id(gpu.pci_bus_id): gpu.index for gpu in gpus}
+    to_gpu: dict[int, dict[int, int]] = {}
+    to_switch: dict[int, dict[str, int]] = {}
     for gpu in gpus:
-        graph.add_node(("gpu", gpu.index))
-    for gpu in gpus:
-        counts: dict[tuple[str, object], int] = {}
+        gpu_counts, switch_counts = to_gpu.setdefault(gpu.index, {}), to_switch.setdefault(gpu.index, {})
         for link in backend.nvlinks(gpu.index):
             if not link.active:
                 continue
             remote = normalise_pci_bus_id(link.remote_pci_bus_id)
             if link.remote_is_nvswitch:
-                node: tuple[str, object] = ("nvswitch", remote)
+                switch_counts[remote] = switch_counts.get(remote, 0) + 1
             elif remote in by_bus and by_bus[remote] != gpu.index:
-                node = ("gpu", by_bus[remote])
-            else:
-                continue
-            counts[node] = counts.get(node, 0) + 1
-        for node, count in counts.items():
-            ends = graph.get_edge_data(("gpu", gpu.index), node, default={}).get("ends", {})
-            graph.add_edge(("gpu", gpu.index), node, ends={**ends, gpu.index: count})
-    return graph
-
-
-def _nvlinks_between(graph: nx.Graph, a: int, b: int) -> tuple[int, bool]:
-    """(link count, through NVSwitch?) for GPUs a and b."""
-    node_a, node_b = ("gpu", a), ("gpu", b)
-    direct = 0
-    if graph.has_edge(node_a, node_b):
-        ends = graph.edges[node_a, node_b]["ends"]
-        direct = min(ends.get(a, 0), ends.get(b, 0))
-    switches_a = {n for n in graph.neighbors(node_a) if n[0] == "nvswitch"}
-    shared = switches_a & {n for n in graph.neighbors(node_b) if n[0] == "nvswitch"}
-    through = 0
-    if shared:
-        links_a = sum(graph.edges[node_a, s]["ends"][a] for s in shared)
-        links_b = sum(graph.edges[node_b, s]["ends"][b] for s in shared)
-        through = min(links_a, links_b)
-    return direct + through, through > 0
+                gpu_counts[by_bus[remote]] = gpu_counts.get(by_bus[remote], 0) + 1
+    return NvlinkEnds(to_gpu, to_switch)
 
 
 def _per_link_gbps(gpu: GpuInfo) -> float:
@@ -113,14 +112,14 @@ def nic_levels(
 def build_topology(backend: NvmlBackend) -> Topology:
     """The Topology of the machine behind `backend`; NVML errors propagate as NvmlError."""
     gpus = backend.gpus()
-    graph = nvlink_graph(backend, gpus)
-    linked = {n[1] for n in graph.nodes if n[0] == "gpu" and graph.degree(n) > 0}
+    ends = nvlink_ends(backend, gpus)
+    linked = ends.linked()
     per_link = {gpu.index: _per_link_gbps(gpu) for gpu in gpus if gpu.index in linked}
     n = len(gpus)
     rows: list[list[PairLink | None]] = [[None] * n for _ in range(n)]
     for a in range(n):
         for b in range(a + 1, n):
-            links, via_switch = _nvlinks_between(graph, a, b)
+            links, via_switch = ends.between(a, b)
             level = backend.pcie_level(a, b)
             numa_a, numa_b = gpus[a].numa_node, gpus[b].numa_node
             bandwidth = links * min(per_link[a], per_link[b]) if links else pcie_p2p_gbps(level)
@@ -141,6 +140,6 @@ def build_topology(backend: NvmlBackend) -> Topology:
         nic_names=names,
         nic_levels=levels,
         gpu_pcie_paths=paths,
-        nvswitch_seen=any(node[0] == "nvswitch" for node in graph.nodes),
+        nvswitch_seen=any(ends.to_switch.values()),
         gpu_fabric=tuple(backend.fabric_info(gpu.index) for gpu in gpus),
     )
