@@ -74,7 +74,6 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "prometheus_client": ("device_plugin.observability", "device_plugin.node"),
     "watchdog": ("device_plugin.kubelet", "device_plugin.config"),
     "yaml": ("device_plugin.core.bounded_yaml",),  # the one YAML reader, with limits
-    "networkx": ("device_plugin.topology",),
 }
 # Our own packages that only some units may import, though they lie below everyone.
 RESTRICTED = {"api": ("device_plugin.kubelet", "device_plugin.dra")}
