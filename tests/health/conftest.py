@@ -1,9 +1,12 @@
-"""Shared pieces for the health tests: a manual clock, fast configs and ResourceManagers over named machines."""
+"""Shared pieces for the health tests: a manual clock, fast configs and ResourceManagers over named machines;
+for the HealthWatcher tests (tests/health/test_watcher_*.py), starting a watcher over them and backends that
+break or count their probes."""
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
@@ -12,7 +15,9 @@ from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device, DeviceListSnapshot
 from device_plugin.core.ids import format_replica_id
+from device_plugin.health.watcher import HealthWatcher, TransitionListener
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.health_types import EventWatch, ProbeResult
 
 WAIT_S = 10.0  # failure bound for anything that should happen promptly; never a performance claim
 # Short periods so the threaded tests run in well under a second each.
@@ -82,3 +87,63 @@ def fake() -> Iterator[FakeNvml]:
     backend = FakeNvml.from_machine("dgx1-v100")
     yield backend
     backend.close()
+
+
+# ---- the HealthWatcher tests ---------------------------------------------------------------------
+
+
+def start(
+    source: object,
+    resources: Sequence[ResourceManager],
+    config: HealthConfig = FAST,
+    indices: range = range(8),
+) -> HealthWatcher:
+    watcher = HealthWatcher(source, indices, config, listeners=listeners(resources))  # type: ignore[arg-type]
+    watcher.start()
+    return watcher
+
+
+def listeners(resources: Sequence[ResourceManager]) -> list[TransitionListener]:
+    return [resource.on_health_transition for resource in resources]
+
+
+class Flaky:
+    """A HealthSource whose calls raise unexpected exceptions while `broken` is set."""
+
+    def __init__(self, fake: FakeNvml) -> None:
+        self.fake = fake
+        self.broken = threading.Event()
+
+    def open_event_watch(self, indices: tuple[int, ...]) -> EventWatch:
+        if self.broken.is_set():
+            raise RuntimeError("driver exploded")
+        return self.fake.open_event_watch(indices)
+
+    def probe(self, index: int) -> ProbeResult:
+        if self.broken.is_set():
+            raise ZeroDivisionError("bug in a backend")
+        return self.fake.probe(index)
+
+
+class Counting(Flaky):
+    """Counts probe calls, so a test can wait for whole probe rounds to pass."""
+
+    def __init__(self, fake: FakeNvml) -> None:
+        super().__init__(fake)
+        self.probes = 0
+
+    def probe(self, index: int) -> ProbeResult:
+        self.probes += 1
+        return self.fake.probe(index)
+
+
+@pytest.fixture
+def managers(fake: FakeNvml) -> list[ResourceManager]:
+    return [whole_gpus(fake), replicas(fake, 4), mig_like(fake, 3, 3)]
+
+
+@pytest.fixture
+def watcher(fake: FakeNvml, managers: list[ResourceManager]) -> Iterator[HealthWatcher]:
+    started = start(fake, managers)
+    yield started
+    started.stop()
