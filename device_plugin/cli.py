@@ -20,8 +20,10 @@ from device_plugin.core.version import package_version
 from device_plugin.process import signals as process_signals
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    """The top-level parser, and each subcommand's own parser by name (to report its mistyped flags)."""
+def build_parser(only: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser, and each subcommand's own parser by name (to report its mistyped flags).
+
+    `only`: a subcommand's NAME; then only its module is imported and only its parser is built."""
     parser = argparse.ArgumentParser(
         prog="gpu-device-plugin",
         description="Kubernetes device plugin for NVIDIA GPUs (topology-aware, MIG, sharing, health recovery).",
@@ -29,7 +31,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands = {}
-    for module_name in COMMAND_MODULES:
+    for name, module_name in COMMAND_MODULES.items():
+        if only is not None and name != only:
+            continue
         module = importlib.import_module(module_name)
         sub = subparsers.add_parser(module.NAME, help=module.HELP, description=module.HELP, allow_abbrev=False)
         module.add_arguments(sub)
@@ -52,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = [w for w in (sys.argv[1:] if argv is None else argv) if not w.startswith("-")]
     if words[:1] == ["run"]:
         process_signals.install()
-    parser, commands = build_parser()
+    # The first word names the subcommand (the top level takes no option with a value).
+    parser, commands = build_parser(words[0] if words[:1] and words[0] in COMMAND_MODULES else None)
     args, unknown = parser.parse_known_args(argv)
     command = commands.get(getattr(args, "command", None) or "")
     if unknown:
