@@ -1,6 +1,6 @@
 """The checkpoint's group commit (CommitQueue): who is committed in which round, and who gets which error.
 
-Real threads against a commit function that records its rounds; the disk side is tests/dra/test_checkpoint.py.
+Real threads against a commit function that records its rounds; the disk side is tests/dra/test_checkpoint_*.py.
 """
 
 from __future__ import annotations
