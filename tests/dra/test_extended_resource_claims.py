@@ -14,8 +14,8 @@ import pytest
 
 from device_plugin.core.names import GPU_RESOURCE
 from tests.deploy.render import render
+from tests.dra.driver_node import DRIVER, NODE, Node, node  # noqa: F401 - `node` is the fixture
 from tests.dra.scheduler_claims import container_requests, scheduler_claim
-from tests.dra.test_driver import DRIVER, NODE, Node, node  # noqa: F401 - `node` is the fixture
 
 DEPLOY_DRA = Path(__file__).resolve().parents[2] / "deploy" / "dra"
 COUNT_PODS = {o["metadata"]["name"]: o for o in render(DEPLOY_DRA / "examples" / "gpu-count") if o["kind"] == "Pod"}

@@ -20,8 +20,8 @@ from device_plugin.health.state import HealthCause, HealthTransition
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from tests.dra.api_standin import ApiStandin
+from tests.dra.driver_node import DRIVER, NODE, Node, eventually
 from tests.dra.scheduler_view import newest_devices, schedulable, taints_of
-from tests.dra.test_driver import DRIVER, NODE, Node, eventually
 from tests.probes_held import probes_held
 
 

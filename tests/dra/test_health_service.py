@@ -21,8 +21,8 @@ from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra.health_service import HEALTH_TIMEOUT_S
 from device_plugin.dra.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
+from tests.dra.driver_node import NODE, Node, eventually
 from tests.dra.kubelet_dra_standin import DraKubeletStandin, HealthWatch
-from tests.dra.test_driver import NODE, Node, eventually
 from tests.dra.test_health_driver import started
 from tests.probes_held import probes_held
 
