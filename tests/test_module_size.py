@@ -1,7 +1,7 @@
-"""Small modules: no Python module of the shipped code, the tools or the benchmarks is over 300 lines.
+"""Small modules: no Python module of the shipped code, the tools, the benchmarks or the tests is over 300 lines.
 
 The house rule is 80-250 lines a module, split at 300 by responsibility. api/ is generated gRPC code and
-is not counted. tests/ is not counted here: test tables and stand-ins are checked by review.
+is not counted. tests/ is counted like the code: test tables, stand-ins and helpers included.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKED = ("device_plugin", "mig", "timeslice", "tools", "benchmarks")
+CHECKED = ("device_plugin", "mig", "timeslice", "tools", "benchmarks", "tests")
 MAX_LINES = 300
 
 
