@@ -15,10 +15,8 @@ import yaml
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.core.names import GPU_RESOURCE, OWN_DOMAIN
-from device_plugin.dra.inventory import build_devices
-from device_plugin.nvml.fake import FakeNvml
-from tests.allocation.machines import topology_of
 from tests.deploy.render import render
+from tests.dra.machine_devices import devices_of
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 DRA = DEPLOY / "dra"
@@ -111,7 +109,7 @@ def test_the_mig_example_asks_for_a_profile_that_mig_nodes_publish(machine: str)
         selector["cel"]["expression"],
     )
     assert match is not None
-    devices, _ = build_devices(FakeNvml.from_machine(machine), topology_of(machine))
+    devices, _ = devices_of(machine)
     profiles = [dict((a[0], a[2]) for a in d.attributes).get("profile", "") for d in devices]
     assert any(p.startswith(match.group(1)) for p in profiles)
 

@@ -23,8 +23,8 @@ from device_plugin.dra.slices import build_slices
 from device_plugin.dra.taints import DeviceTaint, taint_for
 from device_plugin.health.state import HealthCause, HealthTransition
 from tests.dra.api_standin import ApiStandin
+from tests.dra.machine_devices import devices_of
 from tests.dra.scheduler_view import schedulable, taints_of
-from tests.dra.test_slices import devices_of
 
 NOW_S = 1_790_000_000.0  # 2026-09-21T14:13:20Z
 ADDED = "2026-09-21T14:13:20Z"

@@ -16,7 +16,6 @@ import pytest
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.core.names import OWN_DOMAIN, foreign_owner
-from device_plugin.dra.inventory import build_devices
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.labels import (
@@ -25,7 +24,7 @@ from device_plugin.observability.labels import (
     SharingLabelInput,
     compute_labels,
 )
-from tests.allocation.machines import topology_of
+from tests.dra.machine_devices import devices_of
 
 # NVIDIA's DRA driver, whole GPUs and MIG devices (in its driver's domain, written without one).
 NVIDIA_SAME_MEANING = {
@@ -116,7 +115,7 @@ def label_clashes(keys: Iterable[str], own_domain: str = OWN_DOMAIN) -> list[str
 
 
 def published_attributes(machine: str, own_domain: str = OWN_DOMAIN) -> tuple[set[str], set[str]]:
-    devices, _ = build_devices(FakeNvml.from_machine(machine), topology_of(machine), own_domain=own_domain)
+    devices, _ = devices_of(machine, own_domain=own_domain)
     attributes = {name for d in devices for name, _, _ in d.attributes}
     capacities = {name for d in devices for name, _ in d.capacity}
     return attributes, capacities

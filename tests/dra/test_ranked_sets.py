@@ -13,7 +13,8 @@ from device_plugin.dra.inventory import DraDevice, build_devices
 from device_plugin.dra.ranked_sets import GROUPINGS_PER_SIZE, LETTERS, RANKED_SIZES, ranked_groupings, score_order
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
-from tests.allocation.machines import topology_of
+from tests.allocation.machines import allocator_of, topology_of
+from tests.dra.machine_devices import devices_of
 
 MACHINES = shipped_machine_names()
 
@@ -34,8 +35,8 @@ def groupings_published(devices: tuple[DraDevice, ...], size: int) -> dict[str, 
 def test_each_grouping_holds_disjoint_sets_of_one_score_better_than_the_next_numbered_in_listing_order(
     machine: str, size: int
 ) -> None:
-    devices, _ = build_devices(FakeNvml.from_machine(machine), topology_of(machine))
-    allocator = Allocator(topology_of(machine))
+    devices, _ = devices_of(machine)
+    allocator = allocator_of(machine)
     place = {d.gpu_index: i for i, d in enumerate(devices) if d.name.count("-") == 1}  # whole GPUs
     published = groupings_published(devices, size)
     assert list(published) == [f"rankedSet{size}{letter}" for letter in LETTERS[: len(published)]]
@@ -83,7 +84,7 @@ def test_every_set_of_the_best_score_is_a_group_of_some_ranked_grouping(machine:
 
 
 def test_no_groupings_without_enough_gpus_or_budget() -> None:
-    allocator = Allocator(topology_of("island-16gpu"))
+    allocator = allocator_of("island-16gpu")
     assert len(ranked_groupings(allocator, list(range(16)), 4)) == GROUPINGS_PER_SIZE  # 16 GPUs: enumerated
     assert ranked_groupings(allocator, list(range(16)), 4, budget=0) == ()
     assert ranked_groupings(allocator, [0, 1, 2], 4) == ()  # fewer GPUs than the size

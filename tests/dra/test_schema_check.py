@@ -9,8 +9,8 @@ import kubernetes_validate
 import pytest
 
 from device_plugin.dra.slices import build_slices
+from tests.dra.machine_devices import devices_of
 from tests.dra.schema_check import validate_strict
-from tests.dra.test_slices import devices_of
 
 
 def _slice(api_version: str) -> dict[str, Any]:

@@ -26,12 +26,9 @@ from device_plugin.nvml.pcie_paths import is_root_bus_name
 from device_plugin.topology.build import build_topology
 from tests.allocation.brute_force import BruteForce
 from tests.allocation.machines import topology_of
+from tests.dra.machine_devices import devices_of
 
 MACHINES = shipped_machine_names()
-
-
-def devices_of(machine: str, exclude: tuple[str, ...] = ()):
-    return build_devices(FakeNvml.from_machine(machine), topology_of(machine), exclude_uuids=exclude)
 
 
 def attrs(device: DraDevice) -> dict[str, object]:
