@@ -28,8 +28,13 @@ lint: $(STAMP) ## ruff check and ruff format --check
 typecheck: $(STAMP) ## mypy over the package
 	$(BIN)/mypy device_plugin mig timeslice
 
-test: lint typecheck $(STAMP) ## ruff, mypy and the whole test suite (CI runs exactly this)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+# The suite runs in TEST_WORKERS processes (pytest-xdist): most tests wait on sockets, subprocesses and
+# threads, so even 2 cores keep 4 workers busy. Bytecode is written (the environment may turn it off):
+# the suite starts ~80 CLI processes, and without .pyc files each would compile every module again.
+TEST_WORKERS ?= 4
+test: export PYTHONDONTWRITEBYTECODE :=
+test: lint typecheck $(STAMP) ## ruff, mypy and the whole test suite in parallel (CI runs exactly this)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # Regenerate the committed gRPC stubs from api/*.proto (device plugin, DRA, plugin registration).
 proto: $(STAMP) ## regenerate the committed gRPC stubs from api/*.proto
