@@ -87,9 +87,7 @@ def build_positions(order: Sequence[Sequence[int]], n: int) -> PositionSets:
         full = (1 << len(masks)) - 1
         packed = array("H", reversed(masks)).tobytes()
         low, high = (packed[0::2], packed[1::2]) if sys.byteorder == "little" else (packed[1::2], packed[0::2])
-        held = tuple(
-            int((low if gpu < 8 else high).translate(_DIGITS[gpu % 8]) or b"0", 2) for gpu in range(n)
-        )
+        held = tuple(int((low if gpu < 8 else high).translate(_DIGITS[gpu % 8]) or b"0", 2) for gpu in range(n))
         holding.append(held)
         lacking.append(tuple(full ^ bits for bits in held))
         every.append(full)
