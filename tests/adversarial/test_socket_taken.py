@@ -138,7 +138,8 @@ def test_a_second_copy_waits_says_so_once_and_takes_over_when_the_first_stops(
 
         assert first.stop() == 0  # removes its socket: the path is free
         kubelet.wait_for_connection(GPU_RESOURCE, count=2, timeout_s=WAIT_S)
-        assert second.logged("no longer served by another process")
+        # The line is written before it serves, but through the log writer thread and our pipe reader: wait.
+        _wait(lambda: second.logged("no longer served by another process"))
         _wait(lambda: second.get("/readyz")[0] == 200)
         assert len(_errors(second)) == 1, second.lines
     finally:
