@@ -28,6 +28,8 @@ _REPR.maxstring = _REPR.maxother = _REPR.maxlong = SHORT_LIMIT
 
 def one_line(text: str, limit: int = SHORT_LIMIT) -> str:
     """`text` on one line (line breaks and other controls shown escaped), at most `limit` characters."""
+    if len(text) <= limit and text.isprintable():  # the usual case (a name, a message), at C speed
+        return text
     head = text[: limit * 4 + 1]  # never scan more than needed: escapes at most quadruple a character
     flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in head)
     if len(flat) > limit or len(text) > len(head):

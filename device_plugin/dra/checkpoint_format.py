@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from device_plugin.core.short_text import short
@@ -57,8 +57,24 @@ def file_name(uid: str) -> str:
 
 
 def encode(uid: str, claim: PreparedClaim) -> bytes:
-    body = {"version": FORMAT_VERSION, "uid": uid, "claim": asdict(claim)}
+    body = {"version": FORMAT_VERSION, "uid": uid, "claim": _claim_value(claim)}
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8", "surrogatepass")
+
+
+def _claim_value(claim: PreparedClaim) -> dict[str, Any]:
+    """dataclasses.asdict(claim), written out: asdict deep-copies every field, and encode runs once per
+    put, on the prepare path (a third of a put's CPU went there)."""
+    devices = [
+        {
+            "request_names": list(d.request_names),
+            "pool_name": d.pool_name,
+            "device_name": d.device_name,
+            "cdi_device_ids": list(d.cdi_device_ids),
+            "admin_access": d.admin_access,
+        }
+        for d in claim.devices
+    ]
+    return {"namespace": claim.namespace, "name": claim.name, "devices": devices}
 
 
 def decode(value: Any) -> tuple[str, PreparedClaim]:

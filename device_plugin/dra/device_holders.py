@@ -26,6 +26,10 @@ class DeviceHolders:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_device: dict[str, dict[str, tuple[str, bool]]] = {}  # device -> {claim uid: (label, admin)}
+        # device -> {claim uid: None} of the holders without adminAccess: an adminAccess take checks these
+        # only, so a take costs O(1) however many adminAccess claims share the device (O(n) per take was
+        # O(n^2) for n claims of one GPU).
+        self._exclusive: dict[str, dict[str, None]] = {}
         self._by_claim: dict[str, tuple[Hold, ...]] = {}
 
     def load(self, claims: Iterable[tuple[str, str, Sequence[Hold]]]) -> None:
@@ -38,9 +42,11 @@ class DeviceHolders:
         """Record `uid` as holding `holds` (replacing what it held), or say which claim holds one already."""
         with self._lock:
             for hold in holds:
-                for other, (other_label, other_admin) in self._by_device.get(hold.device, {}).items():
-                    if other != uid and not (hold.admin_access and other_admin):
-                        return f"device {hold.device} is already prepared for {other_label}, not for {label}"
+                held = self._by_device.get(hold.device, {})
+                rivals = self._exclusive.get(hold.device, {}) if hold.admin_access else held  # admin + admin: shared
+                other = next((o for o in rivals if o != uid), None)  # at most two looks: `uid` itself, then one
+                if other is not None:
+                    return f"device {hold.device} is already prepared for {held[other][0]}, not for {label}"
             self._remove(uid)
             self._add(uid, label, tuple(holds))
             return None
@@ -58,11 +64,14 @@ class DeviceHolders:
         self._by_claim[uid] = holds
         for hold in holds:
             self._by_device.setdefault(hold.device, {})[uid] = (label, hold.admin_access)
+            if not hold.admin_access:
+                self._exclusive.setdefault(hold.device, {})[uid] = None
 
     def _remove(self, uid: str) -> None:
         for hold in self._by_claim.pop(uid, ()):
-            held = self._by_device.get(hold.device)
-            if held is not None:
-                held.pop(uid, None)
-                if not held:
-                    del self._by_device[hold.device]
+            for index in (self._by_device, self._exclusive):
+                held = index.get(hold.device)
+                if held is not None:
+                    held.pop(uid, None)
+                    if not held:
+                        del index[hold.device]
