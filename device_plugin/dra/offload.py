@@ -9,18 +9,20 @@ kind of work waits for the other:
 A task running longer than WEDGED_AFTER_S means the service is wedged (a read that ignores its timeout,
 a checkpoint write stuck on a dead disk): `wedged()` says which, and the liveness probe turns red on it,
 as the device-plugin mode's does when its servicer stops answering. Queued work is not counted: a long
-queue is load, not a wedge.
+queue is load, not a wedge. Finished work is handed back to the loop in batches (Answers), not one
+loop wake-up per task as run_in_executor does; a call cancelled while its work is queued never starts it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -43,6 +45,7 @@ class Offload:
         self._lock = threading.Lock()
         self._running: dict[int, tuple[float, str]] = {}  # task number -> (started, what)
         self._numbers = itertools.count()
+        self._answers = Answers()
 
     def open(self) -> None:
         self.close()
@@ -78,18 +81,74 @@ class Offload:
         if pool is None:
             raise Stopped("the DRA driver is stopping")
         number = next(self._numbers)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
 
-        def tracked() -> T:
+        def tracked() -> None:
             with self._lock:
                 self._running[number] = (time.monotonic(), what)
             try:
-                return work()
+                outcome: tuple[bool, object] = (True, work())
+            except BaseException as error:  # the caller's, raised on the loop
+                outcome = (False, error)
             finally:
                 with self._lock:
                     del self._running[number]
+            self._answers.deliver(loop, future, outcome)
 
         try:
-            future = asyncio.get_running_loop().run_in_executor(pool, tracked)
+            queued = pool.submit(tracked)
         except RuntimeError as error:  # a pool that close() shut down since we looked
             raise Stopped("the DRA driver is stopping") from error
-        return await future
+        queued.add_done_callback(lambda q: _cancel_if_dropped(q, loop, future))
+        try:
+            return await future
+        except asyncio.CancelledError:
+            queued.cancel()  # not started yet: it never will be (a running one finishes; its answer is dropped)
+            raise
+
+
+def _cancel_if_dropped(queued: Future[None], loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
+    """A queued task that close() dropped never answers: its caller's future is cancelled instead."""
+    if queued.cancelled():
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(future.cancel)
+
+
+class Answers:
+    """Finished work handed back to its loop in batches: the first answer of a batch wakes the loop (one
+    call_soon_threadsafe: a write to its self-pipe, a system call that lets go of the interpreter lock),
+    the answers that come while that wake-up is pending ride along. run_in_executor wakes the loop once
+    per task; under a burst of one-claim Prepares that was a write and a wake-up per claim."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], tuple[bool, object]]]] = {}
+
+    def deliver(
+        self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], outcome: tuple[bool, object]
+    ) -> None:
+        with self._lock:
+            batch = self._pending.setdefault(loop, [])
+            batch.append((future, outcome))
+            first = len(batch) == 1
+        if first:
+            try:
+                loop.call_soon_threadsafe(self._drain, loop)
+            except RuntimeError:  # the loop is closed: nobody waits for these answers any more
+                with self._lock:
+                    self._pending.pop(loop, None)
+
+    def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._lock:
+            batch = self._pending.pop(loop, [])
+        for future, (ok, value) in batch:
+            if future.done():  # cancelled meanwhile (the kubelet left)
+                continue
+            if ok:
+                future.set_result(value)
+                continue
+            try:
+                future.set_exception(value)  # type: ignore[arg-type]
+            except TypeError:  # StopIteration, which a future refuses: still that caller's failure, not a hang
+                future.set_exception(RuntimeError(f"{type(value).__name__} raised: {value}"))
