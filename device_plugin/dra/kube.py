@@ -130,7 +130,10 @@ class ApiClaimReader:
             headers["Cookie"] = self._client.cookie
         self._client.update_params_for_auth(headers, [], ["BearerToken"], path, "GET", None)
         url = self._client.configuration.host + path
-        response = self._client.call_api("GET", url, headers, _request_timeout=REQUEST_TIMEOUT_S)
+        try:
+            response = self._client.call_api("GET", url, headers, _request_timeout=REQUEST_TIMEOUT_S)
+        except ApiException as error:  # the client's own failures (a TLS error is status 0), worded as before
+            raise RuntimeError(f"HTTP {error.status} {error.reason}") from error
         data = response.read()  # the whole body: the connection goes back to the pool
         if response.status == 404:
             return None

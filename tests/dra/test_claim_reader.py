@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from device_plugin.dra.kube import ApiClaimReader, api_client
 from tests.dra.api_standin import ApiStandin
@@ -49,6 +50,21 @@ def test_both_paths_answer_the_claim_none_when_gone_and_raise_on_server_errors(a
 def test_a_name_no_claim_can_have_is_not_sent(api: ApiStandin, path: str) -> None:
     with pytest.raises(ValueError, match="not a valid object name"):
         reader_for(api.host, path).get_claim("ns", "../nodes/x")
+
+
+@pytest.mark.parametrize("path", ["direct", "generated"])
+def test_the_clients_own_failure_is_worded_alike_on_both_paths(
+    api: ApiStandin, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = api_client(api.host)
+    reader = ApiClaimReader(client, "v1", direct=path == "direct")
+
+    def tls_failure(*args: object, **kwargs: object) -> None:
+        raise ApiException(status=0, reason="SSLError: certificate verify failed")
+
+    monkeypatch.setattr(client.rest_client, "request", tls_failure)
+    with pytest.raises(RuntimeError, match=r"^HTTP 0 SSLError: certificate verify failed$"):
+        reader.get_claim("ns", "c")
 
 
 class _Recorder(BaseHTTPRequestHandler):
