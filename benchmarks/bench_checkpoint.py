@@ -42,7 +42,6 @@ from dra_driver import DRIVER, NODE, Driver
 from api import dra_v1_pb2, dra_v1_pb2_grpc
 from device_plugin.dra.checkpoint import Checkpoint, PreparedClaim, PreparedDevice
 from device_plugin.nvml.fake import FakeNvml
-from device_plugin.process.gc_pauses import freeze_start_up_objects
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
@@ -148,7 +147,6 @@ class Node:
         self.refs = [dra_v1_pb2.Claim(namespace="ns", uid=f"u{n}", name=f"c{n}") for n in range(claims)]
         self.driver = Driver(self.root, self.api, FakeNvml.from_machine(MACHINE))  # type: ignore[arg-type]
         self.endpoint = DraKubeletStandin(self.root / "plugins_registry").wait_for_plugin().endpoint
-        freeze_start_up_objects()  # as `run` does once it serves: full collections do not walk the start-up heap
 
     def stop(self) -> None:
         self.driver.stop()

@@ -26,6 +26,7 @@ from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.process.gc_pauses import freeze_start_up_objects
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 from tests.dra.scheduler_view import schedulable
@@ -45,6 +46,7 @@ class Driver:
         self.runtime = NodeRuntime(fake, config, self.front_end)
         self.runtime.start()
         self.front_end.publisher.wait_synced(30.0)
+        freeze_start_up_objects()  # as `run` does once it serves: full collections do not walk the start-up heap
 
     def stop(self) -> None:
         self.runtime.stop()
