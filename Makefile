@@ -12,7 +12,6 @@ help: ## list the targets
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
@@ -28,13 +27,15 @@ lint: $(STAMP) ## ruff check and ruff format --check
 typecheck: $(STAMP) ## mypy over the package
 	$(BIN)/mypy device_plugin mig timeslice
 
-# The suite runs in TEST_WORKERS processes (pytest-xdist): most tests wait on sockets, subprocesses and
-# threads, so even 2 cores keep 4 workers busy. Bytecode is written (the environment may turn it off):
-# the suite starts ~80 CLI processes, and without .pyc files each would compile every module again.
+# The suite runs in TEST_WORKERS processes (pytest-xdist), a test file per worker at a time (files share
+# cached machines): most tests wait on sockets, subprocesses and threads, so even 2 cores keep 4 workers
+# busy. Bytecode is written (the environment may turn it off), once, before the workers start: the suite
+# starts ~80 CLI processes, and without .pyc files each would compile every module again.
 TEST_WORKERS ?= 4
 test: export PYTHONDONTWRITEBYTECODE :=
 test: lint typecheck $(STAMP) ## ruff, mypy and the whole test suite in parallel (CI runs exactly this)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/python -m compileall -q api device_plugin mig timeslice tests benchmarks tools
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # Regenerate the committed gRPC stubs from api/*.proto (device plugin, DRA, plugin registration).
 proto: $(STAMP) ## regenerate the committed gRPC stubs from api/*.proto
