@@ -19,7 +19,12 @@ def unfrozen_after() -> Iterator[None]:
 def test_what_start_up_built_is_frozen_and_later_objects_are_still_collected(unfrozen_after: None) -> None:
     built_at_start_up = [[i] for i in range(10_000)]
     frozen = freeze_start_up_objects()
-    assert frozen == gc.get_freeze_count() and frozen >= len(built_at_start_up)
+    # Not compared with a second get_freeze_count(): threads other tests left in this worker free frozen
+    # objects by reference counting meanwhile (seen: 265,947 then 265,901). What must hold is that ours
+    # are among them.
+    assert frozen >= len(built_at_start_up)
+    in_generations = {id(o) for o in gc.get_objects()}  # the frozen generation is not among them
+    assert not any(id(o) in in_generations for o in built_at_start_up)
 
     class Cycle:
         def __init__(self) -> None:
