@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from device_plugin.cli import build_parser
+from device_plugin.cli import build_parser, main
 from device_plugin.commands import COMMAND_MODULES
 
 
@@ -39,3 +39,10 @@ def test_one_subcommand_loads_its_module_only_and_no_kubernetes_client(name: str
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.split("\n")[0] == f"[{name!r}] [] False", out.stderr
+
+
+def test_help_asked_before_a_subcommand_still_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["-h", "run"])
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in COMMAND_MODULES), listed
