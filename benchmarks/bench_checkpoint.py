@@ -32,21 +32,19 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from multiprocessing.connection import Connection
 from pathlib import Path
 
 import grpc
 from _common import percentile, table, target_line
 from dra_driver import DRIVER, NODE, Driver
+from dra_processes import CALL_TIMEOUT_S, RemoteApi, errors_of
 
 from api import dra_v1_pb2, dra_v1_pb2_grpc
 from device_plugin.dra.checkpoint import Checkpoint, PreparedClaim, PreparedDevice
 from device_plugin.nvml.fake import FakeNvml
-from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 MACHINE = "dgx1-v100"
-CALL_TIMEOUT_S = 300.0  # a figure, however bad, is printed rather than cut off at the kubelet's deadline
 
 
 def prepared(i: int) -> PreparedClaim:
@@ -99,41 +97,6 @@ def bench_put(entries: list[int], puts: int) -> list[list[str]]:
 # ---- (b), (c), (d): the running driver ------------------------------------------------------------------
 
 
-def claim_object(n: int) -> dict[str, object]:
-    """ResourceClaim c<n> (UID u<n>), allocated gpu-<n % 8> with admin access."""
-    result = {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": f"gpu-{n % 8}", "adminAccess": True}
-    return {
-        "metadata": {"namespace": "ns", "name": f"c{n}", "uid": f"u{n}"},
-        "status": {"allocation": {"devices": {"results": [result]}}},
-    }
-
-
-def serve_api(conn: Connection, claims: int) -> None:
-    """The API stand-in with the node and `claims` claims, in a process of its own (as the API server is),
-    until told to stop; sends its port first."""
-    api = ApiStandin().up()
-    api.add_node(NODE)
-    for n in range(claims):
-        api.claims[("ns", f"c{n}")] = claim_object(n)
-    conn.send(api.port)
-    conn.recv()
-    api.down()
-
-
-class RemoteApi:
-    """serve_api in a child process; `host` is what the driver's API client talks to."""
-
-    def __init__(self, claims: int) -> None:
-        self._conn, child = multiprocessing.get_context("spawn").Pipe()
-        self._process = multiprocessing.get_context("spawn").Process(target=serve_api, args=(child, claims))
-        self._process.start()
-        self.host = f"http://127.0.0.1:{self._conn.recv()}"
-
-    def down(self) -> None:
-        self._conn.send("stop")
-        self._process.join(10)
-
-
 class Node:
     """The driver (runtime in mode dra) in this process; the API stand-in in another, with `claims` claims."""
 
@@ -161,10 +124,6 @@ def running(claims: int, prefill: int = 0) -> Iterator[Node]:
         yield node
     finally:
         node.stop()
-
-
-def errors_of(response: dra_v1_pb2.NodePrepareResourcesResponse) -> int:
-    return sum(1 for entry in response.claims.values() if entry.error)
 
 
 def bench_one_request(count: int) -> list[str]:

@@ -18,6 +18,9 @@
 (d) The runtime in mode dra on island-16gpu (issue 17): a health transition to the republished slice
     (target p99 < 100 ms), NodePrepareResources quiet and with transitions every 100 ms (p99 < 20 ms both),
     a no-change rescan (p99 < 50 ms). The API stand-in's schema check is off here unless --schema-check.
+    The prepare rows run twice: with the stand-ins in this process (their Python work shares the driver's
+    interpreter lock), and "apart", the API stand-in and the kubelet's client each in a process of its
+    own (dra_processes.py), as on a node.
 
 Run: .venv/bin/python benchmarks/bench_dra.py [--rounds N] [--claims N] [--seed S] [--parts abcd]
 The running driver, its stand-ins and the pool polls are dra_driver.py's.
@@ -28,16 +31,25 @@ from __future__ import annotations
 import argparse
 import itertools
 import logging
+import multiprocessing
+import shutil
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import dra_first_fit as first_fit_model
 from _common import percentile, table, target_line
-from dra_driver import DriverRun, driver_on, pool_names, prepare_samples, until_pool_ms
+from dra_driver import Driver, DriverRun, driver_on, pool_names, prepare_samples, until_pool_ms
+from dra_processes import RemoteApi, claim_refs, serial_client
 
 from device_plugin.core.devices import Health
 from device_plugin.core.names import OWN_DOMAIN
+from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.health.state import HealthTransition
+from device_plugin.nvml.fake import FakeNvml
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 # ---- (a) and (b): the running driver (dra_driver.py) -----------------------------------------------------
@@ -113,13 +125,9 @@ def health_to_slice(run: DriverRun, rounds: int) -> list[list[str]]:
     ]
 
 
-def prepare_under_transitions(run: DriverRun, rounds: int) -> list[list[str]]:
-    """NodePrepareResources, quiet and with transitions arriving every 100 ms."""
-    front_end = run.driver.front_end
-    kubelet = DraKubeletStandin(run.root / "plugins_registry")
-    plugin = kubelet.wait_for_plugin()
-    serial = itertools.count()
-    quiet, _ = prepare_samples(run.api, kubelet, plugin, serial, 1, rounds)
+@contextmanager
+def flapping(front_end: DraFrontEnd) -> Iterator[None]:
+    """Health transitions on GPUs 8-15 (away from the claimed ones) every 100 ms while inside."""
     stop = threading.Event()
 
     def flap() -> None:
@@ -132,15 +140,52 @@ def prepare_under_transitions(run: DriverRun, rounds: int) -> list[list[str]]:
     flapper = threading.Thread(target=flap, daemon=True)
     flapper.start()
     try:
-        busy, _ = prepare_samples(run.api, kubelet, plugin, serial, 1, rounds)
+        yield
     finally:
         stop.set()
         flapper.join()
+
+
+def prepare_rows(where: str, quiet: list[float], busy: list[float]) -> list[list[str]]:
     rows = []
     for label, values in (("quiet", quiet), ("health transitions every 100 ms", busy)):
         p99 = percentile(values, 99)
-        rows.append([f"NodePrepareResources, {label}", f"{percentile(values, 50):.1f}", f"{p99:.1f}", verdict(p99, 20)])
+        what = f"NodePrepareResources, {label}{where}"
+        rows.append([what, f"{percentile(values, 50):.1f}", f"{p99:.1f}", verdict(p99, 20)])
     return rows
+
+
+def prepare_under_transitions(run: DriverRun, rounds: int) -> list[list[str]]:
+    """NodePrepareResources, quiet and with transitions arriving every 100 ms (stand-ins in this process)."""
+    kubelet = DraKubeletStandin(run.root / "plugins_registry")
+    plugin = kubelet.wait_for_plugin()
+    serial = itertools.count()
+    quiet, _ = prepare_samples(run.api, kubelet, plugin, serial, 1, rounds)
+    with flapping(run.driver.front_end):
+        busy, _ = prepare_samples(run.api, kubelet, plugin, serial, 1, rounds)
+    return prepare_rows("", quiet, busy)
+
+
+def prepare_apart(rounds: int) -> list[list[str]]:
+    """The same rows with the API stand-in and the kubelet's client each in a process of its own
+    (dra_processes), as on a node: only the driver's own work shares its interpreter lock."""
+    root = Path(tempfile.mkdtemp(prefix="bdra-", dir="/tmp"))
+    api = RemoteApi(2 * rounds)
+    try:
+        driver = Driver(root, api, FakeNvml.from_machine(ISLAND))  # type: ignore[arg-type]
+        try:
+            endpoint = DraKubeletStandin(root / "plugins_registry").wait_for_plugin().endpoint
+            claims = claim_refs(2 * rounds)
+            with multiprocessing.get_context("spawn").Pool(1) as kubelet:
+                quiet, _ = kubelet.apply(serial_client, (endpoint, claims[:rounds]))
+                with flapping(driver.front_end):
+                    busy, _ = kubelet.apply(serial_client, (endpoint, claims[rounds:]))
+        finally:
+            driver.stop()
+    finally:
+        api.down()
+        shutil.rmtree(root, ignore_errors=True)
+    return prepare_rows(" (stand-ins apart)", quiet, busy)
 
 
 def no_change_rescan(run: DriverRun, rounds: int) -> list[str]:
@@ -159,7 +204,8 @@ def no_change_rescan(run: DriverRun, rounds: int) -> list[str]:
 
 def bench_cached_inventory(rounds: int, schema_check: bool) -> list[list[str]]:
     with driver_on(ISLAND, schema_check=schema_check) as run:
-        return [*health_to_slice(run, rounds), *prepare_under_transitions(run, rounds), no_change_rescan(run, rounds)]
+        rows = [*health_to_slice(run, rounds), *prepare_under_transitions(run, rounds), no_change_rescan(run, rounds)]
+    return [*rows, *prepare_apart(rounds)]
 
 
 # ---- (c): the first-fit allocator model (dra_first_fit.py) -----------------------------------------------
