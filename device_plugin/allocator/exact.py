@@ -49,8 +49,8 @@ def pick(tables: ExactTables, available: int, block: list[int]) -> int:
     """Criterion 5 then 6 among a tie block (non-empty): one table lookup per candidate."""
     if len(block) == 1:
         return block[0]
-    frag = tables.frag
-    return max(block, key=lambda m: frag[available ^ m])  # max keeps the first of equals: criterion 6
+    scores = list(map(tables.frag.__getitem__, map(available.__xor__, block)))  # at C speed, no key function
+    return block[scores.index(max(scores))]  # the first of equals: criterion 6
 
 
 def search(tables: ExactTables, available: int, must: int, size: int) -> int:
