@@ -6,7 +6,7 @@ come as one bitset from the per-GPU position bitsets (device_plugin.allocator.po
 unavailable or must-include GPU, at C speed, whatever the number of candidates); the lowest position
 opens the top tie block of criteria 1-4, and its end is found by bisection on the keys. Only the
 candidates of that block are compared on criterion 5 (fragmentation, a per-mask table built at
-start-up), then criterion 6 (their order in the block, Python's max keeps the first of equals).
+start-up), then criterion 6 (their order in the block: the first of equals is kept).
 
 Bound: criterion 5 is evaluated over at most TIE_CAP tied candidates (the first ones in criterion-6
 order). No shipped machine comes near it (its largest tie block is 140 sets); a 16-GPU machine with

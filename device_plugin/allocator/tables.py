@@ -76,7 +76,6 @@ class ExactTables:
     ring: list[int]
     order: tuple[list[int], ...]
     neg_key: tuple[list[int], ...]  # -key of order[k], ascending: bisect finds the end of a tie block
-    rank: list[int]  # position of each mask in order[popcount(mask)]
     positions: PositionSets  # which positions of order[k] hold which GPU (a request's candidates)
     best_ring: dict[int, list[int]]  # j -> Qj per mask, for j in FRAG_SIZES with j < n
     partner_max: HalfTables
@@ -128,10 +127,6 @@ def build_tables(
         key = [pack_key(ring[m], total[m], numa_mask[m].bit_count(), nic_ranks[m]) for m in range(size)]
     key[0] = -1
     order, neg_key = _orders(n, key, popcount)
-    rank = [0] * size
-    for masks in order:
-        for position, mask in enumerate(masks):
-            rank[mask] = position
     best_ring = {j: _best_ring_of_size(j, ring, popcount, maxes) for j in FRAG_SIZES if j < n}
     frag = _fragmentation(best_ring, _partner_sums(size, maxes))
     return ExactTables(
@@ -141,7 +136,6 @@ def build_tables(
         ring=ring,
         order=order,
         neg_key=neg_key,
-        rank=rank,
         positions=build_positions(order, n),
         best_ring=best_ring,
         partner_max=maxes,
