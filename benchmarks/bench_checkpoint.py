@@ -36,13 +36,11 @@ from pathlib import Path
 
 import grpc
 from _common import percentile, table, target_line
-from dra_driver import DRIVER, NODE, Driver
-from dra_processes import CALL_TIMEOUT_S, RemoteApi, errors_of
+from dra_driver import DRIVER, NODE
+from dra_processes import CALL_TIMEOUT_S, Apart, driver_apart, errors_of
 
 from api import dra_v1_pb2, dra_v1_pb2_grpc
 from device_plugin.dra.checkpoint import Checkpoint, PreparedClaim, PreparedDevice
-from device_plugin.nvml.fake import FakeNvml
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 MACHINE = "dgx1-v100"
 
@@ -98,32 +96,23 @@ def bench_put(entries: list[int], puts: int) -> list[list[str]]:
 
 
 class Node:
-    """The driver (runtime in mode dra) in this process; the API stand-in in another, with `claims` claims."""
+    """The driver (dra_processes.driver_apart on MACHINE) with `claims` claims, `refs` to send for them."""
 
-    def __init__(self, claims: int, prefill: int = 0) -> None:
-        self.root = fresh_dir()
-        if prefill:
-            Checkpoint(self.root / "plugins" / DRIVER / "checkpoint.json").put_many(
-                {f"fill-{i}": prepared(i) for i in range(prefill)}
-            )
-        self.api = RemoteApi(claims)
+    def __init__(self, apart: Apart, claims: int) -> None:
+        self.endpoint = apart.endpoint
         self.refs = [dra_v1_pb2.Claim(namespace="ns", uid=f"u{n}", name=f"c{n}") for n in range(claims)]
-        self.driver = Driver(self.root, self.api, FakeNvml.from_machine(MACHINE))  # type: ignore[arg-type]
-        self.endpoint = DraKubeletStandin(self.root / "plugins_registry").wait_for_plugin().endpoint
-
-    def stop(self) -> None:
-        self.driver.stop()
-        self.api.down()
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 @contextmanager
 def running(claims: int, prefill: int = 0) -> Iterator[Node]:
-    node = Node(claims, prefill)
-    try:
-        yield node
-    finally:
-        node.stop()
+    def fill(root: Path) -> None:
+        if prefill:
+            Checkpoint(root / "plugins" / DRIVER / "checkpoint.json").put_many(
+                {f"fill-{i}": prepared(i) for i in range(prefill)}
+            )
+
+    with driver_apart(MACHINE, claims, fill) as apart:
+        yield Node(apart, claims)
 
 
 def bench_one_request(count: int) -> list[str]:

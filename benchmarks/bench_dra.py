@@ -32,24 +32,20 @@ import argparse
 import itertools
 import logging
 import multiprocessing
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import dra_first_fit as first_fit_model
 from _common import percentile, table, target_line
-from dra_driver import Driver, DriverRun, driver_on, pool_names, prepare_samples, until_pool_ms
-from dra_processes import RemoteApi, claim_refs, serial_client
+from dra_driver import DriverRun, driver_on, pool_names, prepare_samples, until_pool_ms
+from dra_processes import claim_refs, driver_apart, serial_client
 
 from device_plugin.core.devices import Health
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.health.state import HealthTransition
-from device_plugin.nvml.fake import FakeNvml
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 # ---- (a) and (b): the running driver (dra_driver.py) -----------------------------------------------------
@@ -169,22 +165,11 @@ def prepare_under_transitions(run: DriverRun, rounds: int) -> list[list[str]]:
 def prepare_apart(rounds: int) -> list[list[str]]:
     """The same rows with the API stand-in and the kubelet's client each in a process of its own
     (dra_processes), as on a node: only the driver's own work shares its interpreter lock."""
-    root = Path(tempfile.mkdtemp(prefix="bdra-", dir="/tmp"))
-    api = RemoteApi(2 * rounds)
-    try:
-        driver = Driver(root, api, FakeNvml.from_machine(ISLAND))  # type: ignore[arg-type]
-        try:
-            endpoint = DraKubeletStandin(root / "plugins_registry").wait_for_plugin().endpoint
-            claims = claim_refs(2 * rounds)
-            with multiprocessing.get_context("spawn").Pool(1) as kubelet:
-                quiet, _ = kubelet.apply(serial_client, (endpoint, claims[:rounds]))
-                with flapping(driver.front_end):
-                    busy, _ = kubelet.apply(serial_client, (endpoint, claims[rounds:]))
-        finally:
-            driver.stop()
-    finally:
-        api.down()
-        shutil.rmtree(root, ignore_errors=True)
+    claims = claim_refs(2 * rounds)
+    with driver_apart(ISLAND, 2 * rounds) as apart, multiprocessing.get_context("spawn").Pool(1) as kubelet:
+        quiet, _ = kubelet.apply(serial_client, (apart.endpoint, claims[:rounds]))
+        with flapping(apart.driver.front_end):
+            busy, _ = kubelet.apply(serial_client, (apart.endpoint, claims[rounds:]))
     return prepare_rows(" (stand-ins apart)", quiet, busy)
 
 

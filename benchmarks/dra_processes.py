@@ -9,14 +9,22 @@ interpreter lock, which a real API server and kubelet never do. Boundary: proces
 from __future__ import annotations
 
 import multiprocessing
+import shutil
+import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import grpc
-from dra_driver import DRIVER, NODE
+from dra_driver import DRIVER, NODE, Driver
 
 from api import dra_v1_pb2, dra_v1_pb2_grpc
+from device_plugin.nvml.fake import FakeNvml
 from tests.dra.api_standin import ApiStandin
+from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 CALL_TIMEOUT_S = 300.0  # a figure, however bad, is printed rather than cut off at the kubelet's deadline
 
@@ -59,6 +67,35 @@ class RemoteApi:
     def down(self) -> None:
         self._conn.send("stop")
         self._process.join(10)
+
+
+@dataclass(frozen=True)
+class Apart:
+    """A running driver whose API stand-in runs in a process of its own; `endpoint` is its DRA socket."""
+
+    root: Path
+    driver: Driver
+    endpoint: str
+
+
+@contextmanager
+def driver_apart(machine: str, claims: int, before_start: Callable[[Path], None] | None = None) -> Iterator[Apart]:
+    """The driver on `machine` in this process, the API stand-in (with claims c0 .. c<claims - 1>) in another,
+    registered with a DRA kubelet stand-in; `before_start(root)` runs before the driver starts. Stopped and
+    removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="bdra-", dir="/tmp"))
+    api = RemoteApi(claims)
+    try:
+        if before_start is not None:
+            before_start(root)
+        driver = Driver(root, api, FakeNvml.from_machine(machine))  # type: ignore[arg-type]
+        try:
+            yield Apart(root, driver, DraKubeletStandin(root / "plugins_registry").wait_for_plugin().endpoint)
+        finally:
+            driver.stop()
+    finally:
+        api.down()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def errors_of(response: dra_v1_pb2.NodePrepareResourcesResponse) -> int:
