@@ -53,12 +53,13 @@ def unknown_arguments_message(command: argparse.ArgumentParser, unknown: Sequenc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    words = [w for w in (sys.argv[1:] if argv is None else argv) if not w.startswith("-")]
+    given = list(sys.argv[1:] if argv is None else argv)
+    words = [w for w in given if not w.startswith("-")]
     if words[:1] == ["run"]:
         process_signals.install()
     # A subcommand given first is the only one built; anything else (`-h run`, a typo) gets every one, for help.
-    given = list(sys.argv[1:] if argv is None else argv)[:1]
-    parser, commands = build_parser(given[0] if given and given == words[:1] and given[0] in COMMAND_MODULES else None)
+    first = given[0] if given else None
+    parser, commands = build_parser(first if first in COMMAND_MODULES else None)
     args, unknown = parser.parse_known_args(argv)
     command = commands.get(getattr(args, "command", None) or "")
     if unknown:
