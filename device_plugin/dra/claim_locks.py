@@ -8,13 +8,15 @@ unprepare one claim at the same moment (a Prepare that it gave up on is still ru
 - an Unprepare, under the UID's lock, bumps the epoch (`supersede`); a Prepare that began before that
   sees `still_wanted()` False under the lock and writes nothing, whenever its API read returns.
 The lock is taken only around the short decide-and-write step, never around an API read: an Unprepare
-never waits for the API server.
+never waits for the API server. A Prepare whose read runs on the serving loop and whose write runs in a
+worker thread holds its ticket across both (`issue` and `release`, not the `with`), so that the entry
+lives until the write is over, even when the kubelet leaves in between.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -27,11 +29,19 @@ class _Entry:
 
 
 class Ticket:
-    """One Prepare's or Unprepare's hold on a UID; `locked()` is the UID's lock."""
+    """One Prepare's or Unprepare's hold on a UID; `locked()` is the UID's lock, `release()` lets go of it."""
 
-    def __init__(self, entry: _Entry) -> None:
+    def __init__(self, entry: _Entry, release: Callable[[], None]) -> None:
         self._entry = entry
         self._epoch = entry.epoch  # read under ClaimLocks._lock, when the ticket was issued
+        self._release = release
+        self._released = False
+
+    def release(self) -> None:
+        """The ticket's end (once: a second call does nothing); the UID's entry goes with its last ticket."""
+        if not self._released:
+            self._released = True
+            self._release()
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -55,20 +65,27 @@ class ClaimLocks:
 
     @contextmanager
     def ticket(self, uid: str) -> Iterator[Ticket]:
-        """A Ticket for `uid`, valid inside the `with`; the UID's entry is dropped with its last ticket."""
+        """A Ticket for `uid`, valid inside the `with`."""
+        ticket = self.issue(uid)
+        try:
+            yield ticket
+        finally:
+            ticket.release()
+
+    def issue(self, uid: str) -> Ticket:
+        """A Ticket for `uid`, valid until its `release()` (which the caller must make sure happens)."""
         with self._lock:
             entry = self._entries.get(uid)
             if entry is None:
                 entry = self._entries[uid] = _Entry()
             entry.refs += 1
-            ticket = Ticket(entry)
-        try:
-            yield ticket
-        finally:
-            with self._lock:
-                entry.refs -= 1
-                if entry.refs == 0:
-                    del self._entries[uid]
+            return Ticket(entry, lambda: self._drop(uid, entry))
+
+    def _drop(self, uid: str, entry: _Entry) -> None:
+        with self._lock:
+            entry.refs -= 1
+            if entry.refs == 0:
+                del self._entries[uid]
 
     def __len__(self) -> int:
         """UIDs with a Prepare or Unprepare in flight (0 when idle: nothing leaks)."""

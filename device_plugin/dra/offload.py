@@ -31,6 +31,10 @@ UNPREPARE_WORKERS = 2  # Unprepare calls at once: checkpoint removals only, no A
 WEDGED_AFTER_S = 60.0  # a task running longer is stuck: the kubelet's own deadline is shorter
 
 
+def _nothing() -> None:
+    pass
+
+
 class Stopped(RuntimeError):
     """The pools are closed: the driver is stopping (or not started)."""
 
@@ -61,11 +65,13 @@ class Offload:
     def running(self) -> bool:
         return self._prepare is not None
 
-    async def prepare(self, what: str, work: Callable[[], T]) -> T:
-        return await self._run(self._prepare, what, work)
+    async def prepare(self, what: str, work: Callable[[], T], after: Callable[[], None] = _nothing) -> T:
+        """`work`'s result, run in a prepare worker. `after()` runs once `work` is over or will never run
+        (refused, dropped), also when the caller was cancelled meanwhile: what `work` holds is let go then."""
+        return await self._run(self._prepare, what, work, after)
 
     async def unprepare(self, what: str, work: Callable[[], T]) -> T:
-        return await self._run(self._unprepare, what, work)
+        return await self._run(self._unprepare, what, work, _nothing)
 
     def wedged(self) -> str | None:
         """What has been running longer than the limit, or None."""
@@ -77,8 +83,11 @@ class Offload:
             return f"{what} has been running for {now - started:.0f} s (limit {self._wedged_after_s:g} s): wedged"
         return None
 
-    async def _run(self, pool: ThreadPoolExecutor | None, what: str, work: Callable[[], T]) -> T:
+    async def _run(
+        self, pool: ThreadPoolExecutor | None, what: str, work: Callable[[], T], after: Callable[[], None]
+    ) -> T:
         if pool is None:
+            after()
             raise Stopped("the DRA driver is stopping")
         number = next(self._numbers)
         loop = asyncio.get_running_loop()
@@ -99,8 +108,9 @@ class Offload:
         try:
             queued = pool.submit(tracked)
         except RuntimeError as error:  # a pool that close() shut down since we looked
+            after()
             raise Stopped("the DRA driver is stopping") from error
-        queued.add_done_callback(lambda q: _cancel_if_dropped(q, loop, future))
+        queued.add_done_callback(lambda q: _finished(q, loop, future, after))
         try:
             return await future
         except asyncio.CancelledError:
@@ -108,8 +118,18 @@ class Offload:
             raise
 
 
+def _finished(
+    queued: Future[None], loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], after: Callable[[], None]
+) -> None:
+    """The task ran, or was dropped (its caller left, or close()): `after()`, and a dropped task's caller's
+    future is cancelled, since it never answers."""
+    try:
+        after()
+    finally:
+        _cancel_if_dropped(queued, loop, future)
+
+
 def _cancel_if_dropped(queued: Future[None], loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
-    """A queued task that close() dropped never answers: its caller's future is cancelled instead."""
     if queued.cancelled():
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
             loop.call_soon_threadsafe(future.cancel)

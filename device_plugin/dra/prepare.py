@@ -1,9 +1,12 @@
 """NodePrepareResources / NodeUnprepareResources logic, without gRPC: claims in, CDI device IDs out.
 
-Boundary: reads ResourceClaims through a ClaimReader (the API server in production, a dict in tests),
-knows the node's devices through a DeviceView, remembers answers in a Checkpoint. Per-claim problems
-become a per-claim error message naming the claim and the device (cut short); they never raise, and a
-claim answered with an error has nothing checkpointed.
+Boundary: reads ResourceClaims through a ClaimFetcher (the API server, awaited on the serving loop:
+dra/claim_fetch.py) or a ClaimReader (blocking: tests' dicts and slow stand-ins), knows the node's devices
+through a DeviceView, remembers answers in a Checkpoint. Per-claim problems become a per-claim error
+message naming the claim and the device (cut short); they never raise, and a claim answered with an
+error has nothing checkpointed. A Prepare is three steps, so that its caller can run the read and the
+write where each belongs (dra/servicers.py): `ticket` (the claim's place in claim_locks), `read` or
+`fetch` (no lock held), `settle` (decide and write, blocking; in a worker thread).
 
 A claim's state only moves the way the kubelet asked (claim_locks): the claim is read without any lock,
 then decided and written under the claim's lock, and only if no Unprepare of it succeeded meanwhile and
@@ -23,9 +26,7 @@ spec must contain UUID names (the toolkit's `--device-name-strategy=uuid`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
 
 from device_plugin.core.names import CDI_KIND
 from device_plugin.core.short_text import one_line
@@ -34,40 +35,12 @@ from device_plugin.dra.claim_body import Allocation, ClaimBodyError, read_alloca
 from device_plugin.dra.claim_config import OpaqueConfig, applies_to, read_configs, refusal
 from device_plugin.dra.claim_locks import ClaimLocks, Ticket
 from device_plugin.dra.device_holders import DeviceHolders, Hold
+from device_plugin.dra.prepare_types import ClaimFetcher, ClaimRead, ClaimReader, ClaimRef, DeviceView, PrepareResult
 
 log = logging.getLogger(__name__)
 
 NAME_CHARS = 64  # of a claim's namespace, name, UID or a device name in a message
 ERROR_CHARS = 1024  # of a whole per-claim error
-
-
-class ClaimReader(Protocol):
-    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        """The ResourceClaim object as a dict, or None when it does not exist (404)."""
-        ...
-
-
-class DeviceView(Protocol):
-    def device_uuids(self) -> Mapping[str, str]:
-        """Device name -> UUID of every device this node has, healthy or not."""
-        ...
-
-    def unhealthy(self) -> frozenset[str]:
-        """Names of devices that are unhealthy now."""
-        ...
-
-
-@dataclass(frozen=True)
-class ClaimRef:
-    namespace: str
-    uid: str
-    name: str
-
-
-@dataclass(frozen=True)
-class PrepareResult:
-    devices: tuple[PreparedDevice, ...] = ()
-    error: str = ""
 
 
 def cdi_device_id(uuid: str) -> str:
@@ -87,13 +60,25 @@ def _never() -> bool:
     return False
 
 
+def _why(error: Exception) -> str:
+    return str(error) or type(error).__name__  # a bare TimeoutError says nothing by itself
+
+
 class Preparer:
     def __init__(
-        self, *, driver_name: str, pool_name: str, reader: ClaimReader, devices: DeviceView, checkpoint: Checkpoint
+        self,
+        *,
+        driver_name: str,
+        pool_name: str,
+        reader: ClaimReader | ClaimFetcher,
+        devices: DeviceView,
+        checkpoint: Checkpoint,
     ) -> None:
         self._driver = driver_name
         self._pool = pool_name
-        self._reader = reader
+        # One of the two: a fetcher is awaited (`fetch`), a reader blocks (`read`).
+        self.fetcher: ClaimFetcher | None = reader if isinstance(reader, ClaimFetcher) else None
+        self._reader: ClaimReader | None = None if isinstance(reader, ClaimFetcher) else reader
         self._devices = devices
         self._checkpoint = checkpoint
         self._locks = ClaimLocks()
@@ -117,11 +102,44 @@ class Preparer:
         return {claim.uid: self.unprepare_claim(claim) for claim in claims}
 
     def prepare_claim(self, claim: ClaimRef, gave_up: Callable[[], bool] = _never) -> PrepareResult:
-        """Prepare one claim; `gave_up()` True means its caller left (the answer will not be written)."""
+        """Prepare one claim in this thread with the blocking reader; `gave_up()` True means its caller left
+        (the answer will not be written)."""
+        with self._locks.ticket(claim.uid) as ticket:
+            return self.settle(claim, ticket, self.read(claim, gave_up), gave_up)
+
+    def ticket(self, uid: str) -> Ticket:
+        """The claim's place in claim_locks, from before its read until after its settle (then `release()`)."""
+        return self._locks.issue(uid)
+
+    def read(self, claim: ClaimRef, gave_up: Callable[[], bool] = _never) -> ClaimRead | None:
+        """Read the claim with the blocking reader (no lock held: an Unprepare of it never waits for this);
+        None, not read, when its caller left (it was queued meanwhile: no API read for nobody)."""
+        if self._reader is None:
+            raise TypeError("this Preparer reads claims with a ClaimFetcher: await fetch()")
+        if gave_up():
+            return None
+        try:
+            return ClaimRead(self._reader.get_claim(claim.namespace, claim.name))
+        except Exception as error:  # the API server's failure is this claim's error; the kubelet retries
+            return ClaimRead(failure=_why(error))
+
+    async def fetch(self, claim: ClaimRef) -> ClaimRead:
+        """Read the claim with the fetcher, on the caller's loop (no lock held)."""
+        if self.fetcher is None:
+            raise TypeError("this Preparer reads claims with a blocking ClaimReader: call read()")
+        try:
+            return ClaimRead(await self.fetcher.fetch_claim(claim.namespace, claim.name))
+        except Exception as error:
+            return ClaimRead(failure=_why(error))
+
+    def settle(
+        self, claim: ClaimRef, ticket: Ticket, read: ClaimRead | None, gave_up: Callable[[], bool] = _never
+    ) -> PrepareResult:
+        """Decide and write what `read` says (None: not read, its caller left), under the claim's lock;
+        blocks on the checkpoint's write."""
         label = claim_label(claim.namespace, claim.name, claim.uid)
         try:
-            with self._locks.ticket(claim.uid) as ticket:
-                result = self._prepare(claim, label, ticket, gave_up)
+            result = self._settle(claim, label, ticket, read, gave_up)
         except Exception as error:  # a bug of ours or a broken device view: still this claim's error only
             log.exception("preparing %s failed", label)
             result = PrepareResult(error=f"{label}: internal error: {type(error).__name__}: {error}")
@@ -139,13 +157,14 @@ class Preparer:
             self.holders.release(claim.uid)
         return ""
 
-    def _prepare(self, claim: ClaimRef, label: str, ticket: Ticket, gave_up: Callable[[], bool]) -> PrepareResult:
-        if gave_up():  # queued while its caller left: no API read for an answer nobody waits for
+    def _settle(
+        self, claim: ClaimRef, label: str, ticket: Ticket, read: ClaimRead | None, gave_up: Callable[[], bool]
+    ) -> PrepareResult:
+        if read is None:
             return PrepareResult(error=f"{label}: the kubelet gave up on this call; nothing prepared")
-        try:  # no lock held: an Unprepare of this claim never waits for the API server
-            body = self._reader.get_claim(claim.namespace, claim.name)
-        except Exception as error:  # the API server's failure is this claim's error; the kubelet retries
-            return self._from_checkpoint(claim, ticket, f"{label}: cannot read the ResourceClaim: {error}")
+        if read.failure:
+            return self._from_checkpoint(claim, ticket, f"{label}: cannot read the ResourceClaim: {read.failure}")
+        body = read.body
         if body is None:
             return self._from_checkpoint(claim, ticket, f"{label}: the ResourceClaim does not exist (deleted?)")
         try:

@@ -3,9 +3,11 @@
 
 Boundary: translates protobuf messages to Preparer calls and back, nothing more. They run on the
 process's one serving loop (device_plugin.serving.event_loop), which must never block: the Preparer
-is synchronous and may wait on the API server, so its work runs in the Offload's pools (dra/offload.py):
-each claim of a Prepare is one task of the prepare pool (the claims of a call are read concurrently),
-and a whole Unprepare is one task of its own pool, so it never queues behind slow claim reads. A
+may block, so its blocking work runs in the Offload's pools (dra/offload.py): each claim of a Prepare
+is read on the loop when the Preparer has a ClaimFetcher (the API server, dra/claim_fetch.py), else in
+a prepare worker, and then settled (decided, checkpointed) in a prepare worker; the claims of a call
+are read concurrently. A whole Unprepare is one task of its own pool, so it never queues behind
+Prepares. A
 request without claims is answered on the loop (the liveness probe sends one). Every claim of a
 request is answered: a claim whose task failed gets that failure as its error. Only a stopped driver
 fails a whole call (INTERNAL, bounded message). When the kubelet gives up on a Prepare (its deadline,
@@ -19,6 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from types import ModuleType
 from typing import Any, NoReturn
 
@@ -82,18 +85,33 @@ def _failed(claim: ClaimRef, error: BaseException) -> PrepareResult:
     return PrepareResult(error=one_line(f"{label}: not prepared: {type(error).__name__}: {error}", ERROR_CHARS))
 
 
+async def _prepare_one(
+    preparer: Preparer, offload: Offload, claim: ClaimRef, gone: Callable[[], bool]
+) -> PrepareResult:
+    """Read (on the loop with a fetcher, else in a worker), then settle in a worker; the claim's ticket
+    is held from before the read until the settle is over, or will never run."""
+    what = f"NodePrepareResources of {claim_label(claim.namespace, claim.name, claim.uid)}"
+    ticket = preparer.ticket(claim.uid)
+    try:
+        if gone():  # the kubelet left before this claim's turn: no API read for an answer nobody waits for
+            read = None
+        elif preparer.fetcher is not None:
+            read = await preparer.fetch(claim)
+        else:
+            read = await offload.prepare(what, partial(preparer.read, claim, gone))
+    except BaseException:
+        ticket.release()
+        raise
+    return await offload.prepare(what, partial(preparer.settle, claim, ticket, read, gone), after=ticket.release)
+
+
 def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offload: Offload) -> Any:
     """The DRAPlugin servicer of one API version (`pb`, `pb_grpc`: its generated modules)."""
 
     async def prepare_all(claims: list[ClaimRef], context: grpc.aio.ServicerContext) -> list[PrepareResult]:
         cancelled = threading.Event()
         gone = _caller_gone(context, cancelled)
-        tasks = [
-            offload.prepare(
-                f"NodePrepareResources of {claim_label(c.namespace, c.name, c.uid)}", _bind(preparer, c, gone)
-            )
-            for c in claims
-        ]
+        tasks = [_prepare_one(preparer, offload, c, gone) for c in claims]
         try:
             if len(tasks) == 1:  # the kubelet's usual call: awaited here, not wrapped in a task and a gather
                 outcomes: list[Any] = [await _settled(tasks[0])]
@@ -142,10 +160,6 @@ def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offloa
             return response
 
     return Servicer()
-
-
-def _bind(preparer: Preparer, claim: ClaimRef, gone: Callable[[], bool]) -> Callable[[], PrepareResult]:
-    return lambda: preparer.prepare_claim(claim, gone)
 
 
 class Registration(reg_grpc.RegistrationServicer):  # type: ignore[misc]

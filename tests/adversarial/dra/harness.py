@@ -6,6 +6,7 @@ Built from the dgx1-v100 machine; the kubelet is the DRA stand-in of tests/dra.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -89,6 +90,10 @@ class HeldClaims:
                 self.held -= 1
         return self.claims.get((namespace, name))
 
+    def fetched(self) -> FetchedClaims:
+        """The same claims behind a ClaimFetcher: read on the serving loop, as the API server's are."""
+        return FetchedClaims(self)
+
     def add(self, name: str, uid: str, device: str, *, admin: bool = False) -> tuple[str, str, str]:
         """A claim `name` (namespace ns) allocated `device` of our pool; the (namespace, uid, name) to send."""
         result: dict[str, Any] = {"request": "g", "driver": DRIVER, "pool": NODE, "device": device}
@@ -101,12 +106,22 @@ class HeldClaims:
         return ("ns", uid, name)
 
 
+@dataclass
+class FetchedClaims:
+    """HeldClaims awaited (the held wait in a thread of its own, so the loop and the workers stay free)."""
+
+    held: HeldClaims
+
+    async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return await asyncio.to_thread(self.held.get_claim, namespace, name)
+
+
 def dra_server(
     root: Path,
     *,
     driver_name: str = DRIVER,
     kubelet_dir: Path | None = None,
-    reader: HeldClaims | None = None,
+    reader: HeldClaims | FetchedClaims | None = None,
     devices: Devices | None = None,
     poll_s: float = 0.05,
     wedged_after_s: float = 60.0,
@@ -119,7 +134,7 @@ def dra_server(
     return DraGrpcServer(driver_name, paths, preparer, poll_s=poll_s, wedged_after_s=wedged_after_s)
 
 
-def preparer_of(root: Path, reader: HeldClaims, devices: Devices | None = None) -> Preparer:
+def preparer_of(root: Path, reader: HeldClaims | FetchedClaims, devices: Devices | None = None) -> Preparer:
     """A Preparer over the checkpoint under `root` (a second one over the same root: a restart)."""
     return Preparer(
         driver_name=DRIVER,

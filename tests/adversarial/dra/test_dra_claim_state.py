@@ -15,7 +15,7 @@ import pytest
 
 from device_plugin.dra.grpc_service import SocketPaths
 from device_plugin.dra.prepare import ClaimRef, PrepareResult
-from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, prepare, preparer_of, wait_until
+from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, prepare, preparer_of, unprepare, wait_until
 
 
 def _devices(result: PrepareResult) -> list[str]:
@@ -39,11 +39,12 @@ def test_a_prepare_that_finishes_after_the_unprepare_writes_nothing(root: Path) 
     assert preparer.in_flight() == 0  # no lock entry left behind
 
 
-def test_a_prepare_the_kubelet_gave_up_on_writes_nothing(root: Path) -> None:
+@pytest.mark.parametrize("read", ["blocking", "fetched"], ids=["in-a-worker", "on-the-loop"])
+def test_a_prepare_the_kubelet_gave_up_on_writes_nothing(root: Path, read: str) -> None:
     held = HeldClaims(hold=True)
     claim = held.add("c", "uid-1", "gpu-4")
-    preparer = preparer_of(root, held)
-    server = dra_server(root, reader=held, preparer=preparer)
+    preparer = preparer_of(root, held if read == "blocking" else held.fetched())
+    server = dra_server(root, preparer=preparer)
     server.start()
     try:
         endpoint = SocketPaths.for_driver(DRIVER, root).endpoint
@@ -52,6 +53,28 @@ def test_a_prepare_the_kubelet_gave_up_on_writes_nothing(root: Path) -> None:
         assert raised.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
         held.release.set()
         wait_until(lambda: held.held == 0 and preparer.in_flight() == 0)
+        held.add("c", "uid-1", "gpu-6")
+        assert [d.device_name for d in prepare(endpoint, [claim]).claims["uid-1"].devices] == ["gpu-6"]
+    finally:
+        server.stop(0.1)
+
+
+def test_an_unprepare_while_the_loop_reads_the_claim_stays_effective(root: Path) -> None:
+    """Item 1 with the claim read on the serving loop: the kubelet gives up, unprepares (served at once),
+    and the read that comes back later writes nothing; the ticket goes with the settle."""
+    held = HeldClaims(hold=True)
+    claim = held.add("c", "uid-1", "gpu-4")
+    preparer = preparer_of(root, held.fetched())
+    server = dra_server(root, preparer=preparer)
+    server.start()
+    try:
+        endpoint = SocketPaths.for_driver(DRIVER, root).endpoint
+        with pytest.raises(grpc.RpcError):
+            prepare(endpoint, [claim], timeout_s=0.3)
+        assert unprepare(endpoint, [claim]).claims["uid-1"].error == ""
+        held.release.set()
+        wait_until(lambda: held.held == 0 and preparer.in_flight() == 0)
+        assert preparer_of(root, held).holders.holders("gpu-4") == ()  # nothing checkpointed
         held.add("c", "uid-1", "gpu-6")
         assert [d.device_name for d in prepare(endpoint, [claim]).claims["uid-1"].devices] == ["gpu-6"]
     finally:
