@@ -36,11 +36,12 @@ from device_plugin.core.devices import Health
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.checkpoint import Checkpoint
+from device_plugin.dra.claim_fetch import ApiClaimFetcher
 from device_plugin.dra.device_health import DeviceHealthFeed, device_reports
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths, check_socket_paths
 from device_plugin.dra.health_service import HEARTBEAT_S
 from device_plugin.dra.inventory import DraDevice, inventory_devices
-from device_plugin.dra.kube import ApiClaimReader, api_client, newest_resource_version
+from device_plugin.dra.kube import api_client
 from device_plugin.dra.prepare import Preparer
 from device_plugin.dra.publisher import SlicePublisher
 from device_plugin.dra.taints import DeviceTaint, taint_for
@@ -49,8 +50,11 @@ from device_plugin.node.front_end import RuntimeContext
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.observability.http_endpoint import EndpointProbeResult
 from device_plugin.observability.labels import LabelOptions
+from device_plugin.serving import event_loop
 
 log = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT_S = 1.0  # for the claim reads' connections at stop
 
 
 def front_end_maker(config: Config, environ: Mapping[str, str]) -> Callable[[], DraFrontEnd]:
@@ -72,21 +76,6 @@ def front_end_maker(config: Config, environ: Mapping[str, str]) -> Callable[[], 
 
 def _kubelet_dir(config: Config) -> Path:
     return Path(config.daemon.device_plugin_dir).parent
-
-
-class _ClaimsInDiscoveredVersion:
-    """ResourceClaims are read in the resource.k8s.io version the publisher discovered (or discover it)."""
-
-    def __init__(self, client: k8s.ApiClient, publisher: SlicePublisher) -> None:
-        self._client = client
-        self._publisher = publisher
-        self._reader: ApiClaimReader | None = None
-
-    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        if self._reader is None:
-            version = self._publisher.api_version or newest_resource_version(self._client)
-            self._reader = ApiClaimReader(self._client, version)
-        return self._reader.get_claim(namespace, name)
 
 
 class DraFrontEnd:
@@ -120,10 +109,11 @@ class DraFrontEnd:
         self.publisher = SlicePublisher(
             client, driver_name=driver_name, node_name=node_name, backoff_max_s=backoff_max_s
         )
+        self._claims = ApiClaimFetcher(client, lambda: self.publisher.api_version)
         self.preparer = Preparer(
             driver_name=driver_name,
             pool_name=node_name,
-            reader=_ClaimsInDiscoveredVersion(client, self.publisher),
+            reader=self._claims,
             devices=self,
             checkpoint=Checkpoint(kubelet_dir / "plugins" / driver_name / "checkpoint.json"),
         )
@@ -284,8 +274,16 @@ class DraFrontEnd:
         )
         unpublishing.start()
         self.server.stop(0.5)
+        self._close_claim_reads()
         unpublishing.join(timeout=max(0.1, deadline - time.monotonic()))
         if unpublishing.is_alive():
             log.warning("deleting our ResourceSlices did not finish within %.1f s; stopping without it", timeout_s)
             return False
         return unpublished == [True]
+
+    def _close_claim_reads(self) -> None:
+        """The claim reads' connections, closed on the loop they were made on (after the server stopped)."""
+        try:
+            event_loop.run(self._claims.close(), timeout_s=CLOSE_TIMEOUT_S)
+        except Exception:  # a stop goes on whatever the connections do
+            log.warning("closing the claim reads' connections failed", exc_info=True)

@@ -12,7 +12,7 @@ from urllib3.exceptions import MaxRetryError
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.inventory import DraDevice, build_devices
-from device_plugin.dra.kube import ApiClaimReader, UnsupportedApiError, api_client, is_transient
+from device_plugin.dra.kube import UnsupportedApiError, api_client, is_transient
 from device_plugin.dra.publisher import SlicePublisher
 from device_plugin.dra.slices import slice_name
 from device_plugin.nvml.fake import FakeNvml
@@ -158,17 +158,6 @@ def test_a_resync_after_the_kubelet_wiped_the_slices_publishes_them_again(api: A
     p.resync()
     assert p.wait_synced(5.0) and len(api.pool(DRIVER, NODE)) == 1
     p.stop()
-
-
-def test_the_claim_reader_gets_the_claim_says_none_when_gone_and_raises_on_server_errors(api: ApiStandin) -> None:
-    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "uid": "u1"}}
-    api.claims[("ns", "c")] = claim
-    reader = ApiClaimReader(api_client(api.host), "v1")
-    assert reader.get_claim("ns", "c") == claim
-    assert reader.get_claim("ns", "gone") is None
-    api.fail_next(1, 503)
-    with pytest.raises(RuntimeError, match="HTTP 503"):
-        reader.get_claim("ns", "c")
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,180 @@
+"""ResourceClaim reads for NodePrepareResources: one GET a claim, awaited on the serving loop (aiohttp).
+
+Boundary: the HTTP read and what the API server's answer means as a dict (None: no such claim), in the
+resource.k8s.io version the publisher discovered (`discovered`; asked of the server when it has none
+yet); what the body says is the Preparer's. Everything else of ours talks to the API server through the
+`kubernetes` client (dra/kube.py); claim reads do not, because there are many at once: 1,000 one-claim
+Prepares on a 2-core node make the driver's interpreter the bottleneck, and a read through the client's
+urllib3, in worker threads, costs about 0.8 ms of it (its GIL hand-offs included), where aiohttp on the
+loop costs about 0.3 ms (docs/benchmarks.md, bench_checkpoint.py (c)).
+
+The connection is the client's, read once when the fetcher is made: its configuration's host, CA (file
+or data), client certificate and key, verify_ssl, tls_server_name (else a string assert_hostname), and an
+HTTP(S) proxy (its headers go on the CONNECT to an https host), unless no_proxy names the host; the
+client's default headers (its User-Agent) and cookie. Auth is read from the configuration on every
+request (auth_settings()), so the client's own refresh hook renews an expiring token (the pod's
+projected service-account token, a kubeconfig exec plugin). A SOCKS proxy is not supported here: every
+read fails naming it. At most READS_IN_FLIGHT reads are sent at once (further ones wait their turn
+before their own REQUEST_TIMEOUT_S starts); the session is made on first use on the running loop, and
+closed with close().
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import ssl
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+from kubernetes import client as k8s
+
+from device_plugin.dra.kube import REQUEST_TIMEOUT_S, check_claim_name, newest_resource_version
+from device_plugin.dra.slices import GROUP
+
+READS_IN_FLIGHT = 16  # claim reads sent at once, all calls together
+_CLAIM_PATH = "/apis/{group}/{version}/namespaces/{namespace}/resourceclaims/{name}"  # names checked first
+
+
+class ApiClaimFetcher:
+    """The Preparer's ClaimFetcher in production."""
+
+    def __init__(
+        self,
+        client: k8s.ApiClient,
+        discovered: Callable[[], str | None] = lambda: None,
+        *,
+        timeout_s: float = REQUEST_TIMEOUT_S,
+    ) -> None:
+        """`discovered()`: the resource.k8s.io version the publisher found the server serving, or None."""
+        self._client = client
+        self._discovered = discovered
+        self._version: str | None = None
+        configuration = client.configuration
+        self._configuration = configuration
+        self._fixed_headers = {**client.default_headers, "Accept": "application/json"}
+        if client.cookie:
+            self._fixed_headers["Cookie"] = client.cookie
+        self._host = configuration.host.rstrip("/")
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._timeout_s = timeout_s
+        self._tls = tls_settings(configuration) if self._host.startswith("https:") else None
+        self._proxy = proxy_for(configuration)
+        self._session: aiohttp.ClientSession | None = None
+        self._turns: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The claim, or None when it does not exist. ValueError: a name no claim can have (not sent);
+        RuntimeError: no answer, or an answer other than the claim or 404 (the status named)."""
+        check_claim_name(namespace, name)
+        if self._version is None:  # the publisher discovers it at start; until then, ask (blocking: a thread)
+            found = self._discovered()
+            self._version = found or await asyncio.to_thread(newest_resource_version, self._client)
+        api_version = self._version
+        if self._proxy.startswith("socks"):
+            raise RuntimeError(f"the API client's proxy {self._proxy} is SOCKS, which claim reads do not support")
+        session, turns = self._opened()
+        path = _CLAIM_PATH.format(group=GROUP, version=api_version, namespace=namespace, name=name)
+        async with turns:
+            try:
+                async with session.get(self._host + path, headers=self._headers(), **self._options()) as response:
+                    data = await response.read()
+                    status, reason = response.status, response.reason
+            except TimeoutError:
+                raise RuntimeError(f"no answer from the API server within {self._timeout_s:g} s") from None
+            except aiohttp.ClientError as error:
+                raise RuntimeError(f"{type(error).__name__}: {error}") from error
+        if status == 404:
+            return None
+        if not 200 <= status <= 299:
+            raise RuntimeError(f"HTTP {status} {reason}")
+        obj = json.loads(data)
+        return obj if isinstance(obj, dict) else None  # JSON, but no object: no claim in it
+
+    async def close(self) -> None:
+        session, self._session, self._turns, self._loop = self._session, None, None, None
+        if session is not None and not session.closed:
+            await session.close()
+
+    def _opened(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._turns is None or self._loop is not loop or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=READS_IN_FLIGHT, ssl=self._tls.context if self._tls else False)
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
+            self._turns, self._loop = asyncio.Semaphore(READS_IN_FLIGHT), loop
+        return self._session, self._turns
+
+    def _headers(self) -> dict[str, str]:
+        headers = dict(self._fixed_headers)
+        for setting in self._configuration.auth_settings().values():  # refreshes an expiring token
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        return headers
+
+    def _options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if self._tls is not None and self._tls.server_hostname:
+            options["server_hostname"] = self._tls.server_hostname
+        if self._proxy:
+            options["proxy"] = self._proxy
+            if self._configuration.proxy_headers:
+                options["proxy_headers"] = dict(self._configuration.proxy_headers)
+        return options
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    context: ssl.SSLContext
+    server_hostname: str | None  # the name the server's certificate must carry, when not the host's
+
+
+def tls_settings(configuration: k8s.Configuration) -> TlsSettings:
+    """The SSL context and server name the client's urllib3 pool would use for this configuration."""
+    context = ssl.create_default_context(
+        cafile=configuration.ssl_ca_cert or None, cadata=getattr(configuration, "ca_cert_data", None) or None
+    )
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, configuration.key_file or None)
+    assert_hostname = getattr(configuration, "assert_hostname", None)
+    if not configuration.verify_ssl or assert_hostname is False:
+        context.check_hostname = False
+    if not configuration.verify_ssl:
+        context.verify_mode = ssl.CERT_NONE
+    name = getattr(configuration, "tls_server_name", None) or (
+        assert_hostname if isinstance(assert_hostname, str) else None
+    )
+    return TlsSettings(context, name or None)
+
+
+def proxy_for(configuration: k8s.Configuration) -> str:
+    """The proxy URL to send claim reads through ("" for none), as the client's no_proxy rules say."""
+    proxy = configuration.proxy or ""
+    if proxy and bypasses_proxy(configuration.host, getattr(configuration, "no_proxy", None) or ""):
+        return ""
+    return proxy
+
+
+def bypasses_proxy(url: str, no_proxy: str) -> bool:
+    """Whether `url`'s host matches a no_proxy entry: '*', a host (with or without :port), a domain
+    ('.example.com' or 'example.com' also covers its subdomains), or an IP network in CIDR form."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    for entry in (e.strip().lower() for e in no_proxy.split(",")):
+        if not entry:
+            continue
+        if entry == "*" or entry == parts.netloc.lower() or entry == host:
+            return True
+        if "/" in entry:
+            try:
+                if ipaddress.ip_address(host) in ipaddress.ip_network(entry, strict=False):
+                    return True
+            except ValueError:
+                continue
+        elif host.endswith("." + entry.lstrip(".")):
+            return True
+    return False

@@ -1,0 +1,192 @@
+"""ApiClaimFetcher: the claim read NodePrepareResources makes, on the loop, with the API client's settings.
+
+It must answer as the API server says (the dict, None for 404, RuntimeError naming the status or the
+missing answer), send what the client's configuration says (host, BearerToken auth refreshed by the
+client's hook, its User-Agent and cookie, a proxy unless no_proxy names the host) and never send a name
+no claim can have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from device_plugin.dra.claim_fetch import ApiClaimFetcher, bypasses_proxy, proxy_for
+from device_plugin.dra.kube import api_client
+from tests.dra.api_standin import ApiStandin
+
+CLAIM = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "uid": "u1"}}
+
+
+def fetch(fetcher: ApiClaimFetcher, namespace: str, name: str, times: int = 1) -> list[Mapping[str, Any] | None]:
+    """`times` reads of one claim on a fresh loop, one after another; the session closed after."""
+
+    async def reads() -> list[Mapping[str, Any] | None]:
+        try:
+            return [await fetcher.fetch_claim(namespace, name) for _ in range(times)]
+        finally:
+            await fetcher.close()
+
+    return asyncio.run(reads())
+
+
+@pytest.fixture
+def api() -> Iterator[ApiStandin]:
+    standin = ApiStandin().up()
+    yield standin
+    standin.down()
+
+
+def test_the_claim_none_when_gone_and_the_status_named_on_server_errors(api: ApiStandin) -> None:
+    api.claims[("ns", "c")] = CLAIM
+    fetcher = ApiClaimFetcher(api_client(api.host), lambda: "v1")
+    assert fetch(fetcher, "ns", "c") == [CLAIM]
+    assert fetch(fetcher, "ns", "gone") == [None]
+    api.fail_next(1, 503)
+    with pytest.raises(RuntimeError, match="HTTP 503"):
+        fetch(fetcher, "ns", "c")
+    assert fetch(fetcher, "ns", "c", times=3) == [CLAIM] * 3  # connections kept and reused
+
+
+def test_a_name_no_claim_can_have_is_not_sent(api: ApiStandin) -> None:
+    fetcher = ApiClaimFetcher(api_client(api.host), lambda: "v1")
+    with pytest.raises(ValueError, match="not a valid object name"):
+        fetch(fetcher, "ns", "../nodes/x")
+    assert api.requests == []
+
+
+def test_the_version_is_the_publishers_else_asked_of_the_server(api: ApiStandin) -> None:
+    only_beta = ApiStandin(versions=("v1beta2",)).up()
+    try:
+        only_beta.claims[("ns", "c")] = CLAIM
+        assert fetch(ApiClaimFetcher(api_client(only_beta.host)), "ns", "c") == [CLAIM]
+        assert ("GET", "/apis/resource.k8s.io/v1beta2/namespaces/ns/resourceclaims/c") in only_beta.requests
+    finally:
+        only_beta.down()
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [("slow", r"no answer from the API server within 0.2 s"), ("down", r"ClientConnectorError")],
+    ids=["no-answer-in-time", "connection-refused"],
+)
+def test_no_answer_is_a_runtime_error_saying_why(api: ApiStandin, fault: str, message: str) -> None:
+    api.claims[("ns", "c")] = CLAIM
+    fetcher = ApiClaimFetcher(api_client(api.host), lambda: "v1", timeout_s=0.2)
+    if fault == "slow":
+        api.claim_read_delay_s = 2.0
+    else:
+        api.down()
+    with pytest.raises(RuntimeError, match=message):
+        fetch(fetcher, "ns", "c")
+    if fault == "down":
+        api.up()
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """Answers every GET with one claim and records its path (absolute when we came as to a proxy)."""
+
+    seen: list[tuple[str, dict[str, str]]] = []
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+        body = json.dumps(CLAIM).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[str, list[tuple[str, dict[str, str]]]]]:
+    seen: list[tuple[str, dict[str, str]]] = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Recorder,), {"seen": seen}))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_the_request_carries_the_token_the_cookie_and_the_clients_user_agent(
+    recorder: tuple[str, list[tuple[str, dict[str, str]]]],
+) -> None:
+    host, seen = recorder
+    client = api_client(host)
+    client.cookie = "session=1"
+    client.configuration.api_key = {"authorization": "Bearer sekrit"}
+    assert fetch(ApiClaimFetcher(client, lambda: "v1"), "ns", "c") == [CLAIM]
+    [(path, headers)] = seen
+    assert path == "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c"
+    assert headers["authorization"] == "Bearer sekrit"
+    assert headers["accept"] == "application/json"
+    assert headers["cookie"] == "session=1"
+    assert headers["user-agent"] == client.default_headers["User-Agent"]
+
+
+def test_an_expiring_token_is_renewed_by_the_clients_hook_before_each_read(
+    recorder: tuple[str, list[tuple[str, dict[str, str]]]],
+) -> None:
+    host, seen = recorder
+    client = api_client(host)
+    client.configuration.api_key = {"authorization": "Bearer expired"}
+    tokens = iter(["Bearer first", "Bearer second"])
+
+    def refresh(configuration: Any) -> None:  # what load_incluster_config installs, for a rotated token file
+        configuration.api_key = {"authorization": next(tokens)}
+
+    client.configuration.refresh_api_key_hook = refresh
+    fetch(ApiClaimFetcher(client, lambda: "v1"), "ns", "c", times=2)
+    assert [headers["authorization"] for _, headers in seen] == ["Bearer first", "Bearer second"]
+
+
+def test_a_configured_proxy_is_asked_with_the_absolute_url(
+    recorder: tuple[str, list[tuple[str, dict[str, str]]]],
+) -> None:
+    proxy, seen = recorder
+    client = api_client("http://api.invalid:6443")  # not resolvable: only the proxy can answer
+    client.configuration.proxy = proxy
+    assert fetch(ApiClaimFetcher(client, lambda: "v1"), "ns", "c") == [CLAIM]
+    [(path, _)] = seen
+    assert path == "http://api.invalid:6443/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c"
+
+
+def test_a_socks_proxy_is_refused_by_name(api: ApiStandin) -> None:
+    client = api_client(api.host)
+    client.configuration.proxy = "socks5://127.0.0.1:1080"
+    with pytest.raises(RuntimeError, match=r"socks5://127\.0\.0\.1:1080 is SOCKS"):
+        fetch(ApiClaimFetcher(client, lambda: "v1"), "ns", "c")
+
+
+@pytest.mark.parametrize(
+    ("url", "no_proxy", "bypassed"),
+    [
+        ("https://10.96.0.1:443", "", False),
+        ("https://10.96.0.1:443", "*", True),
+        ("https://10.96.0.1:443", "localhost, 10.96.0.0/12", True),
+        ("https://10.96.0.1:443", "10.0.0.0/16", False),
+        ("https://api.cluster.local:6443", ".cluster.local", True),
+        ("https://api.cluster.local:6443", "cluster.local", True),
+        ("https://api.cluster.local:6443", "api.cluster.local:6443", True),
+        ("https://api.cluster.local:6443", "other.local,not-a-cidr/99", False),
+        ("https://notcluster.local:6443", "cluster.local", False),
+    ],
+    ids=["none", "star", "cidr", "other-cidr", "dot-domain", "domain", "host-port", "others", "suffix-not-domain"],
+)
+def test_no_proxy_rules(url: str, no_proxy: str, bypassed: bool) -> None:
+    assert bypasses_proxy(url, no_proxy) is bypassed
+    client = api_client(url)
+    client.configuration.proxy, client.configuration.no_proxy = "http://proxy:3128", no_proxy
+    assert proxy_for(client.configuration) == ("" if bypassed else "http://proxy:3128")
