@@ -62,7 +62,7 @@ class ApiClaimFetcher:
         self._host = configuration.host.rstrip("/")
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._timeout_s = timeout_s
-        self._tls = tls_settings(configuration) if self._host.startswith("https:") else None
+        self._tls: TlsSettings | None = None  # made with the session (a CA file may appear after start)
         self._proxy = proxy_for(configuration)
         self._session: aiohttp.ClientSession | None = None
         self._turns: asyncio.Semaphore | None = None
@@ -104,6 +104,11 @@ class ApiClaimFetcher:
     def _opened(self) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         if self._session is None or self._turns is None or self._loop is not loop or self._session.closed:
+            if self._host.startswith("https:"):
+                try:
+                    self._tls = tls_settings(self._configuration)
+                except (OSError, ValueError) as error:  # ssl.SSLError is an OSError: a bad CA, cert or key
+                    raise RuntimeError(f"cannot set up TLS to the API server: {error}") from error
             connector = aiohttp.TCPConnector(limit=READS_IN_FLIGHT, ssl=self._tls.context if self._tls else False)
             self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
             self._turns, self._loop = asyncio.Semaphore(READS_IN_FLIGHT), loop

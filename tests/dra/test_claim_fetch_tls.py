@@ -71,3 +71,11 @@ def test_only_the_configured_ca_and_name_are_trusted(
     else:
         with pytest.raises(RuntimeError, match=r"[Cc]ertificate"):
             fetch(fetcher, "ns", "c")
+
+
+def test_a_ca_file_that_cannot_be_read_is_each_reads_error_not_a_crash(tmp_path: Path) -> None:
+    client = api_client("https://127.0.0.1:1")
+    client.configuration.ssl_ca_cert = str(tmp_path / "missing-ca.pem")
+    fetcher = ApiClaimFetcher(client, lambda: "v1")  # made at start: nothing is read yet
+    with pytest.raises(RuntimeError, match="cannot set up TLS to the API server"):
+        fetch(fetcher, "ns", "c")
