@@ -11,9 +11,12 @@ loop costs about 0.3 ms (docs/benchmarks.md, bench_checkpoint.py (c)).
 The connection is the client's, read once when the fetcher is made: its configuration's host, CA (file
 or data), client certificate and key, verify_ssl, tls_server_name (else a string assert_hostname), and an
 HTTP(S) proxy (its headers go on the CONNECT to an https host), unless no_proxy names the host; the
-client's default headers (its User-Agent) and cookie. Auth is read from the configuration on every
-request (auth_settings()), so the client's own refresh hook renews an expiring token (the pod's
-projected service-account token, a kubeconfig exec plugin). A SOCKS proxy is not supported here: every
+client's default headers (its User-Agent) and cookie. Auth is read from the configuration
+(auth_settings()), so the client's own refresh hook renews an expiring token (the pod's projected
+service-account token, a kubeconfig exec plugin), but never on the loop: the hook may run an exec
+plugin or an OIDC request for seconds, and the loop serves every socket. It runs in a thread, once for
+all the reads that want it (single flight), at most once every AUTH_REFRESH_S; reads in between carry
+the token it gave. A hook that fails is each waiting read's error. A SOCKS proxy is not supported here: every
 read fails naming it. At most READS_IN_FLIGHT reads are sent at once (further ones wait their turn
 before their own REQUEST_TIMEOUT_S starts); the session is made on first use on the running loop, and
 closed with close().
@@ -24,7 +27,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import math
 import ssl
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +42,7 @@ from device_plugin.dra.kube import REQUEST_TIMEOUT_S, check_claim_name, newest_r
 from device_plugin.dra.slices import GROUP
 
 READS_IN_FLIGHT = 16  # claim reads sent at once, all calls together
+AUTH_REFRESH_S = 1.0  # the token is asked of the client's configuration at most this often (a thread hop)
 _CLAIM_PATH = "/apis/{group}/{version}/namespaces/{namespace}/resourceclaims/{name}"  # names checked first
 
 
@@ -49,6 +55,7 @@ class ApiClaimFetcher:
         discovered: Callable[[], str | None] = lambda: None,
         *,
         timeout_s: float = REQUEST_TIMEOUT_S,
+        auth_refresh_s: float = AUTH_REFRESH_S,
     ) -> None:
         """`discovered()`: the resource.k8s.io version the publisher found the server serving, or None."""
         self._client = client
@@ -67,6 +74,10 @@ class ApiClaimFetcher:
         self._session: aiohttp.ClientSession | None = None
         self._turns: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._auth_refresh_s = auth_refresh_s
+        self._auth: dict[str, str] = {}  # the auth headers last read, at _auth_at (monotonic)
+        self._auth_at = -math.inf
+        self._auth_reading: asyncio.Future[dict[str, str]] | None = None  # the read in flight, if any
 
     async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The claim, or None when it does not exist. ValueError: a name no claim can have (not sent);
@@ -80,9 +91,10 @@ class ApiClaimFetcher:
             raise RuntimeError(f"the API client's proxy {self._proxy} is SOCKS, which claim reads do not support")
         session, turns = self._opened()
         path = _CLAIM_PATH.format(group=GROUP, version=api_version, namespace=namespace, name=name)
+        headers = {**self._fixed_headers, **await self._auth_headers()}
         async with turns:
             try:
-                async with session.get(self._host + path, headers=self._headers(), **self._options()) as response:
+                async with session.get(self._host + path, headers=headers, **self._options()) as response:
                     data = await response.read()
                     status, reason = response.status, response.reason
             except TimeoutError:
@@ -114,11 +126,25 @@ class ApiClaimFetcher:
             self._turns, self._loop = asyncio.Semaphore(READS_IN_FLIGHT), loop
         return self._session, self._turns
 
-    def _headers(self) -> dict[str, str]:
-        headers = dict(self._fixed_headers)
-        for setting in self._configuration.auth_settings().values():  # refreshes an expiring token
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
+    async def _auth_headers(self) -> dict[str, str]:
+        """The auth headers, read again in a thread once they are AUTH_REFRESH_S old; one read at a time,
+        awaited by every caller that comes meanwhile (shielded: a caller that leaves does not cancel it)."""
+        if time.monotonic() - self._auth_at < self._auth_refresh_s:
+            return self._auth
+        if self._auth_reading is None or self._auth_reading.get_loop() is not asyncio.get_running_loop():
+            self._auth_reading = asyncio.ensure_future(self._read_auth())
+            self._auth_reading.add_done_callback(_retrieved)  # its failure is its waiters', never "unretrieved"
+        return await asyncio.shield(self._auth_reading)
+
+    async def _read_auth(self) -> dict[str, str]:
+        try:
+            settings = await asyncio.to_thread(self._configuration.auth_settings)  # may refresh the token
+        except Exception as error:  # the hook's failure (an exec plugin that fails): each read's error
+            raise RuntimeError(f"cannot get a token for the API server: {type(error).__name__}: {error}") from error
+        finally:
+            self._auth_reading = None
+        headers = {s["key"]: s["value"] for s in settings.values() if s.get("in") == "header" and s.get("value")}
+        self._auth, self._auth_at = headers, time.monotonic()
         return headers
 
     def _options(self) -> dict[str, Any]:
@@ -130,6 +156,11 @@ class ApiClaimFetcher:
             if self._configuration.proxy_headers:
                 options["proxy_headers"] = dict(self._configuration.proxy_headers)
         return options
+
+
+def _retrieved(done: asyncio.Future[Any]) -> None:
+    if not done.cancelled():
+        done.exception()
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -136,8 +137,13 @@ def test_the_request_carries_the_token_the_cookie_and_the_clients_user_agent(
     assert headers["user-agent"] == client.default_headers["User-Agent"]
 
 
-def test_an_expiring_token_is_renewed_by_the_clients_hook_before_each_read(
-    recorder: tuple[str, list[tuple[str, dict[str, str]]]],
+@pytest.mark.parametrize(
+    ("refresh_s", "sent"),
+    [(0.0, ["Bearer first", "Bearer second"]), (60.0, ["Bearer first", "Bearer first"])],
+    ids=["asked-again-once-the-last-token-is-old", "reads-in-between-carry-the-last-token"],
+)
+def test_an_expiring_token_is_renewed_by_the_clients_hook(
+    recorder: tuple[str, list[tuple[str, dict[str, str]]]], refresh_s: float, sent: list[str]
 ) -> None:
     host, seen = recorder
     client = api_client(host)
@@ -148,8 +154,72 @@ def test_an_expiring_token_is_renewed_by_the_clients_hook_before_each_read(
         configuration.api_key = {"authorization": next(tokens)}
 
     client.configuration.refresh_api_key_hook = refresh
-    fetch(ApiClaimFetcher(client, lambda: "v1"), "ns", "c", times=2)
-    assert [headers["authorization"] for _, headers in seen] == ["Bearer first", "Bearer second"]
+    fetch(ApiClaimFetcher(client, lambda: "v1", auth_refresh_s=refresh_s), "ns", "c", times=2)
+    assert [headers["authorization"] for _, headers in seen] == sent
+
+
+def test_a_slow_token_hook_runs_once_off_the_loop_for_every_read_waiting(
+    recorder: tuple[str, list[tuple[str, dict[str, str]]]],
+) -> None:
+    """A kubeconfig exec plugin runs for seconds when its token expires: the loop serves every socket."""
+    host, seen = recorder
+    client = api_client(host)
+    client.configuration.api_key = {"authorization": "Bearer expired"}
+    calls: list[str] = []
+
+    def refresh(configuration: Any) -> None:
+        calls.append(threading.current_thread().name)
+        time.sleep(0.5)
+        configuration.api_key = {"authorization": "Bearer fresh"}
+
+    client.configuration.refresh_api_key_hook = refresh
+    fetcher = ApiClaimFetcher(client, lambda: "v1")
+
+    async def reads_and_ticks() -> tuple[int, list[Mapping[str, Any] | None]]:
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.ensure_future(tick())
+        try:
+            claims = await asyncio.gather(*(fetcher.fetch_claim("ns", "c") for _ in range(5)))
+        finally:
+            ticker.cancel()
+            await fetcher.close()
+        return ticks, claims
+
+    ticks, claims = asyncio.run(reads_and_ticks())
+    assert claims == [CLAIM] * 5
+    assert len(calls) == 1 and calls[0] != threading.main_thread().name
+    assert ticks >= 10  # the loop went on while the hook slept (a blocked loop ticks once at most)
+    assert [headers["authorization"] for _, headers in seen] == ["Bearer fresh"] * 5
+
+
+def test_a_failing_token_hook_is_each_reads_error_and_is_asked_again(
+    recorder: tuple[str, list[tuple[str, dict[str, str]]]],
+) -> None:
+    host, seen = recorder
+    client = api_client(host)
+    client.configuration.api_key = {"authorization": "Bearer expired"}
+    outcomes = iter([OSError("exec plugin exited 1"), None])
+
+    def refresh(configuration: Any) -> None:
+        failure = next(outcomes)
+        if failure is not None:
+            raise failure
+        configuration.api_key = {"authorization": "Bearer fresh"}
+
+    client.configuration.refresh_api_key_hook = refresh
+    fetcher = ApiClaimFetcher(client, lambda: "v1")
+    with pytest.raises(RuntimeError, match=r"cannot get a token for the API server: OSError: exec plugin exited 1"):
+        fetch(fetcher, "ns", "c")
+    assert seen == []  # nothing sent without a token
+    assert fetch(fetcher, "ns", "c") == [CLAIM]
+    assert [headers["authorization"] for _, headers in seen] == ["Bearer fresh"]
 
 
 def test_a_configured_proxy_is_asked_with_the_absolute_url(
