@@ -16,9 +16,10 @@ client's default headers (its User-Agent) and cookie. Auth is read from the conf
 service-account token, a kubeconfig exec plugin), but never on the loop: the hook may run an exec
 plugin or an OIDC request for seconds, and the loop serves every socket. It runs in a thread, once for
 all the reads that want it (single flight), at most once every AUTH_REFRESH_S; reads in between carry
-the token it gave. A hook that fails is each waiting read's error. A SOCKS proxy is not supported here: every
-read fails naming it. At most READS_IN_FLIGHT reads are sent at once (further ones wait their turn
-before their own REQUEST_TIMEOUT_S starts); the session is made on first use on the running loop, and
+the token it gave. A hook that fails is each waiting read's error. A SOCKS proxy is not supported
+here: every read fails naming it. An answer is read up to MAX_ANSWER_BYTES (decompressed), no further.
+At most READS_IN_FLIGHT reads are sent at once (further ones wait their turn before their own
+REQUEST_TIMEOUT_S starts); the session is made on first use on the running loop, and
 closed with close().
 """
 
@@ -42,6 +43,7 @@ from device_plugin.dra.kube import REQUEST_TIMEOUT_S, check_claim_name, newest_r
 from device_plugin.dra.slices import GROUP
 
 READS_IN_FLIGHT = 16  # claim reads sent at once, all calls together
+MAX_ANSWER_BYTES = 4 * 1024 * 1024  # a claim is at most ~1.5 MiB (etcd's object limit); past this, no claim
 AUTH_REFRESH_S = 1.0  # the token is asked of the client's configuration at most this often (a thread hop)
 _CLAIM_PATH = "/apis/{group}/{version}/namespaces/{namespace}/resourceclaims/{name}"  # names checked first
 
@@ -95,7 +97,7 @@ class ApiClaimFetcher:
         async with turns:
             try:
                 async with session.get(self._host + path, headers=headers, **self._options()) as response:
-                    data = await response.read()
+                    data = await _bounded_body(response)
                     status, reason = response.status, response.reason
             except TimeoutError:
                 raise RuntimeError(f"no answer from the API server within {self._timeout_s:g} s") from None
@@ -156,6 +158,21 @@ class ApiClaimFetcher:
             if self._configuration.proxy_headers:
                 options["proxy_headers"] = dict(self._configuration.proxy_headers)
         return options
+
+
+async def _bounded_body(response: aiohttp.ClientResponse) -> bytes:
+    """The whole body, decompressed, refused past MAX_ANSWER_BYTES (a broken proxy or server, a gzip bomb)
+    before it is all in memory."""
+    too_big = f"the API server's answer passes {MAX_ANSWER_BYTES // (1024 * 1024)} MiB: not a ResourceClaim"
+    if (response.content_length or 0) > MAX_ANSWER_BYTES:
+        raise RuntimeError(too_big)
+    chunks, size = [], 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            raise RuntimeError(too_big)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _retrieved(done: asyncio.Future[Any]) -> None:

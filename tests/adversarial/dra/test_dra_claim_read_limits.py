@@ -1,0 +1,63 @@
+"""A claim read's answer is bounded: an API server (or a proxy on the way) that sends more than a claim
+can be gets that read refused with the limit named, before the body is all in memory, whether the length
+is said, only streamed (chunked), or hidden in a small gzip body.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from device_plugin.dra.claim_fetch import MAX_ANSWER_BYTES, ApiClaimFetcher
+from device_plugin.dra.kube import api_client
+from tests.dra.test_claim_fetch import fetch
+
+
+class _Oversized(BaseHTTPRequestHandler):
+    """Answers every GET with a body past the fetcher's limit, in the way `how` names."""
+
+    how = "length"
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        big = b"[" + b"0," * (MAX_ANSWER_BYTES // 2 + 1) + b"0]"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if self.how == "gzip":  # 20 KiB on the wire, over 4 MiB once decompressed
+            body = gzip.compress(big)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif self.how == "chunked":  # no length said: only the bytes read can tell
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for start in range(0, len(big), 65536):
+                chunk = big[start : start + 65536]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.write(b"0\r\n\r\n")
+        else:
+            self.send_header("Content-Length", str(len(big)))
+            self.end_headers()
+            self.wfile.write(big)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("how", ["length", "chunked", "gzip"], ids=["said-length", "chunked", "gzip-bomb"])
+def test_an_answer_past_the_size_limit_is_refused_not_held(how: str) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Oversized,), {"how": how}))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        fetcher = ApiClaimFetcher(api_client(f"http://127.0.0.1:{server.server_address[1]}"), lambda: "v1")
+        with pytest.raises(RuntimeError, match=r"the API server's answer passes 4 MiB: not a ResourceClaim"):
+            fetch(fetcher, "ns", "c")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
