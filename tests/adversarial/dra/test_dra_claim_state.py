@@ -34,6 +34,7 @@ def test_a_prepare_that_finishes_after_the_unprepare_writes_nothing(root: Path) 
     held.release.set()
     prepare_thread.join(10.0)
     assert "unprepared while this Prepare read it" in late[0][uid].error
+    assert preparer_of(root, held).holders.holders("gpu-4") == ()  # nothing checkpointed: a restart agrees
     held.add("c", "uid-1", "gpu-6")  # the claim re-allocated another GPU, asked of a restarted driver
     assert _devices(preparer_of(root, held).prepare([ClaimRef(ns, uid, name)])[uid]) == ["gpu-6"]
     assert preparer.in_flight() == 0  # no lock entry left behind
@@ -53,6 +54,8 @@ def test_a_prepare_the_kubelet_gave_up_on_writes_nothing(root: Path, read: str) 
         assert raised.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
         held.release.set()
         wait_until(lambda: held.held == 0 and preparer.in_flight() == 0)
+        # Not written: the re-read below would hide a stale entry (a changed allocation is prepared afresh).
+        assert preparer.holders.holders("gpu-4") == preparer_of(root, held).holders.holders("gpu-4") == ()
         held.add("c", "uid-1", "gpu-6")
         assert [d.device_name for d in prepare(endpoint, [claim]).claims["uid-1"].devices] == ["gpu-6"]
     finally:
@@ -88,14 +91,29 @@ def test_racing_prepares_and_unprepares_keep_memory_and_checkpoint_in_step(root:
     preparer = preparer_of(root, held)
     for _ in range(rounds):
         start = threading.Barrier(2 * len(refs))
-        threads = [threading.Thread(target=lambda r=r, s=start: (s.wait(), preparer.prepare([r]))) for r in refs]
-        threads += [threading.Thread(target=lambda r=r, s=start: (s.wait(), preparer.unprepare([r]))) for r in refs]
+        finished: list[tuple[str, str]] = []  # (call, uid) in the order the calls returned (append is atomic)
+
+        def call(
+            kind: str, ref: ClaimRef, barrier: threading.Barrier = start, finished: list[tuple[str, str]] = finished
+        ) -> None:
+            barrier.wait()
+            if kind == "prepare":
+                preparer.prepare([ref])
+            else:
+                preparer.unprepare([ref])
+            finished.append((kind, ref.uid))
+
+        threads = [threading.Thread(target=call, args=(kind, r)) for r in refs for kind in ("prepare", "unprepare")]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(10.0)
         # What this driver believes it holds is what a restart would read back from the checkpoint.
-        assert preparer.holders.holders("gpu-4") == preparer_of(root, held).holders.holders("gpu-4")
+        held_now = preparer.holders.holders("gpu-4")
+        assert held_now == preparer_of(root, held).holders.holders("gpu-4")
+        for ref in refs:  # an Unprepare that returned after the Prepare did leaves nothing behind
+            if finished.index(("unprepare", ref.uid)) > finished.index(("prepare", ref.uid)):
+                assert ref.uid not in held_now
     assert preparer.in_flight() == 0  # every lock entry went with its last user
 
 
