@@ -130,13 +130,17 @@ class ApiClaimFetcher:
 
     async def _auth_headers(self) -> dict[str, str]:
         """The auth headers, read again in a thread once they are AUTH_REFRESH_S old; one read at a time,
-        awaited by every caller that comes meanwhile (shielded: a caller that leaves does not cancel it)."""
+        awaited by every caller that comes meanwhile (shielded: a caller that leaves does not cancel it),
+        each for the read timeout at most (a hook that hangs fails the reads, it does not hold them)."""
         if time.monotonic() - self._auth_at < self._auth_refresh_s:
             return self._auth
         if self._auth_reading is None or self._auth_reading.get_loop() is not asyncio.get_running_loop():
             self._auth_reading = asyncio.ensure_future(self._read_auth())
             self._auth_reading.add_done_callback(_retrieved)  # its failure is its waiters', never "unretrieved"
-        return await asyncio.shield(self._auth_reading)
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._auth_reading), self._timeout_s)
+        except TimeoutError:
+            raise RuntimeError(f"no token from the API client's refresh hook within {self._timeout_s:g} s") from None
 
     async def _read_auth(self) -> dict[str, str]:
         try:

@@ -199,6 +199,20 @@ def test_a_slow_token_hook_runs_once_off_the_loop_for_every_read_waiting(
     assert [headers["authorization"] for _, headers in seen] == ["Bearer fresh"] * 5
 
 
+def test_a_token_hook_that_hangs_fails_the_read_in_its_timeout(
+    recorder: tuple[str, list[tuple[str, dict[str, str]]]],
+) -> None:
+    host, seen = recorder
+    client = api_client(host)
+    client.configuration.api_key = {"authorization": "Bearer expired"}
+    hung = threading.Event()
+    client.configuration.refresh_api_key_hook = lambda configuration: hung.wait(10.0)
+    threading.Timer(1.0, hung.set).start()  # let the hook's thread go after the read gave up (asyncio.run joins it)
+    with pytest.raises(RuntimeError, match=r"no token from the API client's refresh hook within 0.2 s"):
+        fetch(ApiClaimFetcher(client, lambda: "v1", timeout_s=0.2), "ns", "c")
+    assert seen == []
+
+
 def test_a_failing_token_hook_is_each_reads_error_and_is_asked_again(
     recorder: tuple[str, list[tuple[str, dict[str, str]]]],
 ) -> None:
