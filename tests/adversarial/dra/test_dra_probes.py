@@ -76,3 +76,17 @@ def test_a_path_another_process_serves_turns_readiness_red_and_keeps_liveness_gr
         assert live.ok and "served by another process" in live.detail, live
     finally:
         foreign.close()
+
+
+def test_both_probes_fail_naming_the_socket_while_it_cannot_be_served_again(driver: DraFrontEnd) -> None:
+    """`rm -rf <kubelet>/plugins`, and a file where the folder was: the socket cannot come back until it goes."""
+    folder = driver.server.paths.endpoint.parent.parent  # <kubelet>/plugins
+    shutil.rmtree(folder)
+    folder.write_text("not a folder")
+    try:
+        wait_until(lambda: not driver.liveness().ok and not driver.readiness().ok)
+        assert str(driver.server.paths.endpoint) in driver.liveness().detail, driver.liveness()
+        assert str(driver.server.paths.endpoint) in driver.readiness().detail, driver.readiness()
+    finally:
+        folder.unlink()
+    wait_until(lambda: driver.liveness().ok and driver.readiness().ok)  # served afresh, registered again
