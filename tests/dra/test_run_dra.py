@@ -17,6 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
@@ -203,5 +204,48 @@ def test_readyz_before_the_kubelet_registers_says_so_in_words() -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
+        api.down()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_run_mode_dra_applies_a_config_file_edit_through_its_file_watch_and_refuses_a_bad_one() -> None:
+    """Issue 18 item 12 end to end: the running process notices the edit itself (no call of ours)."""
+    root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))
+    api = ApiStandin().up()
+    api.add_node(NODE)
+    config, labels = root / "config.yaml", root / "features.d" / "gpu"
+    labels.parent.mkdir()
+    config.write_text("version: v1\ngpuDevicePlugin:\n  mode: dra\n")
+    env = {**os.environ, "NODE_NAME": NODE, "KUBECONFIG": str(kubeconfig(root / "kubeconfig", api.host))}
+    command = [sys.executable, "-m", "device_plugin.cli", "run", "--machine", "dgx1-v100", "--config", str(config)]
+    command += ["--device-plugin-dir", str(root / "device-plugins"), "--metrics-address", "127.0.0.1:0"]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stderr or ()), daemon=True)
+    reader.start()
+
+    def wait_for(condition: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + 30
+        while not condition():
+            assert time.monotonic() < deadline and process.poll() is None, "".join(lines)
+            time.sleep(0.05)
+
+    try:
+        DraKubeletStandin(root / "plugins_registry").wait_for_plugin(timeout_s=30)
+        wait_for(lambda: bool(api.pool(DRIVER, NODE)))
+        config.write_text(f"version: v1\ngpuDevicePlugin:\n  mode: dra\n  labelsFile: {labels}\n")
+        wait_for(labels.exists)
+        assert "nvidia.com/gpu.count=8" in labels.read_text()
+        config.write_text("version: v1\ngpuDevicePlugin:\n  mode: dra\n  rescanIntervalSeconds: -1\n")
+        wait_for(lambda: any("invalid, keeping the running config" in line for line in lines))
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        reader.join(10)
+        assert any("labels file now" in line for line in lines)
+        assert not any("Traceback" in line for line in lines), "".join(lines)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
         api.down()
         shutil.rmtree(root, ignore_errors=True)
