@@ -9,18 +9,18 @@ no claim can have.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s
 
 from device_plugin.dra.claim_fetch import ApiClaimFetcher, bypasses_proxy, proxy_for
 from device_plugin.dra.kube import api_client
 from tests.dra.api_standin import ApiStandin
+from tests.dra.http_serving import QuietHandler, http_server
 
 CLAIM = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "uid": "u1"}}
 
@@ -90,35 +90,28 @@ def test_no_answer_is_a_runtime_error_saying_why(api: ApiStandin, fault: str, me
         api.up()
 
 
-class _Recorder(BaseHTTPRequestHandler):
+class _Recorder(QuietHandler):
     """Answers every GET with one claim and records its path (absolute when we came as to a proxy)."""
 
     seen: list[tuple[str, dict[str, str]]] = []
-    protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
         self.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
-        body = json.dumps(CLAIM).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.answer_json(CLAIM)
 
 
 @pytest.fixture
 def recorder() -> Iterator[tuple[str, list[tuple[str, dict[str, str]]]]]:
     seen: list[tuple[str, dict[str, str]]] = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Recorder,), {"seen": seen}))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with http_server(type("Handler", (_Recorder,), {"seen": seen})) as port:
+        yield f"http://127.0.0.1:{port}", seen
+
+
+def expired_client(host: str) -> k8s.ApiClient:
+    """A client for `host` whose token has expired: its refresh hook, set by the test, gives the next one."""
+    client = api_client(host)
+    client.configuration.api_key = {"authorization": "Bearer expired"}
+    return client
 
 
 def test_the_request_carries_the_token_the_cookie_and_the_clients_user_agent(
@@ -146,8 +139,7 @@ def test_an_expiring_token_is_renewed_by_the_clients_hook(
     recorder: tuple[str, list[tuple[str, dict[str, str]]]], refresh_s: float, sent: list[str]
 ) -> None:
     host, seen = recorder
-    client = api_client(host)
-    client.configuration.api_key = {"authorization": "Bearer expired"}
+    client = expired_client(host)
     tokens = iter(["Bearer first", "Bearer second"])
 
     def refresh(configuration: Any) -> None:  # what load_incluster_config installs, for a rotated token file
@@ -163,8 +155,7 @@ def test_a_slow_token_hook_runs_once_off_the_loop_for_every_read_waiting(
 ) -> None:
     """A kubeconfig exec plugin runs for seconds when its token expires: the loop serves every socket."""
     host, seen = recorder
-    client = api_client(host)
-    client.configuration.api_key = {"authorization": "Bearer expired"}
+    client = expired_client(host)
     calls: list[str] = []
 
     def refresh(configuration: Any) -> None:
@@ -203,8 +194,7 @@ def test_a_token_hook_that_hangs_fails_the_read_in_its_timeout(
     recorder: tuple[str, list[tuple[str, dict[str, str]]]],
 ) -> None:
     host, seen = recorder
-    client = api_client(host)
-    client.configuration.api_key = {"authorization": "Bearer expired"}
+    client = expired_client(host)
     hung = threading.Event()
     client.configuration.refresh_api_key_hook = lambda configuration: hung.wait(10.0)
     threading.Timer(1.0, hung.set).start()  # let the hook's thread go after the read gave up (asyncio.run joins it)
@@ -217,8 +207,7 @@ def test_a_failing_token_hook_is_each_reads_error_and_is_asked_again(
     recorder: tuple[str, list[tuple[str, dict[str, str]]]],
 ) -> None:
     host, seen = recorder
-    client = api_client(host)
-    client.configuration.api_key = {"authorization": "Bearer expired"}
+    client = expired_client(host)
     outcomes = iter([OSError("exec plugin exited 1"), None])
 
     def refresh(configuration: Any) -> None:

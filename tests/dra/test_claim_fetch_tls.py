@@ -6,15 +6,14 @@ from __future__ import annotations
 import shutil
 import ssl
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from device_plugin.dra.claim_fetch import ApiClaimFetcher
 from device_plugin.dra.kube import api_client
+from tests.dra.http_serving import http_server
 from tests.dra.test_claim_fetch import CLAIM, _Recorder, fetch
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the test certificates")
@@ -36,15 +35,12 @@ def tls_api(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     extensions.write_text("subjectAltName=DNS:api.test\n")
     _openssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
              "-out", str(cert), "-days", "2", "-extfile", str(extensions))  # fmt: skip
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Recorder,), {"seen": []}))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(str(cert), str(key))
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1], ca
-    server.shutdown()
-    server.server_close()
+    with http_server(
+        type("Handler", (_Recorder,), {"seen": []}), lambda s: context.wrap_socket(s, server_side=True)
+    ) as port:
+        yield port, ca
 
 
 @pytest.mark.parametrize(

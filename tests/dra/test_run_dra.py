@@ -36,6 +36,15 @@ def kubeconfig(path: Path, server: str) -> Path:
     return path
 
 
+def torn_down(process: subprocess.Popen[str], api: ApiStandin, root: Path) -> None:
+    """What a test leaves: its process killed if it still runs, its API stand-in down, its folder gone."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    api.down()
+    shutil.rmtree(root, ignore_errors=True)
+
+
 def ready(port: int) -> bytes:
     """The /readyz body once it answers 200 (it may say "not yet" for a moment after the slices appear)."""
     deadline = time.monotonic() + 30
@@ -112,11 +121,7 @@ def test_run_mode_dra_publishes_registers_and_deletes_its_slices_on_sigterm() ->
         assert not (root / "plugins" / DRIVER / "dra.sock").exists()
         assert "during start-up" not in err and "stopped in" in err
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        api.down()
-        shutil.rmtree(root, ignore_errors=True)
+        torn_down(process, api, root)
     assert api.invalid == []
 
 
@@ -166,12 +171,8 @@ def test_sigterm_in_mode_dra_with_a_hung_api_server_is_cut_short_and_exits_non_z
         assert not (root / "plugins_registry" / f"{DRIVER}-reg.sock").exists()
         assert not (root / "plugins" / DRIVER / "dra.sock").exists()
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
         relay.close()
-        api.down()
-        shutil.rmtree(root, ignore_errors=True)
+        torn_down(process, api, root)
 
 
 def test_readyz_before_the_kubelet_registers_says_so_in_words() -> None:
@@ -244,8 +245,4 @@ def test_run_mode_dra_applies_a_config_file_edit_through_its_file_watch_and_refu
         assert any("labels file now" in line for line in lines)
         assert not any("Traceback" in line for line in lines), "".join(lines)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        api.down()
-        shutil.rmtree(root, ignore_errors=True)
+        torn_down(process, api, root)

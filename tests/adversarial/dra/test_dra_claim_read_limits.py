@@ -6,21 +6,19 @@ is said, only streamed (chunked), or hidden in a small gzip body.
 from __future__ import annotations
 
 import gzip
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from device_plugin.dra.claim_fetch import MAX_ANSWER_BYTES, ApiClaimFetcher
 from device_plugin.dra.kube import api_client
+from tests.dra.http_serving import QuietHandler, http_server
 from tests.dra.test_claim_fetch import fetch
 
 
-class _Oversized(BaseHTTPRequestHandler):
+class _Oversized(QuietHandler):
     """Answers every GET with a body past the fetcher's limit, in the way `how` names."""
 
     how = "length"
-    protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
         big = b"[" + b"0," * (MAX_ANSWER_BYTES // 2 + 1) + b"0]"
@@ -44,20 +42,10 @@ class _Oversized(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(big)
 
-    def log_message(self, *args: object) -> None:
-        pass
-
 
 @pytest.mark.parametrize("how", ["length", "chunked", "gzip"], ids=["said-length", "chunked", "gzip-bomb"])
 def test_an_answer_past_the_size_limit_is_refused_not_held(how: str) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Oversized,), {"how": how}))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        fetcher = ApiClaimFetcher(api_client(f"http://127.0.0.1:{server.server_address[1]}"), lambda: "v1")
+    with http_server(type("Handler", (_Oversized,), {"how": how})) as port:
+        fetcher = ApiClaimFetcher(api_client(f"http://127.0.0.1:{port}"), lambda: "v1")
         with pytest.raises(RuntimeError, match=r"the API server's answer passes 4 MiB: not a ResourceClaim"):
             fetch(fetcher, "ns", "c")
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

@@ -7,12 +7,11 @@ Unprepare and the liveness check answer at once; every claim is answered once th
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -34,6 +33,7 @@ from tests.adversarial.dra.harness import (
     unprepare,
     wait_until,
 )
+from tests.dra.http_serving import QuietHandler, http_server
 
 CALLS, CLAIMS_PER_CALL = 2, READS_IN_FLIGHT  # twice the cap in all
 
@@ -50,9 +50,7 @@ class Gate:
 
 
 def _handler(gate: Gate) -> type[BaseHTTPRequestHandler]:
-    class Held(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
+    class Held(QuietHandler):
         def do_GET(self) -> None:
             with gate.lock:
                 gate.waiting += 1
@@ -60,16 +58,7 @@ def _handler(gate: Gate) -> type[BaseHTTPRequestHandler]:
             gate.release.wait(30.0)
             with gate.lock:
                 gate.waiting -= 1
-            name = self.path.rsplit("/", 1)[-1]
-            body = json.dumps(gate.claims.claims[("ns", name)]).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
+            self.answer_json(gate.claims.claims[("ns", self.path.rsplit("/", 1)[-1])])
 
     return Held
 
@@ -77,14 +66,11 @@ def _handler(gate: Gate) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture
 def gate() -> Iterator[tuple[Gate, str]]:
     held = Gate(HeldClaims())
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(held))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield held, f"http://127.0.0.1:{server.server_address[1]}"
-    held.release.set()
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with http_server(_handler(held)) as port:
+        try:
+            yield held, f"http://127.0.0.1:{port}"
+        finally:
+            held.release.set()  # before the server's shutdown waits for its handlers
 
 
 def test_reads_on_the_loop_run_at_once_up_to_the_cap_while_unprepare_answers(
