@@ -17,10 +17,10 @@ service-account token, a kubeconfig exec plugin), but never on the loop: the hoo
 plugin or an OIDC request for seconds, and the loop serves every socket. It runs in a thread, once for
 all the reads that want it (single flight), at most once every AUTH_REFRESH_S; reads in between carry
 the token it gave. A hook that fails, or runs past the read timeout, is each waiting read's error. A
-SOCKS proxy is not supported here: every read fails naming it. An answer is read up to MAX_ANSWER_BYTES (decompressed), no further.
-At most READS_IN_FLIGHT reads are sent at once (further ones wait their turn before their own
-REQUEST_TIMEOUT_S starts); the session is made on first use on the running loop, and
-closed with close().
+SOCKS proxy is not supported here: every read fails naming it. An answer is read up to MAX_ANSWER_BYTES
+(decompressed), no further. At most READS_IN_FLIGHT reads are sent at once (further ones wait their
+turn before their own REQUEST_TIMEOUT_S starts); the session is made on first use on the running loop,
+and closed with close().
 """
 
 from __future__ import annotations
