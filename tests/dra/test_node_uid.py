@@ -1,0 +1,115 @@
+"""The Node's UID (the owner of our ResourceSlices): one GET through the client's own connection pool.
+
+It must carry what the client's configuration says (token, User-Agent), answer the UID, fail the way the
+publisher's retry expects (an ApiException with the status, urllib3's error when nobody answers), refuse a
+Node without a UID or an answer past its size bound, and never import the client's CoreV1Api, whose models
+cost a third of a second of every start before the first slice.
+"""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from device_plugin.core.errors import PluginError
+from device_plugin.dra.kube import MAX_NODE_BYTES, api_client, is_transient, node_uid
+from tests.dra.api_standin import ApiStandin
+from tests.dra.http_serving import QuietHandler, http_server
+
+
+@pytest.fixture
+def api() -> Iterator[ApiStandin]:
+    standin = ApiStandin().up()
+    standin.add_node("node-a")
+    yield standin
+    standin.down()
+
+
+def test_the_uid_is_read_with_the_clients_token_and_user_agent() -> None:
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    class Node(QuietHandler):
+        def do_GET(self) -> None:
+            seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+            self.answer_json({"kind": "Node", "metadata": {"name": "node-a", "uid": "u-1"}})
+
+    with http_server(Node) as port:
+        client = api_client(f"http://127.0.0.1:{port}")
+        client.configuration.api_key = {"authorization": "Bearer sekrit"}
+        assert node_uid(client, "node-a") == "u-1"
+    [(path, headers)] = seen
+    assert path == "/api/v1/nodes/node-a"
+    assert headers["authorization"] == "Bearer sekrit"
+    assert headers["user-agent"] == client.default_headers["User-Agent"]
+
+
+def test_the_stand_ins_node(api: ApiStandin) -> None:
+    assert node_uid(api_client(api.host), "node-a") == api.nodes["node-a"]["metadata"]["uid"]
+
+
+@pytest.mark.parametrize(
+    ("status", "transient"), [(404, False), (403, False), (503, True), (429, True)], ids=["404", "403", "503", "429"]
+)
+def test_an_answer_other_than_the_node_is_an_api_exception_with_its_status(
+    api: ApiStandin, status: int, transient: bool
+) -> None:
+    if status != 404:
+        api.fail_next(1, status)
+    with pytest.raises(ApiException) as raised:
+        node_uid(api_client(api.host), "node-a" if status != 404 else "node-b")
+    assert raised.value.status == status and is_transient(raised.value) is transient
+    assert "reading node node-" in str(raised.value)
+
+
+def test_nobody_answering_is_transient() -> None:
+    with http_server(QuietHandler) as port:
+        pass  # the port is free again: nothing listens there
+    with pytest.raises(Exception) as raised:
+        node_uid(api_client(f"http://127.0.0.1:{port}"), "node-a")
+    assert is_transient(raised.value)
+
+
+class _Odd(QuietHandler):
+    """Answers with what `body` names: a Node without a UID, or a gzip bomb past the size bound."""
+
+    body = "no-uid"
+
+    def do_GET(self) -> None:
+        if self.body == "no-uid":
+            self.answer_json({"kind": "Node", "metadata": {"name": "node-a"}})
+            return
+        data = gzip.compress(b" " * (MAX_NODE_BYTES + 1024))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [("no-uid", r"node 'node-a' has no metadata.uid"), ("gzip-bomb", r"node 'node-a' passes 16 MiB")],
+    ids=["no-uid", "gzip-bomb"],
+)
+def test_a_node_without_a_uid_or_past_the_bound_is_refused(body: str, message: str) -> None:
+    with http_server(type("Handler", (_Odd,), {"body": body})) as port, pytest.raises(PluginError, match=message):
+        node_uid(api_client(f"http://127.0.0.1:{port}"), "node-a")
+
+
+def test_the_read_does_not_import_the_clients_core_v1_api(api: ApiStandin) -> None:
+    script = (
+        "import sys\n"
+        "from device_plugin.dra.front_end import DraFrontEnd\n"
+        "from device_plugin.dra.kube import api_client, node_uid\n"
+        "node_uid(api_client(sys.argv[1]), 'node-a')\n"
+        "print(sorted(m for m in sys.modules if m.endswith('core_v1_api')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, api.host], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
