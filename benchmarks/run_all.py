@@ -28,6 +28,7 @@ BENCHMARKS = (
     "bench_dra_slow_api.py",
     "bench_dra_republish.py",
     "bench_dra_health.py",
+    "bench_dra_start.py",
     "bench_node_runtime.py",
     "bench_checkpoint.py",
     "bench_config_limits.py",
