@@ -39,7 +39,13 @@ from urllib.parse import urlsplit
 import aiohttp
 from kubernetes import client as k8s
 
-from device_plugin.dra.kube import REQUEST_TIMEOUT_S, check_claim_name, newest_resource_version
+from device_plugin.dra.kube import (
+    REQUEST_TIMEOUT_S,
+    auth_headers,
+    check_claim_name,
+    fixed_headers,
+    newest_resource_version,
+)
 from device_plugin.dra.slices import GROUP
 
 READS_IN_FLIGHT = 16  # claim reads sent at once, all calls together
@@ -65,9 +71,7 @@ class ApiClaimFetcher:
         self._version: str | None = None
         configuration = client.configuration
         self._configuration = configuration
-        self._fixed_headers = {**client.default_headers, "Accept": "application/json"}
-        if client.cookie:
-            self._fixed_headers["Cookie"] = client.cookie
+        self._fixed_headers = fixed_headers(client)
         self._host = configuration.host.rstrip("/")
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._timeout_s = timeout_s
@@ -144,12 +148,11 @@ class ApiClaimFetcher:
 
     async def _read_auth(self) -> dict[str, str]:
         try:
-            settings = await asyncio.to_thread(self._configuration.auth_settings)  # may refresh the token
+            headers = await asyncio.to_thread(auth_headers, self._configuration)  # may refresh the token
         except Exception as error:  # the hook's failure (an exec plugin that fails): each read's error
             raise RuntimeError(f"cannot get a token for the API server: {type(error).__name__}: {error}") from error
         finally:
             self._auth_reading = None
-        headers = {s["key"]: s["value"] for s in settings.values() if s.get("in") == "header" and s.get("value")}
         self._auth, self._auth_at = headers, time.monotonic()
         return headers
 

@@ -1,7 +1,8 @@
 """The API server through the official `kubernetes` client: connection, version discovery, names.
 
 Boundary: with `publisher` (and its slice store and watch), what talks to the API server through the
-client; claim reads use the client's connection settings but not its transport (dra/claim_fetch.py).
+client; claim reads use the client's connection settings and the headers built here (fixed_headers,
+auth_headers) but not its transport (dra/claim_fetch.py).
 ResourceSlices go through the client's generic object calls (CustomObjectsApi works for any
 group/version path, built-in ones included), so the objects stay plain dicts in exactly the shape
 `slices` builds and the server returns, for whichever resource.k8s.io version the server offers.
@@ -80,15 +81,25 @@ def newest_resource_version(client: k8s.ApiClient) -> str:
     )
 
 
-def node_uid(client: k8s.ApiClient, node_name: str) -> str:
-    """The Node's metadata.uid. ApiException for an answer other than the Node (a 5xx or 429 is transient,
-    as is a connection failure: urllib3's HTTPError); PluginError for a Node without one."""
+def fixed_headers(client: k8s.ApiClient) -> dict[str, str]:
+    """The headers the client sends with every JSON GET, but its auth: its defaults (User-Agent), cookie."""
     headers = {**client.default_headers, "Accept": "application/json"}
     if client.cookie:
         headers["Cookie"] = client.cookie
-    for setting in client.configuration.auth_settings().values():  # the client's hook renews a stale token
-        if setting.get("in") == "header" and setting.get("value"):
-            headers[setting["key"]] = setting["value"]
+    return headers
+
+
+def auth_headers(configuration: k8s.Configuration) -> dict[str, str]:
+    """The client's auth headers (its token). Blocks while the client's refresh hook renews a stale token
+    (a file read in a pod; an exec plugin or OIDC request with a kubeconfig): never call it on the loop."""
+    settings = configuration.auth_settings().values()
+    return {s["key"]: s["value"] for s in settings if s.get("in") == "header" and s.get("value")}
+
+
+def node_uid(client: k8s.ApiClient, node_name: str) -> str:
+    """The Node's metadata.uid. ApiException for an answer other than the Node (a 5xx or 429 is transient,
+    as is a connection failure: urllib3's HTTPError); PluginError for a Node without one."""
+    headers = {**fixed_headers(client), **auth_headers(client.configuration)}
     url = f"{client.configuration.host.rstrip('/')}/api/v1/nodes/{quote(node_name, safe='')}"
     response = client.rest_client.pool_manager.request(
         "GET", url, headers=headers, timeout=urllib3.Timeout(total=REQUEST_TIMEOUT_S), preload_content=False
