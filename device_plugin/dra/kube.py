@@ -99,19 +99,27 @@ def auth_headers(configuration: k8s.Configuration) -> dict[str, str]:
 def node_uid(client: k8s.ApiClient, node_name: str) -> str:
     """The Node's metadata.uid. ApiException for an answer other than the Node (a 5xx or 429 is transient,
     as is a connection failure: urllib3's HTTPError); PluginError for a Node without one."""
-    headers = {**fixed_headers(client), **auth_headers(client.configuration)}
+    # Uncompressed, read undecoded: the bound then counts what would be parsed, whatever urllib3's version.
+    headers = {**fixed_headers(client), **auth_headers(client.configuration), "Accept-Encoding": "identity"}
     url = f"{client.configuration.host.rstrip('/')}/api/v1/nodes/{quote(node_name, safe='')}"
     response = client.rest_client.pool_manager.request(
-        "GET", url, headers=headers, timeout=urllib3.Timeout(total=REQUEST_TIMEOUT_S), preload_content=False
+        "GET",
+        url,
+        headers=headers,
+        timeout=urllib3.Timeout(total=REQUEST_TIMEOUT_S),
+        preload_content=False,
+        decode_content=False,
     )
     try:
-        data = response.read(MAX_NODE_BYTES + 1)  # decoded: a gzip bomb stops here too
+        data = response.read(MAX_NODE_BYTES + 1)
     except BaseException:
         response.close()
         raise
-    if len(data) > MAX_NODE_BYTES:
+    encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+    if len(data) > MAX_NODE_BYTES or encoding != "identity":
         response.close()  # the rest unread: the connection cannot be used again
-        raise PluginError(f"the API server's answer for node {short(node_name)} passes {MAX_NODE_BYTES >> 20} MiB")
+        what = f"passes {MAX_NODE_BYTES >> 20} MiB" if len(data) > MAX_NODE_BYTES else f"is {short(encoding)}"
+        raise PluginError(f"the API server's answer for node {short(node_name)} {what}: not a Node we read")
     response.release_conn()  # read to its end: back to the pool
     if response.status != 200:
         reason = one_line(f"{response.reason} (reading node {node_name})", 300)

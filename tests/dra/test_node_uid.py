@@ -46,6 +46,7 @@ def test_the_uid_is_read_with_the_clients_token_and_user_agent() -> None:
     assert path == "/api/v1/nodes/node-a"
     assert headers["authorization"] == "Bearer sekrit"
     assert headers["user-agent"] == client.default_headers["User-Agent"]
+    assert headers["accept-encoding"] == "identity"  # what is read is what is parsed: the bound holds
 
 
 def test_the_stand_ins_node(api: ApiStandin) -> None:
@@ -75,7 +76,8 @@ def test_nobody_answering_is_transient() -> None:
 
 
 class _Odd(QuietHandler):
-    """Answers with what `body` names: a Node without a UID, or a gzip bomb past the size bound."""
+    """Answers with what `body` names: a Node without a UID, a body past the size bound (chunked, no length
+    said), or a gzip bomb (compressed although identity was asked for)."""
 
     body = "no-uid"
 
@@ -83,19 +85,31 @@ class _Odd(QuietHandler):
         if self.body == "no-uid":
             self.answer_json({"kind": "Node", "metadata": {"name": "node-a"}})
             return
-        data = gzip.compress(b" " * (MAX_NODE_BYTES + 1024))
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Encoding", "gzip")
-        self.send_header("Content-Length", str(len(data)))
+        if self.body == "gzip-bomb":
+            data = gzip.compress(b" " * (MAX_NODE_BYTES + 1024))
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        self.wfile.write(data)
+        chunk = b" " * 65536
+        for _ in range(MAX_NODE_BYTES // len(chunk) + 2):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        self.wfile.write(b"0\r\n\r\n")
 
 
 @pytest.mark.parametrize(
     ("body", "message"),
-    [("no-uid", r"node 'node-a' has no metadata.uid"), ("gzip-bomb", r"node 'node-a' passes 16 MiB")],
-    ids=["no-uid", "gzip-bomb"],
+    [
+        ("no-uid", r"node 'node-a' has no metadata.uid"),
+        ("too-big", r"node 'node-a' passes 16 MiB: not a Node we read"),
+        ("gzip-bomb", r"node 'node-a' is 'gzip': not a Node we read"),
+    ],
+    ids=["no-uid", "past-16-mib-chunked", "gzip-bomb"],
 )
 def test_a_node_without_a_uid_or_past_the_bound_is_refused(body: str, message: str) -> None:
     with http_server(type("Handler", (_Odd,), {"body": body})) as port, pytest.raises(PluginError, match=message):
