@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -33,7 +32,7 @@ from _common import percentile, table
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
-from tests.dra.test_run_dra import kubeconfig
+from tests.dra.test_run_dra import kubeconfig, torn_down
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "bench-node"
 WAIT_S = 60.0  # a bound for a loaded machine, not a figure
@@ -84,11 +83,7 @@ def one_start(machine: str) -> tuple[float, float, float, float, float]:
         process.wait(WAIT_S)
         return registered, published, kubelet, ready, time.monotonic() - stopping
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        api.down()
-        shutil.rmtree(root, ignore_errors=True)
+        torn_down(process, api, root)
 
 
 def main() -> None:
