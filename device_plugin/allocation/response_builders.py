@@ -46,9 +46,9 @@ CONTROL_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-to
 MIG_UUID_PREFIX = "MIG-"
 
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_PREFIX_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*/$")
-_KIND_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*/[A-Za-z0-9]([-_.A-Za-z0-9]*[A-Za-z0-9])?$")
-_GPU_NODE_RE = re.compile(r"^nvidia(0|[1-9][0-9]*)$")
+_PREFIX_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*/\Z")
+_KIND_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*/[A-Za-z0-9]([-_.A-Za-z0-9]*[A-Za-z0-9])?\Z")
+_GPU_NODE_RE = re.compile(r"^nvidia(0|[1-9][0-9]*)\Z")
 
 
 class DeviceListStrategy(StrEnum):

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from device_plugin.allocator import Allocator
+from device_plugin.core.ascii_digits import is_ascii_digits
 from device_plugin.core.errors import ConfigError, InvalidRequestError, PluginError
 from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.catalog import shipped_machine_names
@@ -36,7 +37,7 @@ def parse_indices(text: str | None, flag: str) -> list[int] | None:
     if text is None:
         return None
     parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not all(p.isdigit() for p in parts):
+    if not all(is_ascii_digits(p) for p in parts):
         raise InvalidRequestError(f"{flag}: {text!r} is not a comma-separated list of GPU indices")
     return [int(p) for p in parts]
 

@@ -22,6 +22,7 @@ from typing import Any
 from device_plugin.config.declare import SETTING, Reload, setting
 from device_plugin.config.hints import did_you_mean
 from device_plugin.config.schema import BOOL, Field, Seconds
+from device_plugin.core.ascii_digits import is_ascii_digits
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short
 
@@ -163,7 +164,7 @@ def _env_tokens(name: str, text: str, *, words: tuple[str, ...]) -> _Tokens:
             continue
         if token in words:
             found.add(token)
-        elif token.isdigit():
+        elif is_ascii_digits(token):
             # Checked on the text first: int() of thousands of digits is refused by Python itself.
             if len(token) > len(str(MAX_XID)) or int(token) > MAX_XID:
                 raise ConfigError(f"env {name}", f"an Xid is an integer from 0 to {MAX_XID}, got {short(token)}")

@@ -18,6 +18,7 @@ from typing import Any
 
 from device_plugin.config.declare import CliFlag, Reload, setting
 from device_plugin.config.schema import BOOL, Field
+from device_plugin.core.ascii_digits import is_ascii_digits
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short
 
@@ -35,7 +36,7 @@ def _channel_ids(field: str, value: Any) -> tuple[int, ...]:
 
 def _channel_ids_text(field: str, text: str) -> list[int]:
     parts = [part.strip() for part in text.split(",") if part.strip()]
-    if not all(part.isdigit() for part in parts):
+    if not all(is_ascii_digits(part) for part in parts):
         raise ConfigError(field, f'must be comma-separated channel numbers ("0" or ""), got {short(text)}')
     ids = [int(part) for part in parts]
     _channel_ids(field, ids)

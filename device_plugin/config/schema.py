@@ -17,6 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from device_plugin.core.ascii_digits import is_ascii_text
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import OWN_DOMAIN, foreign_owner
 from device_plugin.core.short_text import short
@@ -115,7 +116,7 @@ def _dns_subdomain(field: str, value: Any) -> str:
     return value
 
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 MODES = ("device-plugin", "dra")  # one node runs one: both would hand out the same GPU twice
 DEFAULT_DRA_DRIVER_NAME = f"gpu.{OWN_DOMAIN}"  # ours, so our attributes never read as NVIDIA driver's
 
@@ -160,6 +161,8 @@ class Seconds:
 
     def from_text(self, field: str, text: str) -> float:
         try:
+            if not is_ascii_text(text):
+                raise ValueError(text)
             number = float(text)
         except ValueError as error:
             raise ConfigError(field, f"must be a number of seconds, got {short(text)}") from error

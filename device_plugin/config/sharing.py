@@ -29,6 +29,7 @@ from device_plugin.config.sharing_model import (
     SharingConfig,
     TimeSlicingConfig,
 )
+from device_plugin.core.ascii_digits import is_ascii_digits
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import GPU_RESOURCE, NVIDIA_DOMAIN
 from device_plugin.core.short_text import short
@@ -48,9 +49,9 @@ MAX_DEVICE_COUNT = 1024
 _TOP_KEYS = ("renameByDefault", "failRequestsGreaterThanOne", "requireDistinctGPUs", "allocationPolicy", "resources")
 _RESOURCE_KEYS = ("name", "replicas", "rename", "devices", "requireDistinctGPUs", "allocationPolicy")
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DOMAIN_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
-_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_MIG_INDEX_RE = re.compile(r"^[0-9]+:[0-9]+$")
+_DOMAIN_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*\Z")
+_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
+_MIG_INDEX_RE = re.compile(r"^[0-9]+:[0-9]+\Z")
 
 
 def parse_sharing_section(
@@ -146,7 +147,7 @@ def _parse_devices(raw: Any, where: str, name: str) -> DeviceSelection:
         text = str(item).strip() if isinstance(item, int | str) and not isinstance(item, bool) else None
         if not text:
             raise ConfigError(field, f"must be a GPU index, a GPU UUID or a MIG UUID, got {short(item)}")
-        if text.isdigit():
+        if is_ascii_digits(text):
             entries.append(SelectionEntry(field, gpu_index=int(text)))  # on this node? checked at build time
         elif _MIG_INDEX_RE.match(text):
             raise ConfigError(

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from device_plugin.core.ascii_digits import is_ascii_digits
+
 REPLICA_SEPARATOR = "::"
 
 
@@ -33,6 +35,6 @@ def parse_device_id(text: str) -> DeviceId:
         raise ValueError(f"device ID {text!r} has an empty base")
     if not sep:
         return DeviceId(base)
-    if not replica.isdigit():
+    if not is_ascii_digits(replica):
         raise ValueError(f"device ID {text!r}: replica suffix must be a non-negative integer")
     return DeviceId(base, int(replica))

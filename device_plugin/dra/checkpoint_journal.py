@@ -36,7 +36,7 @@ PREFIX, SUFFIX = "journal-", ".log"
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024  # read at start; a journal is rotated past checkpoint.COMPACT_AFTER_BYTES
 MAX_RECORD_BYTES = MAX_ENTRY_BYTES  # a claim's record is what its file would hold, and as bounded
 
-_NAME = re.compile(rf"{PREFIX}(\d{{1,12}}){re.escape(SUFFIX)}")
+_NAME = re.compile(rf"{PREFIX}([0-9]{{1,12}}){re.escape(SUFFIX)}")
 
 Change = tuple[str, PreparedClaim | None]  # (uid, claim) for a put, (uid, None) for a delete
 

@@ -27,7 +27,7 @@ NAME_HASH_CHARS = 12  # hex digits of sha256 in a name that had to be cut
 INDEX_DIGITS = 5  # at least; a slice's index in the pool, in hex, so that name order is listing order
 API_VERSIONS = ("v1", "v1beta2", "v1beta1")  # newest first; older ones are refused
 GROUP = "resource.k8s.io"
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 
 
 def slice_name(node_name: str, driver_name: str, number: int) -> str:

@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from device_plugin.core.ascii_digits import is_ascii_digits
 from device_plugin.core.errors import NvmlError
 from device_plugin.nvml.catalog import load_machine_description
 from device_plugin.nvml.fabric_types import FabricInfo
@@ -62,7 +63,7 @@ _CUDA_BY_DRIVER_BRANCH = {
 def cuda_version_for_driver(driver_version: str) -> str:
     """The CUDA driver version a driver branch reports; "" for a branch this table does not know."""
     head = driver_version.split(".", 1)[0]
-    return _CUDA_BY_DRIVER_BRANCH.get(int(head), "") if head.isdigit() else ""
+    return _CUDA_BY_DRIVER_BRANCH.get(int(head), "") if is_ascii_digits(head) else ""
 
 
 @dataclass

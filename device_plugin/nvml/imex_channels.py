@@ -16,7 +16,7 @@ from pathlib import Path
 from device_plugin.core.errors import NvmlError
 
 IMEX_CHANNELS_DIR = "nvidia-caps-imex-channels"  # under /dev
-_CHANNEL = re.compile(r"^channel(0|[1-9][0-9]{0,8})$")
+_CHANNEL = re.compile(r"^channel(0|[1-9][0-9]{0,8})\Z")
 
 
 def imex_channel_path(channel: int) -> str:

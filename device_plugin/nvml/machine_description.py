@@ -44,8 +44,8 @@ DEFAULT_DRIVER_VERSION = "550.54.15"
 MAX_MACHINE_BYTES = 1024 * 1024  # the largest shipped description is a few KiB
 _MAX_NUMA_NODE = 1023  # Linux's default CONFIG_NODES_SHIFT allows 1024 nodes at most
 _UUID_NAMESPACE = uuid_lib.UUID("6f1d3c0e-9a43-4b1e-8f1e-2d5c1f0a7b11")  # fixed: defaults must be stable
-_PCI_BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-_UUID = re.compile(r"^GPU-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
+_PCI_BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
+_UUID = re.compile(r"^GPU-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\Z")
 
 _TOP_KEYS = frozenset({"name", "driver_version", "gpus", "nvlinks", "nvswitch", "nics", "fabric", "imex_channels"})
 _GPU_KEYS = frozenset({"model", "memory_mib", "uuid", "pci_bus_id", "numa_node", "pcie", "mig", "fabric"})

@@ -26,10 +26,10 @@ from device_plugin.nvml.types import NicInfo, normalise_pci_bus_id
 NIC_KEYS = frozenset({"name", "netdev", "pci_bus_id", "numa_node", "pcie", "link_gbps"})
 MAX_LINK_GBPS = 3200  # beyond any single port shipped or announced (1.6 Tb/s is the next step)
 _MAX_NUMA_NODE = 1023
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # RDMA device names: mlx5_0, bnxt_re1, irdma0
-_NETDEV = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")  # Linux IFNAMSIZ is 16 with the terminating NUL
-_LOOSE_BUS_ID = re.compile(r"^[0-9a-f]{1,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")  # any domain width
-_PCI_BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")  # RDMA device names: mlx5_0, bnxt_re1, irdma0
+_NETDEV = re.compile(r"^[A-Za-z0-9_.:-]{1,15}\Z")  # Linux IFNAMSIZ is 16 with the terminating NUL
+_LOOSE_BUS_ID = re.compile(r"^[0-9a-f]{1,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")  # any domain width
+_PCI_BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
 
 
 def default_nic_bus_id(index: int) -> str:

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from device_plugin.nvml.types import PcieLevel
 
 UNKNOWN_SOCKET = "cpu?"  # [0] of a device whose NUMA node the platform does not report
-_BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-_ROOT_BUS = re.compile(r"^pci[0-9a-f]{4,8}:[0-9a-f]{2}$")
+_BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
+_ROOT_BUS = re.compile(r"^pci[0-9a-f]{4,8}:[0-9a-f]{2}\Z")
 # Root complexes a machine description names in free text get root bus names from this PCI domain up:
 # the description tells which devices share a root complex, not its bus number (see pcie_roots).
 SYNTHETIC_ROOT_DOMAIN = 0xFC00

@@ -26,7 +26,7 @@ from device_plugin.nvml.types import NicInfo, nic_order_key, normalise_pci_bus_i
 
 log = logging.getLogger(__name__)
 SYSFS_ATTRIBUTE_BYTES = 4096
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec")
+_RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec")
 
 
 class SysfsNics:

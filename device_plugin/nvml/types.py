@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from enum import IntEnum
 
+from device_plugin.core.ascii_digits import is_ascii_digits
+
 
 class PcieLevel(IntEnum):
     """Closest common PCIe ancestor of two GPUs, with NVML's nvmlGpuTopologyLevel_t values.
@@ -91,4 +93,4 @@ class NicInfo:
 
 def nic_order_key(nic: NicInfo) -> tuple[object, ...]:
     """NICs are listed by name with digit runs compared as numbers: mlx5_2 before mlx5_10."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", nic.name))
+    return tuple(int(part) if is_ascii_digits(part) else part for part in re.split(r"([0-9]+)", nic.name))

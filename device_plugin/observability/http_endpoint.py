@@ -31,6 +31,7 @@ from typing import TypeVar
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from device_plugin.core.ascii_digits import is_ascii_digits
 from device_plugin.core.errors import ConfigError, PluginError
 from device_plugin.observability.http_serving import ConnectionServer, HttpLimits, Reply
 
@@ -71,7 +72,7 @@ def parse_metrics_address(text: str, field: str = "metrics-address") -> tuple[st
     if not text:
         return None
     host, sep, port_text = text.rpartition(":")
-    if not sep or not port_text.isdigit():
+    if not sep or not is_ascii_digits(port_text):
         raise ConfigError(field, f"{text!r} is not HOST:PORT (e.g. ':2112' or '127.0.0.1:2112')")
     port = int(port_text)
     if port > 65535:

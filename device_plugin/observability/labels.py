@@ -24,6 +24,7 @@ from pathlib import Path
 
 from device_plugin.config.model import DEFAULT_DEVICE_PLUGIN_DIR
 from device_plugin.config.safe_write import kubelet_owned_dirs, write_atomically
+from device_plugin.core.ascii_digits import is_ascii_digits
 from device_plugin.core.errors import PluginError
 from device_plugin.core.gpu_models import mig_capable, model_facts
 from device_plugin.core.mig_strategy import MigStrategy
@@ -118,7 +119,7 @@ def compute_labels(
 def _version_labels(system: SystemInfo) -> dict[str, str]:
     labels: dict[str, str] = {}
     parts = system.driver_version.split(".")
-    if 2 <= len(parts) <= 3 and all(p.isdigit() for p in parts):
+    if 2 <= len(parts) <= 3 and all(is_ascii_digits(p) for p in parts):
         major, minor, rev = parts[0], parts[1], parts[2] if len(parts) == 3 else ""
         labels |= {
             "nvidia.com/cuda.driver-version.major": major,
@@ -132,7 +133,7 @@ def _version_labels(system: SystemInfo) -> dict[str, str]:
     else:
         log.warning("driver version %r is not X.Y[.Z]: no driver-version labels", system.driver_version)
     cuda = system.cuda_driver_version.split(".")
-    if len(cuda) == 2 and all(p.isdigit() for p in cuda):
+    if len(cuda) == 2 and all(is_ascii_digits(p) for p in cuda):
         labels |= {
             "nvidia.com/cuda.runtime-version.major": cuda[0],
             "nvidia.com/cuda.runtime-version.minor": cuda[1],
