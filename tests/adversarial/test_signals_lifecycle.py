@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 STOP_PROMISE_S = 5.0  # SIGTERM ends the process within this
 START_WAIT_S = 60.0  # failure bound for start-up on a loaded machine
 HEAVY = ("device_plugin.commands.run", "grpc", "prometheus_client", "yaml")
+OURS_AFTER_SIGNALS = ("device_plugin.commands", "device_plugin.core.version")
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/<pid>/status")
 
@@ -109,6 +110,29 @@ print(json.dumps(seen))
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     defaults = {name: flags for name, flags in seen.items() if any(flags)}
     assert (sorted(seen), defaults) == (sorted(HEAVY), {}), "[HUP, INT, TERM] still default when imported"
+
+
+def test_the_console_script_catches_signals_before_importing_anything_else_of_ours() -> None:
+    """As the console script runs it (`run` in sys.argv when device_plugin.cli is imported): the handlers are in
+    before the subcommand table and the version (importlib.metadata, ~30 ms) are imported (issue 30 item 12)."""
+    spy = f"""
+import json, signal, sys
+sys.argv = ["gpu-device-plugin", "run", "--help"]
+seen = {{}}
+class Spy:
+    def find_spec(self, name, path=None, target=None):
+        if name in {OURS_AFTER_SIGNALS!r} and name not in seen:
+            seen[name] = [signal.getsignal(s) in (signal.SIG_DFL, signal.default_int_handler)
+                          for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)]
+        return None
+sys.meta_path.insert(0, Spy())
+import device_plugin.cli
+print(json.dumps(seen))
+"""
+    done = subprocess.run([sys.executable, "-c", spy], cwd=REPO, capture_output=True, text=True, timeout=60)
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    defaults = {name: flags for name, flags in seen.items() if any(flags)}
+    assert (sorted(seen), defaults) == (sorted(OURS_AFTER_SIGNALS), {}), "[HUP, INT, TERM] still default"
 
 
 @pytest.mark.parametrize(
