@@ -46,6 +46,7 @@ from device_plugin.serving.taken_socket import TakenSocket
 
 log = logging.getLogger(__name__)
 S = State
+PATH_FREED = "the file that held our socket's path is gone or replaced; serving again"
 TAKEN_BY = {  # who else serves our socket's path, when one does (for the one ERROR)
     "likely": "NVIDIA's device plugin, or a second copy of this plugin on the same --device-plugin-dir",
     "remedy": "Run one device plugin per node.",
@@ -70,6 +71,8 @@ class PluginManager:
         self._machine = StateMachine(self._name)
         self._cond = self._machine.cond  # guards the fields below together with the state
         self._served: Served | None = None
+        self._socket_path = self._dir / socket_name(self._name)
+        self._blocked_by: int | None = None  # inode of the file that kept us NOT_SERVING (lstat: links too)
         self._registration = KubeletRegistration(
             self._name, self._kubelet_socket, self._machine, self._timing, self._notify
         )
@@ -139,6 +142,8 @@ class PluginManager:
             # that no longer exists and block for its whole dial timeout.
             if events.own_socket_removed and not self._socket_intact():
                 self._machine.move(S.RESTARTING, SOCKET_GONE, expect=LIVE, level=logging.WARNING)
+            elif events.own_socket_removed and self._machine.state is S.NOT_SERVING:
+                self._machine.move(S.RESTARTING, PATH_FREED, expect=S.NOT_SERVING)
 
     def _on_stream_ended(self, servicer: DevicePluginServicer) -> None:
         with self._cond:
@@ -160,7 +165,7 @@ class PluginManager:
             S.RESTARTING: self._serve_afresh,
             S.UNREGISTERED: self._register,
             S.REGISTERED: self._watch,
-            S.NOT_SERVING: self._watch,
+            S.NOT_SERVING: self._wait_for_path,
             S.SOCKET_TAKEN: self._wait_for_socket,
             S.STREAM_LOST: self._after_stream_lost,
         }
@@ -188,6 +193,7 @@ class PluginManager:
             return
         served = serve(self._dir, self._resource, self._on_stream_ended, self._observer)
         if served is None:
+            self._blocked_by = inode(self._socket_path)
             self._machine.move(S.NOT_SERVING, "cannot bind our socket (logged above)", expect=state)
             return
         with self._cond:
@@ -204,10 +210,24 @@ class PluginManager:
         # Looked at every second, events or not: the watch may be gone with a deleted directory.
         if not self._socket_intact():
             self._machine.move(S.RESTARTING, SOCKET_GONE, expect=state, level=logging.WARNING)
-        elif self._registration.kubelet_replaced():
+        else:
+            self._watch_kubelet(state)
+
+    def _watch_kubelet(self, state: State) -> None:
+        if self._registration.kubelet_replaced():
             self._notify("kubelet_restart_seen")
             reason = f"{self._kubelet_socket} was re-created (kubelet restart); serving fresh sockets"
             self._machine.move(S.RESTARTING, reason, expect=state, level=logging.WARNING)
+
+    def _wait_for_path(self, state: State) -> None:
+        """NOT_SERVING: another file held our path (or gRPC could not bind). Looked at every second, because a
+        directory or a dangling link removed from the path may raise no event for our socket's name."""
+        if self._machine.wait_while(state, WATCH_POLL_S) is not state:
+            return
+        if inode(self._socket_path) != self._blocked_by:
+            self._machine.move(S.RESTARTING, PATH_FREED, expect=state)
+        else:
+            self._watch_kubelet(state)
 
     def _wait_for_socket(self, state: State) -> None:
         if self._machine.wait_while(state, self._taken.next_delay_s()) is not state:

@@ -21,7 +21,9 @@ The diagram: what PluginManager's control thread does in each state, and the eve
     WAITING_FOR_DIRECTORY  wait a backoff delay, server stopped         RESTARTING
     SOCKET_TAKEN           after each backoff delay: path still         RESTARTING once it is free
                            served by another process? (serving/taken_socket.py)
-    NOT_SERVING            every 1 s: kubelet.sock replaced?            RESTARTING if so
+    NOT_SERVING            every 1 s (and on a watch event): the file   RESTARTING if either
+                           at our path gone or replaced? kubelet.sock
+                           replaced?
     UNREGISTERED           wait for kubelet.sock; our socket still ours REGISTERING (RESTARTING if not ours)
     REGISTERING            Register, abandoned when the state moves     REGISTERED; UNREGISTERED for a backoff
                                                                         delay when refused

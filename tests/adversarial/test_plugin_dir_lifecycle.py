@@ -135,3 +135,47 @@ def test_a_deleted_and_recreated_directory_is_served_and_watched_again(base: Pat
     finally:
         manager.stop()
         kubelet.stop()
+
+
+def a_directory(path: Path) -> Callable[[], None]:
+    path.mkdir()
+    return path.rmdir
+
+
+def a_dangling_symlink(path: Path) -> Callable[[], None]:
+    path.symlink_to(path.parent / "nowhere")
+    return path.unlink
+
+
+def a_regular_file(path: Path) -> Callable[[], None]:
+    path.write_text("not a socket\n")
+    return path.unlink
+
+
+BLOCKERS = [("directory", a_directory), ("dangling-symlink", a_dangling_symlink), ("regular-file", a_regular_file)]
+
+
+@pytest.mark.parametrize("block", [b for _, b in BLOCKERS], ids=[i for i, _ in BLOCKERS])
+def test_a_socket_path_that_was_blocked_is_served_once_it_is_free(
+    base: Path, block: Callable[[Path], Callable[[], None]]
+) -> None:
+    """Issue 30 item 5: a file at our socket's path was left untouched, but once it was removed nothing was
+    ever served again (only a kubelet restart brought the plugin back)."""
+    plugin_dir = base / "device-plugins"
+    plugin_dir.mkdir()
+    unblock = block(plugin_dir / "nvidia-gpu.sock")
+    manager = _manager(plugin_dir)
+    kubelet = KubeletStandIn(plugin_dir)
+    kubelet.start()
+    manager.start()
+    try:
+        _wait_until(lambda: "not-serving" in manager.serving()[1])
+        unblock()
+        connection = kubelet.wait_for_connection(GPU_RESOURCE, timeout_s=WAIT_S)
+        assert manager.wait_for_registrations(1, WAIT_S)
+        assert len(connection.lists[-1]) == 1
+        assert stat.S_ISSOCK((plugin_dir / "nvidia-gpu.sock").lstat().st_mode)
+        _wait_until(lambda: manager.serving()[0])
+    finally:
+        manager.stop()
+        kubelet.stop()
