@@ -16,6 +16,7 @@ promise we never touch files we do not own, and a ConfigMap can name any path, s
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import tempfile
@@ -25,6 +26,8 @@ from pathlib import Path
 from device_plugin.config.reading import read_regular_file
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short_path
+
+log = logging.getLogger(__name__)
 
 MAX_EXISTING_BYTES = 1024 * 1024  # the old content is read only to skip unchanged writes
 # The kubelet's directories beside its device-plugin directory: DRA sockets and driver state (our DRA
@@ -88,4 +91,19 @@ def write_atomically(path: Path, content: str, *, refuse_under: Sequence[Path], 
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+    return True
+
+
+def remove_if_unchanged(path: Path, content: str, *, field: str) -> bool:
+    """Remove `path` if it still holds exactly `content` (what we wrote); True when removed.
+
+    A file that changed since (someone else's now) or is not a regular file is left alone."""
+    try:
+        current = read_regular_file(path, limit=MAX_EXISTING_BYTES, field=field)
+    except ConfigError:
+        return False  # gone already, or not a regular file: nothing of ours to remove
+    if current != content.encode("utf-8"):
+        log.warning("%s: %s changed since we wrote it; leaving it in place", field, path)
+        return False
+    path.unlink(missing_ok=True)
     return True

@@ -196,6 +196,8 @@ class NodeRuntime(Generic[F]):
         before, after = self._config.daemon, settled.config.daemon
         labels_changed = after.labels_file != before.labels_file
         if labels_changed:
+            if self._labels is not None:  # moved or off: stale labels must not stay with NFD
+                self._labels.retire()
             self._labels = labels_writer(after.labels_file, before.device_plugin_dir)
             log.info("labels file now %s", after.labels_file or "off")
         if settled.needs_restart:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from device_plugin.config.model import DEFAULT_DEVICE_PLUGIN_DIR
-from device_plugin.config.safe_write import kubelet_owned_dirs, write_atomically
+from device_plugin.config.safe_write import kubelet_owned_dirs, remove_if_unchanged, write_atomically
 from device_plugin.core.ascii_digits import is_ascii_digits
 from device_plugin.core.errors import PluginError
 from device_plugin.core.gpu_models import mig_capable, model_facts
@@ -256,15 +256,31 @@ class FeaturesFileWriter:
         self.path = path
         self.refuse_under = tuple(refuse_under)
         self.field = field
+        self._written: str | None = None  # the content at the path as we last wrote or found it
 
     def write(self, labels: Mapping[str, str]) -> bool:
         """Write atomically (temp file + rename in the same directory); True when the file changed."""
-        changed = write_atomically(
-            self.path, format_features_file(labels), refuse_under=self.refuse_under, field=self.field
-        )
+        content = format_features_file(labels)
+        changed = write_atomically(self.path, content, refuse_under=self.refuse_under, field=self.field)
+        self._written = content
         if changed:
             log.info("wrote %d node labels to %s", len(labels), self.path)
         return changed
+
+    def retire(self) -> bool:
+        """labelsFile moved or turned off: remove our file, so node-feature-discovery drops its labels.
+
+        Only a file that still holds what this writer wrote goes; True when removed."""
+        if self._written is None:
+            return False
+        try:
+            removed = remove_if_unchanged(self.path, self._written, field=self.field)
+        except OSError as error:
+            log.error("cannot remove the old labels file %s (its labels stay on the node): %s", self.path, error)
+            return False
+        if removed:
+            log.info("removed the old labels file %s (labelsFile changed)", self.path)
+        return removed
 
 
 def refresh_features_file(

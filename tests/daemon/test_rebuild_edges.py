@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,38 @@ def test_our_own_settings_change_without_re_serving(
     assert "nvidia.com/gpu.count=8\n" in labels.read_text()  # applied at once
     assert "gpuGauges changed; it takes effect when the plugin restarts" in caplog.text
     assert node.kubelet.current(GPU) is connection and not connection.stream_ended
+
+
+def moved(old: Path) -> str:
+    return f"labelsFile: {old.with_name('moved')}"
+
+
+LABELS_EDITS = [("moved", moved, True), ("turned-off", lambda _: 'labelsFile: ""', False)]
+
+
+@pytest.mark.parametrize(("edit", "new_file"), [c[1:] for c in LABELS_EDITS], ids=[c[0] for c in LABELS_EDITS])
+def test_a_labels_file_moved_or_turned_off_leaves_no_stale_file(
+    node: Node, tmp_path: Path, edit: Callable[[Path], str], new_file: bool
+) -> None:
+    """Issue 30 item 9: the old file stayed, so node-feature-discovery kept publishing its labels."""
+    old = tmp_path / "labels"
+    node.config_file.write_text(f"version: v1\ngpuDevicePlugin: {{labelsFile: {old}}}\n")
+    node.daemon.rebuild()
+    assert "nvidia.com/gpu.count=8\n" in old.read_text()
+    node.config_file.write_text(f"version: v1\ngpuDevicePlugin: {{{edit(old)}}}\n")
+    node.daemon.rebuild()
+    assert not old.exists()
+    assert (old.with_name("moved").exists()) is new_file
+
+
+def test_a_labels_file_someone_else_rewrote_is_left_in_place(node: Node, tmp_path: Path) -> None:
+    old = tmp_path / "labels"
+    node.config_file.write_text(f"version: v1\ngpuDevicePlugin: {{labelsFile: {old}}}\n")
+    node.daemon.rebuild()
+    old.write_text("example.com/theirs=true\n")
+    node.config_file.write_text('version: v1\ngpuDevicePlugin: {labelsFile: ""}\n')
+    node.daemon.rebuild()
+    assert old.read_text() == "example.com/theirs=true\n"
 
 
 def test_a_mode_edit_is_logged_as_needing_a_restart_and_the_plugin_keeps_serving(
