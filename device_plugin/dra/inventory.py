@@ -26,7 +26,7 @@ from device_plugin.core.gpu_models import model_facts
 from device_plugin.core.names import OWN_DOMAIN, own_name
 from device_plugin.dra.partitions import Partitions, compute_partitions
 from device_plugin.dra.ranked_sets import (
-    GROUPINGS_PER_SIZE,
+    GROUPINGS,
     LETTERS,
     RANKED_SIZES,
     ranked_groupings,
@@ -66,10 +66,11 @@ OWN_ATTRIBUTES = {
     "bestSet8": "greedy best 8-sets",
     "bestSet16": "greedy best 16-sets",
     **{
-        f"rankedSet{k}{letter}": f"{k}-sets of one score, grouping {letter}: A's score >= B's >= C's >= D's; "
-        "equal values = one such set (ranked_sets.py)"
+        f"rankedSet{k}{letter}": f"{k}-sets, grouping {letter}: equal values = one set; the first grouping with a "
+        "whole group free gives a set optimal among the free GPUs up to 8 GPUs, else A's score >= B's >= ... "
+        "(ranked_sets.py)"
         for k in RANKED_SIZES
-        for letter in LETTERS[:GROUPINGS_PER_SIZE]
+        for letter in LETTERS[: GROUPINGS[k]]
     },
     "nvlinkDomain": "GPU indices reachable over NVLink/NVSwitch, joined by '-'",
     "nearestNIC": "RDMA device name (e.g. mlx5_0) of the NIC nearest this GPU; only where NICs are seen",

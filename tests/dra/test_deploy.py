@@ -10,6 +10,7 @@ import pytest
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.inventory import build_devices
+from device_plugin.dra.ranked_sets import GROUPINGS, LETTERS
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.deploy.render import render
@@ -77,16 +78,14 @@ def test_the_best_set_claim_asks_for_four_gpus_sharing_one_best_set4_value() -> 
 
 
 @pytest.mark.parametrize(("name", "size"), [("two-gpus-best-effort", 2), ("four-gpus-best-effort", 4)])
-def test_the_first_available_claims_try_ranked_sets_a_to_d_then_one_numa_node_then_any(name: str, size: int) -> None:
+def test_the_first_available_claims_try_every_ranked_grouping_then_one_numa_node_then_any(name: str, size: int) -> None:
     template = claim_template(name)
     devices = template["spec"]["spec"]["devices"]
     (request,) = devices["requests"]
     alternatives = request["firstAvailable"]
+    letters = LETTERS[: GROUPINGS[size]]
     assert [s["name"] for s in alternatives] == [
-        "ranked-a",
-        "ranked-b",
-        "ranked-c",
-        "ranked-d",
+        *(f"ranked-{letter.lower()}" for letter in letters),
         "one-numa-node",
         f"any-{size}",
     ]
@@ -94,7 +93,7 @@ def test_the_first_available_claims_try_ranked_sets_a_to_d_then_one_numa_node_th
     assert {(s["count"], s["deviceClassName"]) for s in alternatives} == {(size, DEFAULT_DRA_DRIVER_NAME)}
     constrained = {c["requests"][0]: c["matchAttribute"] for c in devices["constraints"]}
     assert constrained == {
-        **{f"gpus/ranked-{letter.lower()}": f"{OWN_DOMAIN}/rankedSet{size}{letter}" for letter in "ABCD"},
+        **{f"gpus/ranked-{letter.lower()}": f"{OWN_DOMAIN}/rankedSet{size}{letter}" for letter in letters},
         "gpus/one-numa-node": "resource.kubernetes.io/numaNode",
     }
 

@@ -1,0 +1,117 @@
+"""Groupings of K-sets chosen so that Kubernetes' first fit over them lands on a set optimal among the free GPUs.
+
+Boundary: pure, over an Allocator; no NVML, no Kubernetes objects. ranked_sets.py decides when this is used
+(nodes of up to COVERING_MAX_GPUS GPUs) and inventory.py publishes the result as `rankedSet<K><A..F>`.
+
+Why: Kubernetes' allocator has no notion of "better". A claim tries its `firstAvailable` alternatives in
+order; inside one (a `matchAttribute` on a grouping) it takes the first group, in listing order, whose
+members are all free. Groupings of one score each (the tier rule for larger nodes) leave it with no free
+group once every top set is broken up: then it falls to "one NUMA node" or "any K", and on a DGX-1 with
+GPUs [1,2,3,4,7] free it took the first four, [1,2,3,4], where [1,2,3,7] was better.
+
+How: a "situation" is a set of free GPUs of at least K. For each, the best K-set among them is the
+allocator's (criteria 1-4, score_order). A grouping is any family of disjoint K-sets; in a situation it
+*decides* when one of its groups is wholly free, and its decision is the first such group in listing
+order. Groupings are chosen greedily, one per letter: each time the one that decides the most situations
+not yet decided by an earlier letter, among those that decide every such situation optimally; so a
+decision taken on any letter is always optimal among the free GPUs, and only situations that no letter
+decides reach the claim's later alternatives. Situations are bit masks over listing positions and each
+candidate's decisions are big-int bit sets over situations, so a choice costs a few integer operations
+per candidate (8 GPUs: 763 candidate pair groupings, 247 situations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+
+from device_plugin.allocator import Allocator
+from device_plugin.allocator.objective import SetScore
+
+COVERING_MAX_GPUS = 8  # 2^8 situations; at 16 GPUs the candidate families alone run to millions
+
+Group = tuple[int, ...]
+Grouping = tuple[Group, ...]
+
+
+def score_order(score: SetScore) -> tuple[float, float, int, int]:
+    """Criteria 1-4 in the allocator's order (objective.pack_key): ring, total bandwidth, fewer NUMA nodes,
+    NIC rank; larger is better."""
+    return (score.ring_gbps, score.total_gbps, -score.numa_nodes, score.nic_rank)
+
+
+def covering_groupings(allocator: Allocator, listing: Sequence[int], size: int, budget: int) -> tuple[Grouping, ...]:
+    """Up to `budget` groupings of `size`-sets of the GPUs in `listing` (listing order), chosen as above; each
+    grouping's groups disjoint and in listing order of their first member."""
+    n = len(listing)
+    if not 0 < size <= n <= COVERING_MAX_GPUS or budget < 1:
+        return ()
+    gpus = list(listing)
+    situations = [free for free in range(1 << n) if free.bit_count() >= size]
+    best = [score_order(allocator.score(allocator.allocate(_members(gpus, free), [], size))) for free in situations]
+    fits: dict[int, int] = {}  # a K-set's mask -> bit set of the situations it is wholly free in
+    good: dict[int, int] = {}  # ... and of those where it is an optimal choice
+    for members in combinations(range(n), size):
+        mask = sum(1 << p for p in members)
+        score = score_order(allocator.score(tuple(gpus[p] for p in members)))
+        fits[mask] = good[mask] = 0
+        for number, free in enumerate(situations):
+            if mask & ~free == 0:
+                fits[mask] |= 1 << number
+                if score == best[number]:
+                    good[mask] |= 1 << number
+    candidates = [_decisions(family, fits, good) for family in _families(sorted(fits), 0)]
+    undecided = (1 << len(situations)) - 1
+    chosen: list[tuple[int, ...]] = []
+    while len(chosen) < budget:
+        pick = _best_candidate(candidates, undecided)
+        if pick is None:
+            break
+        family, decides, _ = pick
+        chosen.append(family)
+        undecided &= ~decides
+    return tuple(tuple(_members(gpus, mask) for mask in family) for family in chosen)
+
+
+def _members(gpus: Sequence[int], mask: int) -> tuple[int, ...]:
+    return tuple(sorted(gpus[p] for p in range(len(gpus)) if mask >> p & 1))
+
+
+def _families(masks: Sequence[int], used: int) -> list[tuple[int, ...]]:
+    """Every non-empty family of disjoint masks from `masks` avoiding `used`, each in listing order of its
+    lowest member (for disjoint sets that is the order the allocator's first fit tries them in)."""
+    out: list[tuple[int, ...]] = []
+    for i, mask in enumerate(masks):
+        if mask & used:
+            continue
+        out.append((mask,))
+        out.extend(tuple(sorted((mask, *rest), key=_lowest)) for rest in _families(masks[i + 1 :], used | mask))
+    return sorted(out, key=lambda family: [_lowest(m) for m in family])
+
+
+def _lowest(mask: int) -> int:
+    return (mask & -mask).bit_length() - 1
+
+
+def _decisions(family: tuple[int, ...], fits: dict[int, int], good: dict[int, int]) -> tuple[tuple[int, ...], int, int]:
+    """(family, situations it decides, situations it decides optimally): its first wholly free group decides."""
+    decided = right = 0
+    for mask in family:  # in listing order of their lowest member (_families)
+        right |= good[mask] & ~decided
+        decided |= fits[mask]
+    return family, decided, right
+
+
+def _best_candidate(
+    candidates: Sequence[tuple[tuple[int, ...], int, int]], undecided: int
+) -> tuple[tuple[int, ...], int, int] | None:
+    """The candidate that decides the most undecided situations, all optimally; the first such on a tie."""
+    pick, most = None, 0
+    for candidate in candidates:
+        _, decides, right = candidate
+        new = decides & undecided
+        if new & ~right:
+            continue  # would decide some situation on a worse set than the best free one
+        if (count := new.bit_count()) > most:
+            pick, most = candidate, count
+    return pick
