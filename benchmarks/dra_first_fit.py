@@ -100,7 +100,8 @@ def replay(
     fake = FakeNvml.from_machine(machine)
     topology = build_topology(fake)
     devices, _ = build_devices(fake, topology, own_domain=own_domain)
-    listing: list[Device] = [(d.gpu_index, {n: v for n, _, v in d.attributes}) for d in devices]
+    whole = [d for d in devices if ("type", "string", "gpu") in d.attributes]  # MIG devices: other claims
+    listing: list[Device] = [(d.gpu_index, {n: v for n, _, v in d.attributes}) for d in whole]
     if scenario == "index":
         listing.sort(key=lambda d: d[0])
     allocator = Allocator(topology)
