@@ -34,7 +34,8 @@ KUBECTL_TIMEOUT_S = 60
 # The kubeconfig's namespace: kubectl gives it to every namespaced object that names none of its own.
 KUBECONFIG_NAMESPACE = "namespace-from-the-kubeconfig"
 
-# (group/version, kind, resource, namespaced), as the Kubernetes API (and the Prometheus Operator's CRDs) serve them
+# (group/version, kind, resource, namespaced), as the Kubernetes API and the Prometheus Operator's CRDs serve
+# them (the scopes of the Kubernetes kinds are checked against the official client in test_kubectl_apply.py)
 DISCOVERY = (
     ("v1", "Namespace", "namespaces", False),
     ("v1", "ServiceAccount", "serviceaccounts", True),

@@ -57,6 +57,7 @@ def test_client_dry_run_apply_stops_only_at_the_api_server(
     before, *requests = done.stderr.split("error when retrieving current configuration of:\n")
     assert before == "", "kubectl stopped before asking the API server"
     asked = [re.search(r'Name: "([^"]*)", Namespace: "([^"]*)"', request) for request in requests]
+    assert all(asked), done.stderr
     assert sorted(m.groups() for m in asked if m) == sorted(
         (o["metadata"]["name"], o["metadata"].get("namespace", "")) for o in rendered[name]
     )
@@ -75,7 +76,8 @@ def test_an_object_without_a_namespace_would_land_in_the_kubeconfigs(kubectl: Of
 
 
 def test_a_kind_the_discovery_lacks_sends_kubectl_to_the_api_server(kubectl: OfflineKubectl, tmp_path: Path) -> None:
-    """So the create test above also says that the cluster DISCOVERY describes serves every kind deploy/ uses."""
+    """A kind missing from DISCOVERY is not passed over: kubectl asks the API server, so a create that succeeds
+    found each kind in DISCOVERY, whose scopes the test below checks."""
     write(tmp_path, {"apiVersion": "resource.k8s.io/v1beta9", "kind": "DeviceClass", "metadata": {"name": "d"}})
     done = kubectl.run("create", "-k", str(tmp_path), *DRY_RUN)
     assert done.returncode != 0
