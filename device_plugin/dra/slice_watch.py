@@ -120,7 +120,7 @@ class SliceWatch:
                     if not refused:  # once per run of refusals: the same words every few seconds help nobody
                         log.warning(
                             "the API server refuses our watch on ResourceSlices (%s): grant the verb `watch` on "
-                            "resourceslices (deploy/dra/rbac.yaml); until then a pool deleted by others is "
+                            "resourceslices (deploy/dra/driver/rbac.yaml); until then a pool deleted by others is "
                             "repaired only every few seconds, by listing",
                             _reason(error),
                         )

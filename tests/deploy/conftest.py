@@ -1,21 +1,24 @@
-"""Rendered manifests, shared by the deploy tests (rendered once per session: the YAML is small)."""
+"""Rendered manifests for the deploy tests: every kustomization under deploy/, rendered by real kustomize
+(tests/deploy/kustomize.py) the first time a test reads it, once per test process."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.deploy.render import render
+from tests.deploy.kustomize import DEPLOY_DIR, Rendered, kustomizations
 
-DEPLOY_DIR = Path(__file__).resolve().parents[2] / "deploy"
-KUSTOMIZATIONS = ("base", *(f"overlays/{p.name}" for p in sorted((DEPLOY_DIR / "overlays").iterdir()) if p.is_dir()))
+__all__ = ["ALL", "DEPLOY_DIR", "KUSTOMIZATIONS", "Rendered", "container", "only"]
+
+ALL = kustomizations()
+# The device-plugin mode's: the base and its overlays (deploy/dra and deploy/monitoring have tests of their own).
+KUSTOMIZATIONS = [name for name in ALL if name == "base" or name.startswith("overlays/")]
 
 
 @pytest.fixture(scope="session")
-def rendered() -> dict[str, list[dict[str, Any]]]:
-    return {name: render(DEPLOY_DIR / name) for name in KUSTOMIZATIONS}
+def rendered() -> Rendered:
+    return Rendered()
 
 
 def only(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:

@@ -11,12 +11,11 @@ import yaml
 
 from device_plugin.allocation.response_builders import parse_device_id_strategy, parse_device_list_strategies
 from device_plugin.config.model import parse_config
-from tests.deploy.conftest import DEPLOY_DIR, KUSTOMIZATIONS, only
+from tests.deploy.conftest import DEPLOY_DIR, KUSTOMIZATIONS, Rendered, only
 
 REPO = DEPLOY_DIR.parent
 MACHINES_DIR = REPO / "device_plugin" / "machines"
 NVIDIA_TOP_LEVEL = {"version", "flags", "resources", "sharing", "imex"}
-Rendered = dict[str, list[dict[str, Any]]]
 
 EXPECTED = {
     # kustomization: (migStrategy, deviceListStrategy, time-slicing replicas or None)

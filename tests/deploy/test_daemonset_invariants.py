@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.conftest import KUSTOMIZATIONS, container, only
+from tests.deploy.conftest import KUSTOMIZATIONS, Rendered, container, only
 
 PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 METRICS_PORT = 2112
-Rendered = dict[str, list[dict[str, Any]]]
 ON_GPU_NODES = [k for k in KUSTOMIZATIONS if k != "overlays/fake-gpu"]
 
 

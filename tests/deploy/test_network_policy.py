@@ -7,18 +7,17 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from tests.deploy.conftest import container, only
+from tests.deploy.conftest import Rendered, container, only
 
-Rendered = dict[str, list[dict[str, Any]]]
 OVERLAY = "overlays/network-policy"
 
 
-@pytest.fixture
-def policy(rendered: Rendered) -> dict[str, Any]:
+def the_policy(rendered: Rendered) -> dict[str, Any]:
     return only(rendered[OVERLAY], "NetworkPolicy")
 
 
-def test_it_selects_exactly_the_plugin_pods(rendered: Rendered, policy: dict[str, Any]) -> None:
+def test_it_selects_exactly_the_plugin_pods(rendered: Rendered) -> None:
+    policy = the_policy(rendered)
     daemonset = only(rendered[OVERLAY], "DaemonSet")
     assert policy["metadata"]["namespace"] == daemonset["metadata"]["namespace"]
     pod_labels = daemonset["spec"]["template"]["metadata"]["labels"]
@@ -26,7 +25,8 @@ def test_it_selects_exactly_the_plugin_pods(rendered: Rendered, policy: dict[str
     assert selector.items() <= pod_labels.items()
 
 
-def test_only_the_metrics_port_is_open_and_only_to_prometheus(rendered: Rendered, policy: dict[str, Any]) -> None:
+def test_only_the_metrics_port_is_open_and_only_to_prometheus(rendered: Rendered) -> None:
+    policy = the_policy(rendered)
     (rule,) = policy["spec"]["ingress"]
     (peer,) = rule["from"]
     named_ports = {p["name"]: p["containerPort"] for p in container(rendered[OVERLAY])["ports"]}
@@ -42,7 +42,8 @@ def test_the_probes_use_the_port_the_policy_governs(rendered: Rendered) -> None:
     assert {probes["livenessProbe"]["httpGet"]["port"], probes["readinessProbe"]["httpGet"]["port"]} == {"metrics"}
 
 
-def test_validation_would_catch_a_peer_typo(policy: dict[str, Any]) -> None:
+def test_validation_would_catch_a_peer_typo(rendered: Rendered) -> None:
+    policy = the_policy(rendered)
     broken = {**policy, "spec": {**policy["spec"], "ingress": [{"from": [{"namespaceSelecter": {}}]}]}}
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(broken, "1.33", strict=True)

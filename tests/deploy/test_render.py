@@ -1,8 +1,10 @@
-"""Every kustomization renders, agrees with real kustomize where it is installed, and passes the
-Kubernetes OpenAPI schemas offline (kubernetes-validate, strict: unknown fields are errors)."""
+"""Every kustomization under deploy/ renders with real kustomize, and the device-plugin ones pass the
+Kubernetes OpenAPI schemas offline (kubernetes-validate, strict: unknown fields are errors). The tool is
+found on PATH or the tests fail naming it, and it refuses what kustomize refuses (a stand-in did not)."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -10,14 +12,14 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.deploy.conftest import DEPLOY_DIR, KUSTOMIZATIONS
-from tests.deploy.render import by_identity, kustomize_command, merge, render, render_with_kustomize
+from tests.deploy.conftest import ALL, KUSTOMIZATIONS, Rendered
+from tests.deploy.kustomize import KustomizeError, build, identity, kustomize_command
 
 # The oldest kubelet with the CDI field in Allocate by default (1.29, beta) and a current one.
 KUBERNETES_VERSIONS = ("1.29", "1.33")
 
 
-def test_every_overlay_is_covered() -> None:
+def test_every_kustomization_is_found() -> None:
     assert set(KUSTOMIZATIONS) == {
         "base",
         "overlays/cdi",
@@ -28,11 +30,21 @@ def test_every_overlay_is_covered() -> None:
         "overlays/network-policy",
         "overlays/time-slicing",
     }
+    others = {"dra", "dra/driver", "dra/extended-resource", "dra/examples", "dra/examples/mig", "monitoring"}
+    assert others <= set(ALL) - set(KUSTOMIZATIONS)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_kustomization_renders_distinct_named_objects(rendered: Rendered, name: str) -> None:
+    objects = rendered[name]
+    assert objects, f"deploy/{name} renders nothing"
+    ids = [identity(o) for o in objects]
+    assert len(ids) == len(set(ids)), f"deploy/{name} renders an object twice"
 
 
 @pytest.mark.parametrize("name", KUSTOMIZATIONS)
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
-def test_every_object_is_valid_kubernetes(rendered: dict[str, list[dict[str, Any]]], name: str, version: str) -> None:
+def test_every_object_is_valid_kubernetes(rendered: Rendered, name: str, version: str) -> None:
     kinds = sorted(o["kind"] for o in rendered[name])
     extra = {"overlays/fake-gpu": ["ConfigMap"], "overlays/network-policy": ["NetworkPolicy"]}.get(name, [])
     assert kinds == sorted(["Namespace", "ServiceAccount", "ConfigMap", "DaemonSet", "Service", *extra])
@@ -40,54 +52,65 @@ def test_every_object_is_valid_kubernetes(rendered: dict[str, list[dict[str, Any
         kubernetes_validate.validate(obj, version, strict=True)
 
 
-def test_validation_would_catch_a_misspelt_field(rendered: dict[str, list[dict[str, Any]]]) -> None:
-    daemonset = next(o for o in rendered["base"] if o["kind"] == "DaemonSet")
-    broken = merge(daemonset, {"spec": {"template": {"spec": {"tolerations": [{"key": "x", "efect": "NoSchedule"}]}}}})
+def test_validation_would_catch_a_misspelt_field(rendered: Rendered) -> None:
+    daemonset = copy.deepcopy(next(o for o in rendered["base"] if o["kind"] == "DaemonSet"))
+    daemonset["spec"]["template"]["spec"]["tolerations"] = [{"key": "x", "efect": "NoSchedule"}]
     with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(broken, KUBERNETES_VERSIONS[-1], strict=True)
-
-
-@pytest.mark.skipif(kustomize_command() is None, reason="neither kustomize nor kubectl on PATH")
-@pytest.mark.parametrize("name", KUSTOMIZATIONS)
-def test_python_rendering_equals_kustomize(rendered: dict[str, list[dict[str, Any]]], name: str) -> None:
-    command = kustomize_command()
-    assert command is not None
-    assert by_identity(rendered[name]) == by_identity(render_with_kustomize(DEPLOY_DIR / name, command))
-
-
-MERGE_CASES = [
-    ({"a": {"b": 1, "c": 2}}, {"a": {"c": 3}}, {"a": {"b": 1, "c": 3}}),
-    ({"a": 1, "b": 2}, {"b": None}, {"a": 1}),
-    ({"args": ["x", "y"]}, {"args": ["z"]}, {"args": ["z"]}),
-    (
-        {"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
-        {"env": [{"name": "C", "value": "3"}, {"name": "B", "value": "9"}]},
-        {"env": [{"name": "C", "value": "3"}, {"name": "B", "value": "9"}, {"name": "A", "value": "1"}]},
-    ),
-    ({"tolerations": [{"key": "a"}]}, {"tolerations": [{"key": "b"}]}, {"tolerations": [{"key": "b"}]}),
-]
+        kubernetes_validate.validate(daemonset, KUBERNETES_VERSIONS[-1], strict=True)
 
 
 @pytest.mark.parametrize(
-    ("base", "patch", "expected"),
-    MERGE_CASES,
-    ids=["maps-merge", "null-deletes", "plain-list-replaced", "keyed-list-merged-patch-first", "unkeyed-replaced"],
-)
-def test_strategic_merge_subset(base: dict[str, Any], patch: dict[str, Any], expected: dict[str, Any]) -> None:
-    assert merge(base, patch) == expected
-
-
-@pytest.mark.parametrize(
-    ("kustomization", "message"),
+    ("on_path", "expected"),
     [
-        ({"resources": [], "namespace": "x"}, "need real kustomize"),
-        ({"resources": [], "patches": [{"path": "p.yaml", "target": {"kind": "X"}}]}, "only `patches: - path"),
+        (("kustomize", "kubectl"), ["kustomize", "build"]),
+        (("kubectl",), ["kubectl", "kustomize"]),
+        (("kustomize",), ["kustomize", "build"]),
     ],
-    ids=["unsupported-key", "patch-with-target"],
+    ids=["kustomize-preferred", "kubectl-alone", "kustomize-alone"],
 )
-def test_renderer_refuses_what_it_does_not_implement(
-    tmp_path: Path, kustomization: dict[str, Any], message: str
+def test_the_tool_is_found_on_path(tmp_path: Path, on_path: tuple[str, ...], expected: list[str]) -> None:
+    for tool in on_path:  # which() needs only an executable file of that name; nothing runs it
+        (tmp_path / tool).write_text("#!/bin/sh\nexit 1\n")
+        (tmp_path / tool).chmod(0o755)
+    assert kustomize_command(str(tmp_path)) == expected
+
+
+def test_without_either_tool_the_tests_fail_naming_both(tmp_path: Path) -> None:
+    with pytest.raises(KustomizeError, match=r"neither `kustomize` nor `kubectl` is on PATH"):
+        kustomize_command(str(tmp_path))
+
+
+def write_tree(root: Path, files: dict[str, Any]) -> None:
+    for name, content in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(yaml.safe_dump(content))
+
+
+CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+KUSTOMIZATION = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
+
+
+@pytest.mark.parametrize(
+    ("files", "folder", "message"),
+    [
+        (
+            {
+                "kustomization.yaml": {**KUSTOMIZATION, "resources": ["cm.yaml"]},
+                "cm.yaml": CONFIGMAP,
+                "variant/kustomization.yaml": {**KUSTOMIZATION, "resources": [".."]},
+            },
+            "variant",
+            "cycle detected",
+        ),
+        ({"kustomization.yaml": {**KUSTOMIZATION, "resources": ["missing.yaml"]}}, ".", "missing.yaml"),
+        ({"kustomization.yaml": {**KUSTOMIZATION, "resourcez": ["cm.yaml"]}, "cm.yaml": CONFIGMAP}, ".", "resourcez"),
+    ],
+    ids=["a-variant-listing-its-parent-folder", "a-missing-resource", "a-misspelt-key"],
+)
+def test_what_kustomize_refuses_fails_with_its_words(
+    tmp_path: Path, files: dict[str, Any], folder: str, message: str
 ) -> None:
-    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
-    with pytest.raises(ValueError, match=message):
-        render(tmp_path)
+    """The first case is the layout deploy/dra/extended-resource had: our old renderer built it, kustomize never."""
+    write_tree(tmp_path, files)
+    with pytest.raises(KustomizeError, match=message):
+        build(tmp_path / folder)

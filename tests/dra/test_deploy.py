@@ -13,7 +13,7 @@ from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.ranked_sets import GROUPINGS, LETTERS
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
-from tests.deploy.render import render
+from tests.deploy.kustomize import build as render
 
 DRA_DIR = Path(__file__).resolve().parents[2] / "deploy" / "dra"
 OBJECTS = render(DRA_DIR)

@@ -1,7 +1,7 @@
-"""deploy/dra's variants and example sets: every kustomization under deploy/dra renders to objects valid for
-Kubernetes 1.34-1.37; the extended-resource variant maps nvidia.com/gpu to whole GPUs and splits the nodes
-from the device plugin's by one label; the MIG class and example select what MIG nodes publish; each
-example set lives in a namespace of its own with a Pod for each claim."""
+"""deploy/dra's variants and example sets: every kustomization under deploy/dra renders (real kustomize) to
+objects valid for Kubernetes 1.34-1.37; the extended-resource variant maps nvidia.com/gpu to whole GPUs and
+splits the nodes from the device plugin's by one label; the MIG class and example select what MIG nodes
+publish; each example set lives in a namespace of its own with a Pod for each claim."""
 
 from __future__ import annotations
 
@@ -15,13 +15,12 @@ import yaml
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.core.names import GPU_RESOURCE, OWN_DOMAIN
-from tests.deploy.render import render
+from tests.deploy.kustomize import Rendered
 from tests.dra.machine_devices import devices_of
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-DRA = DEPLOY / "dra"
-KUSTOMIZATIONS = sorted(str(p.parent.relative_to(DEPLOY)) for p in DRA.rglob("kustomization.yaml"))
-RENDERED = {name: render(DEPLOY / name) for name in KUSTOMIZATIONS}
+RENDERED = Rendered(DEPLOY)  # each kustomization rendered when a test first reads it
+KUSTOMIZATIONS = [name for name in RENDERED if name == "dra" or name.startswith("dra/")]
 EXAMPLE_SETS = [name for name in KUSTOMIZATIONS if "/examples" in name]
 VERSIONS = ("1.34", "1.35", "1.36", "1.37")
 MODE_LABEL = f"{OWN_DOMAIN}/mode"
@@ -43,9 +42,8 @@ def pod_spec(objects: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_every_kustomization_under_deploy_dra_is_found() -> None:
-    assert {"dra", "dra/examples", "dra/examples/mig", "dra/examples/gpu-count", "dra/extended-resource"} <= set(
-        KUSTOMIZATIONS
-    )
+    examples = {"dra/examples", "dra/examples/mig", "dra/examples/gpu-count"}
+    assert {"dra", "dra/driver", "dra/extended-resource", *examples} <= set(KUSTOMIZATIONS)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -78,7 +76,7 @@ def test_the_extended_resource_variant_changes_only_the_class_and_where_the_driv
 
 def test_no_node_runs_the_device_plugin_and_the_count_serving_driver_together() -> None:
     """Both select the same label key with different values: a node's label has one value."""
-    device_plugin = pod_spec(render(DEPLOY / "overlays" / "device-plugin-pool"))
+    device_plugin = pod_spec(RENDERED["overlays/device-plugin-pool"])
     dra = pod_spec(RENDERED["dra/extended-resource"])
     assert device_plugin["nodeSelector"] == {MODE_LABEL: "device-plugin"}
     assert dra["nodeSelector"] == {MODE_LABEL: "dra"}
