@@ -12,10 +12,11 @@ GPUs [1,2,3,4,7] free it took the first four, [1,2,3,4], where [1,2,3,7] was bet
 How: a "situation" is a set of free GPUs of at least K. For each, the best K-set among them is the
 allocator's (criteria 1-4, score_order). A grouping is any family of disjoint K-sets; in a situation it
 *decides* when one of its groups is wholly free, and its decision is the first such group in listing
-order. Groupings are chosen greedily, one per letter: each time the one that decides the most situations
-not yet decided by an earlier letter, among those that decide every such situation optimally; so a
-decision taken on any letter is always optimal among the free GPUs, and only situations that no letter
-decides reach the claim's later alternatives. Situations are bit masks over listing positions and each
+order. Groupings are chosen greedily, one per letter, among those that decide every situation not yet
+decided by an earlier letter optimally: first the one that decides the most situations where the claim's
+later alternatives (one NUMA node, then any K) would take a worse set, then the one that decides the most
+in all. So a decision taken on any letter is always optimal among the free GPUs, and only situations that
+no letter decides reach the later alternatives. Situations are bit masks over listing positions and each
 candidate's decisions are big-int bit sets over situations, so a choice costs a few integer operations
 per candidate (8 GPUs: 763 candidate pair groupings, 247 situations).
 """
@@ -60,11 +61,18 @@ def covering_groupings(allocator: Allocator, listing: Sequence[int], size: int, 
                 fits[mask] |= 1 << number
                 if score == best[number]:
                     good[mask] |= 1 << number
+    numa = allocator.topology.numa_nodes
+    # Where the claim's later alternatives (one NUMA node, then any K) would go wrong: letters are spent there first.
+    needed = sum(
+        1 << number
+        for number, free in enumerate(situations)
+        if score_order(allocator.score(_fallback(gpus, free, size, numa))) != best[number]
+    )
     candidates = [_decisions(family, fits, good) for family in _families(sorted(fits), 0)]
     undecided = (1 << len(situations)) - 1
     chosen: list[tuple[int, ...]] = []
     while len(chosen) < budget:
-        pick = _best_candidate(candidates, undecided)
+        pick = _best_candidate(candidates, undecided, needed)
         if pick is None:
             break
         family, decides, _ = pick
@@ -102,16 +110,28 @@ def _decisions(family: tuple[int, ...], fits: dict[int, int], good: dict[int, in
     return family, decided, right
 
 
+def _fallback(gpus: Sequence[int], free: int, size: int, numa: Sequence[int | None]) -> tuple[int, ...]:
+    """What the claim's last alternatives take in situation `free`: the first `size` free GPUs (listing order) of
+    the first NUMA node, in listing order, that has that many free; else the first `size` free GPUs."""
+    listed = [gpus[p] for p in range(len(gpus)) if free >> p & 1]
+    for node in dict.fromkeys(numa[g] for g in listed):
+        same = [g for g in listed if numa[g] == node]
+        if node is not None and len(same) >= size:
+            return tuple(same[:size])
+    return tuple(listed[:size])
+
+
 def _best_candidate(
-    candidates: Sequence[tuple[tuple[int, ...], int, int]], undecided: int
+    candidates: Sequence[tuple[tuple[int, ...], int, int]], undecided: int, needed: int
 ) -> tuple[tuple[int, ...], int, int] | None:
-    """The candidate that decides the most undecided situations, all optimally; the first such on a tie."""
-    pick, most = None, 0
+    """Among the candidates that decide every undecided situation they decide optimally, the one that decides the
+    most where the later alternatives would go wrong (`needed`), then the most in all; the first such on a tie."""
+    pick, most = None, (0, 0)
     for candidate in candidates:
         _, decides, right = candidate
         new = decides & undecided
         if new & ~right:
             continue  # would decide some situation on a worse set than the best free one
-        if (count := new.bit_count()) > most:
+        if (count := ((new & needed).bit_count(), new.bit_count())) > most:
             pick, most = candidate, count
     return pick
