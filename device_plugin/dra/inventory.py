@@ -32,6 +32,7 @@ from device_plugin.dra.ranked_sets import (
     ranked_groupings,
     ranked_values,
 )
+from device_plugin.dra.single_order import single_gpu_order
 from device_plugin.dra.taints import DeviceTaint
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.nvml.mig_profiles import profile_table
@@ -72,6 +73,7 @@ OWN_ATTRIBUTES = {
         for k in RANKED_SIZES
         for letter in LETTERS[: GROUPINGS[k]]
     },
+    "singleGPURank": "the order one-GPU claims should take whole GPUs in: 0 first (single_order.py)",
     "nvlinkDomain": "GPU indices reachable over NVLink/NVSwitch, joined by '-'",
     "nearestNIC": "RDMA device name (e.g. mlx5_0) of the NIC nearest this GPU; only where NICs are seen",
     "nearestNICDistance": "PCIe distance to that NIC as nvidia-smi topo -m prints it: PIX|PXB|PHB|NODE|SYS",
@@ -166,6 +168,7 @@ def inventory_devices(
     partitions.ranked.update(
         (k, groupings) for k in RANKED_SIZES if (groupings := ranked_groupings(allocator, listing, k))
     )
+    single_rank = {gpu: rank for rank, gpu in enumerate(single_gpu_order(allocator, listing))}
     common = _common_attributes(system.driver_version, system.cuda_driver_version)
     devices: list[DraDevice] = []
     for index in listing:
@@ -181,6 +184,7 @@ def inventory_devices(
             for k in sorted(partitions.ranked)
             for grouping, group in ranked_values(partitions.ranked[k], index)
         ]
+        attrs.append((own_name(own_domain, "singleGPURank"), "int", single_rank[index]))
         attrs += _pci_attributes(gpu, topology)
         attrs.append((own_name(own_domain, "nvlinkDomain"), "string", nvlink_domain_text(topology, index)))
         attrs += nic_attributes(topology, index, own_domain)

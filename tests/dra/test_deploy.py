@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import kubernetes_validate
@@ -101,13 +102,38 @@ def test_the_first_available_claims_try_every_ranked_grouping_then_one_numa_node
 def test_the_examples_name_only_attributes_the_driver_publishes() -> None:
     devices, _ = build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))
     published = {name for d in devices for name, _, _ in d.attributes}
-    named = {
-        c["matchAttribute"]
-        for o in EXAMPLES
-        if o["kind"] == "ResourceClaimTemplate"
-        for c in o["spec"]["spec"]["devices"]["constraints"]
+    templates = [o for o in EXAMPLES if o["kind"] == "ResourceClaimTemplate"]
+    named = {c["matchAttribute"] for o in templates for c in o["spec"]["spec"]["devices"].get("constraints", [])}
+    selected = {
+        f"{domain}/{name}"
+        for o in templates
+        for request in o["spec"]["spec"]["devices"]["requests"]
+        for sub in request.get("firstAvailable", [])
+        for selector in sub.get("selectors", [])
+        for domain, name in re.findall(r'device\.attributes\["([\w.-]+)"\]\.(\w+)', selector["cel"]["expression"])
     }
-    assert named <= published
+    assert selected, "the one-GPU claim selects on singleGPURank"
+    assert named | selected <= published
+
+
+def test_the_one_gpu_claim_tries_the_single_gpu_ranks_in_order_then_any() -> None:
+    (request,) = claim_template("one-gpu")["spec"]["spec"]["devices"]["requests"]
+    alternatives = request["firstAvailable"]
+    assert len(alternatives) == 8  # the API's limit: ranks 0-6, then any GPU
+    for rank, sub in enumerate(alternatives[:-1]):
+        (selector,) = sub["selectors"]
+        expression = " ".join(selector["cel"]["expression"].split())
+        attributes = f'device.attributes["{OWN_DOMAIN}"]'
+        assert expression == f'"singleGPURank" in {attributes} && {attributes}.singleGPURank == {rank}'
+    assert "selectors" not in alternatives[-1]
+    assert {(s["count"], s["deviceClassName"]) for s in alternatives} == {(1, DEFAULT_DRA_DRIVER_NAME)}
+
+
+def test_the_eight_gpu_claim_tries_a_best_8_set_then_any_8() -> None:
+    devices = claim_template("eight-gpus-best-effort")["spec"]["spec"]["devices"]
+    (request,) = devices["requests"]
+    assert [(s["name"], s["count"]) for s in request["firstAvailable"]] == [("best-set", 8), ("any-8", 8)]
+    assert devices["constraints"] == [{"requests": ["gpus/best-set"], "matchAttribute": f"{OWN_DOMAIN}/bestSet8"}]
 
 
 def test_the_examples_live_apart_from_the_driver_in_their_own_namespace_with_a_pod_for_each_claim() -> None:
