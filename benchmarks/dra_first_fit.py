@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,27 +28,60 @@ from device_plugin.dra.inventory import build_devices
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.topology.build import build_topology
 
+SIZES = (1, 2, 4, 8)  # the claim sizes of the trace, each reported
 EXAMPLES = Path(__file__).resolve().parents[1] / "deploy" / "dra" / "examples" / "claim-templates.yaml"
 Device = tuple[int, dict[str, object]]  # (GPU index, attributes by qualified name)
-Alternatives = dict[int, list[str | None]]  # size -> matchAttribute of each alternative (None: count only)
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One `firstAvailable` alternative: a matchAttribute over its devices, and/or a selector attribute == value."""
+
+    match: str | None = None
+    select: tuple[str, int] | None = None
+
+
+COUNT_ONLY = Alternative()
+Alternatives = dict[int, list[Alternative]]  # size -> its alternatives in order
 Placer = Callable[[Sequence[Device], int], "tuple[int, ...] | None"]
+# The one selector form the shipped claims use (an attribute of ours equal to an integer, guarded by `in`).
+_SELECTOR = re.compile(
+    r'^"(?P<name>\w+)" in device\.attributes\["(?P<domain>[\w.-]+)"\] && '
+    r'device\.attributes\["(?P=domain)"\]\.(?P=name) == (?P<value>[0-9]+)\Z'
+)
 
 
-def first_fit(free: Sequence[Device], size: int, match: str | None) -> tuple[int, ...] | None:
-    """The first set, in listing order, satisfying the count and (when given) one value of `match`."""
+def first_fit(free: Sequence[Device], size: int, alternative: Alternative = COUNT_ONLY) -> tuple[int, ...] | None:
+    """The first set, in listing order, of devices the selector admits, satisfying the count and (when given) one
+    value of the matchAttribute."""
+    if alternative.select is not None:
+        name, value = alternative.select
+        free = [d for d in free if d[1].get(name) == value]
     if len(free) < size:
         return None
-    if match is None:
+    if alternative.match is None:
         return tuple(g for g, _ in free[:size])
     for combo in itertools.combinations(free, size):
-        values = {a.get(match) for _, a in combo}
+        values = {a.get(alternative.match) for _, a in combo}
         if len(values) == 1 and None not in values:
             return tuple(g for g, _ in combo)
     return None
 
 
+def selector_of(sub: dict[str, Any]) -> tuple[str, int] | None:
+    """The (qualified attribute, value) of a subrequest's one CEL selector; None without one; else refused."""
+    selectors = sub.get("selectors", [])
+    if not selectors:
+        return None
+    ((only,),) = [list(s.values()) for s in selectors]
+    found = _SELECTOR.match(" ".join(only["expression"].split()))
+    if found is None:
+        raise ValueError(f"the model reads only `attribute == integer` selectors, not {only['expression']!r}")
+    return f"{found['domain']}/{found['name']}", int(found["value"])
+
+
 def shipped_alternatives(path: Path = EXAMPLES) -> Alternatives:
-    """For each size with a `firstAvailable` example: the matchAttribute of each alternative, in order."""
+    """For each size with a `firstAvailable` example: its alternatives, in order."""
     out: Alternatives = {}
     for template in yaml.safe_load_all(path.read_text(encoding="utf-8")):
         devices: dict[str, Any] = template["spec"]["spec"]["devices"]
@@ -54,11 +89,9 @@ def shipped_alternatives(path: Path = EXAMPLES) -> Alternatives:
         if "firstAvailable" not in request:
             continue
         match = {c["requests"][0]: c["matchAttribute"] for c in devices.get("constraints", [])}
-        alternatives = [
-            (sub["count"], match.get(f"{request['name']}/{sub['name']}")) for sub in request["firstAvailable"]
-        ]
-        (size,) = {count for count, _ in alternatives}
-        out[size] = [attribute for _, attribute in alternatives]
+        subs = request["firstAvailable"]
+        (size,) = {sub["count"] for sub in subs}
+        out[size] = [Alternative(match.get(f"{request['name']}/{sub['name']}"), selector_of(sub)) for sub in subs]
     return out
 
 
@@ -67,10 +100,10 @@ def placer(scenario: str, alternatives: Alternatives, own_domain: str) -> Placer
 
     def place(free: Sequence[Device], size: int) -> tuple[int, ...] | None:
         if scenario == "bestSetK" and size > 1:
-            return first_fit(free, size, f"{own_domain}/bestSet{size}")
-        tries = alternatives.get(size, [None]) if scenario == "firstAvailable" else [None]
-        for match in tries:
-            chosen = first_fit(free, size, match)
+            return first_fit(free, size, Alternative(f"{own_domain}/bestSet{size}"))
+        tries = alternatives.get(size, [COUNT_ONLY]) if scenario == "firstAvailable" else [COUNT_ONLY]
+        for alternative in tries:
+            chosen = first_fit(free, size, alternative)
             if chosen is not None:
                 return chosen
         return None
@@ -95,8 +128,10 @@ def trace(seed: int, claims: int) -> list[tuple[str, int]]:
 def replay(
     machine: str, scenario: str, events: list[tuple[str, int]], alternatives: Alternatives, own_domain: str
 ) -> tuple[dict[int, list[int]], int, int]:
-    """(size -> [optimal among the free, placed] for 2 and 4, claims unplaced while enough GPUs were free,
-    bestSetK claims refused while a whole group of theirs was free)."""
+    """(size -> [optimal among the free, placed] for 1, 2, 4 and 8, claims unplaced while enough GPUs were free,
+    bestSetK claims refused while a whole group of theirs was free). A claim of 2 or more GPUs is optimal when
+    its set scores as the best set among the free GPUs (criteria 1-4); a 1-GPU claim, where criteria 1-3 tie,
+    when its GPU is as good as the allocator's own choice by criteria 4 and 5 (NIC, and what it leaves free)."""
     fake = FakeNvml.from_machine(machine)
     topology = build_topology(fake)
     devices, _ = build_devices(fake, topology, own_domain=own_domain)
@@ -108,7 +143,7 @@ def replay(
     place = placer(scenario, alternatives, own_domain)
     held: dict[int, tuple[int, ...]] = {}
     order: list[int] = []  # running claims, oldest first
-    stats: dict[int, list[int]] = {2: [0, 0], 4: [0, 0]}
+    stats: dict[int, list[int]] = {size: [0, 0] for size in SIZES}
     unplaced = missed = 0
     for serial, (kind, value) in enumerate(events):
         if kind == "-":
@@ -129,7 +164,15 @@ def replay(
         held[serial] = chosen
         order.append(serial)
         if value in stats:
-            best = allocator.score(allocator.allocate([g for g, _ in free], [], value))
             stats[value][1] += 1
-            stats[value][0] += allocator.score(chosen) == best
+            stats[value][0] += optimal(allocator, [g for g, _ in free], chosen)
     return stats, unplaced, missed
+
+
+def optimal(allocator: Allocator, free: list[int], chosen: tuple[int, ...]) -> bool:
+    """Whether `chosen` is as good as the allocator's own choice among `free` (see replay)."""
+    if len(chosen) > 1:
+        return allocator.score(chosen) == allocator.score(allocator.allocate(free, [], len(chosen)))
+    best = allocator.explain(free, [], 1).chosen
+    got = allocator.explain(free, list(chosen), 1).chosen  # the only candidate: the scores of `chosen`
+    return (got.score, got.fragmentation) == (best.score, best.fragmentation)

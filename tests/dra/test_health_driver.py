@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.dra_first_fit import first_fit
+from benchmarks.dra_first_fit import COUNT_ONLY, Alternative, first_fit
 from device_plugin.core.devices import Health
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.health.state import HealthCause, HealthTransition
@@ -64,11 +64,11 @@ def never_allocated(node: Node, driver: DraFrontEnd, sick: int) -> bool:
     free = allocatable(node, driver)
     domain = driver.own_domain
     for size in range(1, len(free) + 1):
-        for match in (None, f"{domain}/bestSet2", f"{domain}/bestSet4"):
-            chosen = first_fit(free, size, match)
+        for alternative in (COUNT_ONLY, Alternative(f"{domain}/bestSet2"), Alternative(f"{domain}/bestSet4")):
+            chosen = first_fit(free, size, alternative)
             if chosen is not None and sick in chosen:
                 return False
-    return first_fit(free, len(free), None) is not None
+    return first_fit(free, len(free)) is not None
 
 
 def _inject_to_the_event_watch(node: Node, event: HealthEvent) -> None:
@@ -106,7 +106,7 @@ def test_a_fault_taints_the_gpu_the_scheduler_skips_it_and_recovery_removes_the_
     driver = node.start()
     assert driver.publisher.wait_synced(10.0)
     healthy = allocatable(node, driver)
-    assert first_fit(healthy, 8, None) is not None and 3 in first_fit(healthy, 8, None)  # the check can fail
+    assert first_fit(healthy, 8) is not None and 3 in first_fit(healthy, 8)  # the check can fail
     inject(node)
     assert eventually(lambda: "gpu-3" in taints_of(node.api.pool(DRIVER, NODE)))
     (taint,) = taints_of(node.api.pool(DRIVER, NODE))["gpu-3"]
