@@ -7,6 +7,7 @@ faults gets its own host (`own_host`), so no other test sees them.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,6 +16,16 @@ import pytest
 from tests.nvml_mock.mock_folder import NvmlMock, find_mock
 from tests.nvml_mock.profiles import Profile, load_profile
 from tests.nvml_mock.remote import MockHost, RemoteBackend
+
+WAIT_S = 15.0  # a failure bound for a loaded 2-core machine, never a timing claim
+
+
+def eventually(check: Callable[[], object], what: str, timeout_s: float = WAIT_S) -> None:
+    """Poll `check` until it holds: the mock re-reads its overrides every 20 ms, the daemon probes on its own."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
 
 
 @pytest.fixture(scope="session")
