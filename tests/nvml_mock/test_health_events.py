@@ -34,6 +34,16 @@ def next_event(watch: RemoteEventWatch) -> HealthEvent:
     raise AssertionError("no event arrived")
 
 
+def test_a_lost_gpus_xid_79_is_reported_for_that_gpu(own_host: Callable[[str], MockHost]) -> None:
+    """The event's source is named without asking NVML about it: a lost GPU answers GPU_IS_LOST to every call,
+    and asking it for its UUID turned its own Xid 79 into a failed wait (every GPU Unhealthy at once)."""
+    host, backend, watch = watched(own_host, "h100")
+    host.inject({2: {"failure": {"mode": "lost", "xid": {"code": 79}}}})
+    eventually(lambda: backend.probe(2).lost, "GPU 2 is never lost")
+    event = next_event(watch)
+    assert (event.gpu_index, event.kind, event.xid) == (2, HealthEventKind.XID, 79)
+
+
 def test_ecc_uncorrectable_gives_xid_48_and_a_failed_row_remapping(own_host: Callable[[str], MockHost]) -> None:
     host, backend, watch = watched(own_host, "a100")
     host.inject({5: {"failure": {"mode": "ecc_uncorrectable", "xid": {"code": 48}}}})
