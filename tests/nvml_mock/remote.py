@@ -46,6 +46,15 @@ def rebuild_error(class_name: str, text: str, call: str, device: str | None, cod
     return cls(call, text.removeprefix(prefix), device=device, code=code)
 
 
+def write_overrides(path: Path, devices: Mapping[int, Mapping[str, Any]]) -> None:
+    """Per-GPU patches of the profile (e.g. {2: {"failure": {"mode": "lost"}}}) for the running mock to read;
+    none ({}) is the profile as shipped, so a failed GPU recovers."""
+    text = yaml.safe_dump({"devices": {str(i): dict(patch) for i, patch in devices.items()}}) if devices else ""
+    draft = path.with_suffix(".draft")
+    draft.write_text(text, encoding="utf-8")
+    os.replace(draft, path)  # the mock never reads half a file
+
+
 class MockHost:
     """One host process on `profile`; `overrides` is the file the mock re-reads (inject() and clear() write it)."""
 
@@ -87,17 +96,10 @@ class MockHost:
         return RemoteBackend(self, self.request("open", str(sys_root)).object_id)
 
     def inject(self, devices: Mapping[int, Mapping[str, Any]]) -> None:
-        """Per-GPU patches of the profile (e.g. {2: {"failure": {"mode": "lost"}}}), seen by the running mock."""
-        self._write(yaml.safe_dump({"devices": {str(index): dict(patch) for index, patch in devices.items()}}))
+        write_overrides(self.overrides, devices)
 
     def clear(self) -> None:
-        """No patches any more: the profile as shipped (a failed GPU recovers)."""
-        self._write("")
-
-    def _write(self, text: str) -> None:
-        draft = self.overrides.with_suffix(".draft")
-        draft.write_text(text, encoding="utf-8")
-        os.replace(draft, self.overrides)  # the mock never reads half a file
+        write_overrides(self.overrides, {})
 
     def _log_tail(self) -> str:
         try:
