@@ -77,6 +77,8 @@ KNOWN = [
     ("hgx-h100", "h100", "memory_mib", 81559, 81920),  # a driver reports 81559 MiB; the profile declares 80 GiB flat
     ("hgx-h100", "h100", "pcie_in_socket", PcieLevel.NODE, PcieLevel.SINGLE_SWITCH),  # the mock never says NODE
     ("hgx-h100", "h100", "nics", 8, 0),  # the mock has no NICs
+    # the profile registers its GPUs in a fabric; the description, with no source on an HGX H100's answer, does not
+    ("hgx-h100", "h100", "clique", None, "00000000-0000-0000-0000-000000000001.0"),
     ("dgx-a100", "a100", "model", "NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB"),  # the 80 GB and 40 GB SKUs
     ("dgx-a100", "a100", "numa_nodes", (3, 3, 1, 1, 7, 7, 5, 5), (0, 0, 0, 0, 1, 1, 1, 1)),  # NPS4 and NPS1 BIOS
 ]
@@ -90,6 +92,7 @@ def known_fact(backend: NvmlBackend, what: str) -> object:
         "nics": topology.nic_count,
         "model": topology.gpu_names[0],
         "numa_nodes": topology.numa_nodes,
+        "clique": topology.gpu_clique(0),
     }
     return facts[what]
 
