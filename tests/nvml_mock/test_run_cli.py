@@ -33,7 +33,13 @@ gpuDevicePlugin:
 
 
 def profile_env(mock: NvmlMock, profile: str, workdir: Path) -> dict[str, str]:
-    return mock.environment(profile, library_dir=mock.library_dir(workdir / "lib"), overrides=workdir / "faults.yaml")
+    return mock.environment(profile, library_dir=mock.library_dir(workdir / "lib"), overrides=faults_file(workdir))
+
+
+def faults_file(workdir: Path) -> Path:
+    """Not beside config.yaml: `run` watches the config file's folder and rescans on any change there."""
+    (workdir / "faults").mkdir(exist_ok=True)
+    return workdir / "faults" / "faults.yaml"
 
 
 def test_topology_prints_the_nvswitch_matrix_of_the_real_gpus(nvml_mock: NvmlMock, tmp_path: Path) -> None:
@@ -87,14 +93,14 @@ def test_run_serves_the_real_gpus_and_takes_a_lost_one_out_and_back(
         lost = declared.gpus[3].uuid
         temperature = metric(port, "gpu_device_plugin_gpu_temperature_celsius", uuid=lost)
         assert temperature == declared.temperature_c
-        write_overrides(tmp_path / "faults.yaml", {3: {"failure": {"mode": "lost", "xid": {"code": 79}}}})
+        write_overrides(faults_file(tmp_path), {3: {"failure": {"mode": "lost", "xid": {"code": 79}}}})
         eventually(lambda: {d.id: d.health for d in kubelet.latest_devices(GPU_RESOURCE)}[lost] == "Unhealthy", "GPU 3")
-        write_overrides(tmp_path / "faults.yaml", {})
+        write_overrides(faults_file(tmp_path), {})
         eventually(lambda: {d.id: d.health for d in kubelet.latest_devices(GPU_RESOURCE)}[lost] == "Healthy", "GPU 3")
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=30)
         assert process.returncode == 0, err
-        assert "GPU 3" in err and "Xid 79" in err  # the decision is logged with the device
+        assert "GPU 3: Healthy -> Unhealthy" in err and "GPU 3: Unhealthy -> Healthy" in err  # each decision logged
     finally:
         if process.poll() is None:
             process.kill()
