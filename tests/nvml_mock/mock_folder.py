@@ -2,7 +2,7 @@
 process needs to run the real pynvml backend on one profile.
 
 Boundary: finding and describing the folder (and running its `render-pci-sysfs`); the processes that load the
-library are remote.py's. The facts this relies on (docs/nvml-mock.md):
+library are remote.py's. The facts this relies on (docs/development.md):
 - the mock is a Go library: it reads MOCK_NVML_CONFIG (its profile) from the environment the process was
   started with, so setting it later in a running process is not seen; glibc reads LD_LIBRARY_PATH only at
   process start too. One profile therefore needs one process, started with both set.
@@ -81,7 +81,7 @@ def find_mock(env: Mapping[str, str] = os.environ) -> tuple[NvmlMock | None, str
     if not value:
         return None, (
             f"{ENV} is not set: it names the folder of NVIDIA's NVML mock "
-            "(.ci/run sets it to ../shared/nvml-mock when that folder exists; docs/nvml-mock.md)"
+            "(.ci/run sets it to ../shared/nvml-mock when that folder exists; docs/development.md)"
         )
     root = Path(value)
     if not root.is_dir():

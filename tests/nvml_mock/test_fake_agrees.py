@@ -1,7 +1,7 @@
 """The fake backend and the mock on the same board: a shipped machine description (device_plugin/machines/) and
 NVIDIA's profile of that board give the allocator the same GPUs, links, NVSwitch fabric and best sets.
 
-Where they differ, the difference is asserted as it stands, with its cause (docs/nvml-mock.md): so a change
+Where they differ, the difference is asserted as it stands, with its cause (docs/development.md): so a change
 on either side shows up here to be looked at again. hgx-h100 is the board of the h100 profile; dgx-a100 (80 GB,
 NPS4) and the a100 profile (40 GB, one NUMA node per socket) are two configurations of the DGX A100 board.
 """
@@ -73,7 +73,7 @@ def test_dgx_a100_is_the_same_board_in_the_same_slots(real_on: OpenReal) -> None
 
 
 KNOWN = [
-    # (machine, profile, what, fake's answer, mock's answer); why: docs/nvml-mock.md
+    # (machine, profile, what, fake's answer, mock's answer); why: docs/development.md
     ("hgx-h100", "h100", "memory_mib", 81559, 81920),  # a driver reports 81559 MiB; the profile declares 80 GiB flat
     ("hgx-h100", "h100", "pcie_in_socket", PcieLevel.NODE, PcieLevel.SINGLE_SWITCH),  # the mock never says NODE
     ("hgx-h100", "h100", "nics", 8, 0),  # the mock has no NICs
