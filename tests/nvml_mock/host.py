@@ -24,7 +24,7 @@ from device_plugin.core.errors import NvmlError
 from device_plugin.nvml.real import RealNvml
 from device_plugin.nvml.real_health import RealEventWatch
 
-# Requests: ("open", sys_root) | ("call", object_id, name, args) | ("drop", object_id)
+# Requests: ("open", sys_root) | ("call", object_id, name, args)
 # Answers:  ("value", v) | ("object", object_id) | ("nvml_error", class_name, text, call, device, code)
 #           | ("crash", traceback_text)
 
@@ -46,9 +46,6 @@ class Host:
         kind = request[0]
         if kind == "open":
             return self._keep(RealNvml(Path(request[1])))
-        if kind == "drop":
-            self._objects.pop(request[1], None)
-            return ("value", None)
         if kind != "call":
             raise ValueError(f"unknown request {request!r}")
         _, object_id, name, args = request

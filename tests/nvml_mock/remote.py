@@ -61,6 +61,7 @@ class MockHost:
     def __init__(self, mock: NvmlMock, profile: str, workdir: Path) -> None:
         self.profile = profile
         self.overrides = workdir / "overrides.yaml"
+        self._no_sysfs = workdir / "no-sysfs"  # absent: no NUMA node, no PCIe path
         self._log = workdir / "host.log"
         env = mock.environment(profile, library_dir=mock.library_dir(workdir / "lib"), overrides=self.overrides)
         ours, theirs = socket.socketpair()
@@ -92,8 +93,10 @@ class MockHost:
             raise rebuild_error(*answer[1:])
         raise RuntimeError(f"the NVML mock host of {self.profile} raised:\n{answer[1]}")
 
-    def open_backend(self, sys_root: Path = Path("/sys")) -> RemoteBackend:
-        return RemoteBackend(self, self.request("open", str(sys_root)).object_id)
+    def open_backend(self, sys_root: Path | None = None) -> RemoteBackend:
+        """RealNvml on this profile over `sys_root`; by default an empty one, never the sysfs of the machine
+        running the tests (whose PCI devices may sit at the profile's bus ids)."""
+        return RemoteBackend(self, self.request("open", str(sys_root or self._no_sysfs)).object_id)
 
     def inject(self, devices: Mapping[int, Mapping[str, Any]]) -> None:
         write_overrides(self.overrides, devices)

@@ -43,9 +43,9 @@ class DraNode:
         )
         config = replace(loaded, daemon=daemon)
         front_end = DraFrontEnd.for_config(config, api_client(api.host), node_name=NODE, backoff_max_s=0.2)
+        self.front_end = front_end
         self.runtime = NodeRuntime(backend, config, front_end, load_config=lambda: config)
         self.runtime.start()
-        assert front_end.publisher.wait_synced(15.0), "the slices were never published"
 
     def devices(self) -> dict[str, dict[str, Any]]:
         """Published device name -> its attributes, values unwrapped ({"string": "x"} -> "x")."""
@@ -69,6 +69,7 @@ def dra_on(mock_hosts: HostPool, own_host: Callable[[str], MockHost]) -> Iterato
         api.add_node(NODE)
         node = DraNode(own_host(profile).open_backend(mock_hosts.sysfs(profile)), api)
         started.append((node, api))
+        assert node.front_end.publisher.wait_synced(15.0), "the slices were never published"
         return node
 
     yield start
