@@ -6,15 +6,19 @@ everything here is in terms of those NvmlErrors and NVML's C ABI values below. W
 decided here: every Xid is reported (device_plugin/config/health.py ignores application Xids).
 
 Events: one event set; each GPU registers Xid critical errors and double-bit ECC errors, masked by what
-it supports (single-bit ECC is never registered: it is corrected). Probes: the handle by UUID still
-resolves, memory info answers, no retired pages pending, no remapped rows pending or failed, and the
-driver's recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) is NONE where it reports one.
+it supports (single-bit ECC is never registered: it is corrected). An event names its GPU by the handle
+registered for it, not by asking NVML: a GPU that fell off the bus answers GPU_IS_LOST to every call, its
+UUID query included, and its own Xid 79 must still reach the watcher as that GPU's event. Probes: the
+handle by UUID still resolves, memory info answers, no retired pages pending, no remapped rows pending
+or failed, and the driver's recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) is NONE where it
+reports one.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from device_plugin.core.errors import NvmlError
@@ -60,13 +64,29 @@ def _text(value: str | bytes) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+def handle_key(handle: Any) -> Hashable:
+    """Equal for every handle of one GPU: pynvml makes a new ctypes pointer object per call, so its handles are
+    compared by the address they hold; a stand-in's plain handles (tests) compare as themselves."""
+    if isinstance(handle, ctypes._Pointer):
+        return ("address", ctypes.cast(handle, ctypes.c_void_p).value)
+    return handle
+
+
 class RealEventWatch:
     """An NVML event set over some GPUs (the EventWatch protocol). One thread waits on it."""
 
-    def __init__(self, call: NvmlCall, event_set: Any, by_uuid: Mapping[str, int], failures: Mapping[int, str]):
+    def __init__(
+        self,
+        call: NvmlCall,
+        event_set: Any,
+        by_uuid: Mapping[str, int],
+        failures: Mapping[int, str],
+        by_handle: Mapping[Hashable, int] | None = None,
+    ):
         self._call = call
         self._set = event_set
         self._by_uuid = dict(by_uuid)
+        self._by_handle = dict(by_handle or {})  # handle_key of each registered GPU's handle -> index
         self._failures = frozen_failures(failures)
         self._closed = False
 
@@ -74,6 +94,7 @@ class RealEventWatch:
     def open(cls, call: NvmlCall, indices: Iterable[int]) -> RealEventWatch:
         event_set = call("nvmlEventSetCreate")  # an NvmlError here is the caller's "cannot watch at all"
         by_uuid: dict[str, int] = {}
+        by_handle: dict[Hashable, int] = {}
         failures: dict[int, str] = {}
         for index in sorted(set(indices)):
             where = f"GPU {index}"
@@ -92,7 +113,8 @@ class RealEventWatch:
                 failures[index] = str(exc)
                 continue
             by_uuid[uuid] = index
-        return cls(call, event_set, by_uuid, failures)
+            by_handle[handle_key(handle)] = index
+        return cls(call, event_set, by_uuid, failures, by_handle)
 
     @property
     def registration_failures(self) -> Mapping[int, str]:
@@ -107,13 +129,16 @@ class RealEventWatch:
             if exc.code == NVML_ERROR_TIMEOUT:
                 return None
             raise
-        # An event whose source cannot be named is a watch failure (NvmlError from the UUID call); one from
-        # a GPU this watch did not register cannot concern our devices and is logged and dropped.
-        uuid = _text(self._call("nvmlDeviceGetUUID", data.device, device="event source"))
-        index = self._by_uuid.get(uuid)
+        index = self._by_handle.get(handle_key(data.device))
         if index is None:
-            log.warning("NVML event 0x%x from %s, a GPU this watch did not register; ignored", data.eventType, uuid)
-            return None
+            # A handle we did not register (a driver that hands out another one): name it by its UUID. An
+            # event whose source cannot be named is a watch failure (NvmlError from the UUID call); one from
+            # a GPU this watch did not register cannot concern our devices and is logged and dropped.
+            uuid = _text(self._call("nvmlDeviceGetUUID", data.device, device="event source"))
+            index = self._by_uuid.get(uuid)
+            if index is None:
+                log.warning("NVML event 0x%x from %s, a GPU this watch did not register; ignored", data.eventType, uuid)
+                return None
         detail = _instance_detail(data)
         if data.eventType & EVENT_XID_CRITICAL:
             return HealthEvent(index, HealthEventKind.XID, xid=int(data.eventData), detail=detail)
