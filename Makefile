@@ -5,10 +5,10 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: help venv demo test lint typecheck proto bench image clean
+.PHONY: help venv demo test lint typecheck proto bench image image-check clean
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,12 @@ image: ## build the container image: make image IMAGE=<registry>/gpu-device-plug
 	@test -n "$(BUILDER)" || exit 2
 	@echo "make image: building $(IMAGE) with $(BUILDER) on $(PYTHON_IMAGE)"
 	$(BUILDER) build --build-arg PYTHON_IMAGE=$(PYTHON_IMAGE) $(BUILD_FLAGS) -t $(IMAGE) .
+
+# Builds the Dockerfile with buildah on a base made from Debian packages, checks that no build secret is left
+# in the image, runs it (docs/development.md#the-image-check). Needs root, buildah and debootstrap.
+IMAGE_CHECK_ARGS ?=
+image-check: $(STAMP) ## build the image on a Debian base with buildah, check it holds no build secret, run it
+	$(BIN)/python tools/image_check.py $(IMAGE_CHECK_ARGS)
 
 clean: ## remove everything the targets built
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis *.egg-info build dist
