@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +35,7 @@ from tools.image.build_pip import build_pip, machine_pip_options  # noqa: E402
 from tools.image.leaks import config_leaks, machine_only_certificates, rootfs_leaks  # noqa: E402
 from tools.image.smoke import judge_run, smoke_runs  # noqa: E402
 
+RUN_LIMIT_S = 120  # one smoke run; the demos take about 3 s
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpu-device-plugin" / "image-base"
 
 
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         problems = check(args)
-    except (buildah.BuildahError, RuntimeError, OSError) as error:
+    except (buildah.BuildahError, RuntimeError, OSError, subprocess.SubprocessError) as error:
         say(f"could not finish: {error}")
         return 2
     for problem in problems:
@@ -125,7 +127,10 @@ def smoke(container: str, entrypoint: list[str]) -> list[str]:
     runs = smoke_runs(version)
     step = time.monotonic()
     for run in runs:
-        found = judge_run(run, buildah.run_in(container, [*entrypoint, *run.args]))
+        try:
+            found = judge_run(run, buildah.run_in(container, [*entrypoint, *run.args], timeout_s=RUN_LIMIT_S))
+        except subprocess.TimeoutExpired:
+            found = [f"still running after {RUN_LIMIT_S} s"]
         say(f"{run.name}: {'ok' if not found else 'FAILED'}")
         problems += [f"{run.name}: {p}" for p in found]
     say(f"smoke runs in {time.monotonic() - step:.1f} s")

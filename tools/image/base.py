@@ -9,7 +9,7 @@ unchanged. This adapts the base only; the pinned base needs none of it.
 
 Cache: the base is keyed by its recipe (suite, mirror, packages, architecture and the steps run in it), not
 by the mirror's contents. A key found in buildah's store is used as it is; else a rootfs tarball in the
-cache directory is imported (seconds); else debootstrap makes one (about a minute). `fresh` skips both.
+cache directory is imported (seconds); else debootstrap makes one (one to three minutes here). `fresh` skips both.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from tools.image.buildah import image_id, import_rootfs
 # python3-distutils is named because debootstrap resolves no virtual packages: python3.11-venv depends on
 # python3.11-distutils, which only python3-distutils provides.
 PACKAGES = ("python3.11", "python3-venv", "python3-distutils")
-# What the official slim images drop too: package caches and lists, docs (copyright files kept), man
+# What Debian's slim images leave out too: package caches and lists, docs (copyright files kept), man
 # pages, translations; and the build host's resolv.conf and hostname, which debootstrap copies in.
 TRIM = (
     "rm -rf /var/cache/apt/archives/*.deb /var/cache/apt/*.bin /var/lib/apt/lists/*",
@@ -76,7 +76,10 @@ def ensure_base(recipe: BaseRecipe, cache_dir: Path, fresh: bool, say: Callable[
         say(f"making the base with debootstrap ({recipe.suite}, {' '.join(recipe.packages)}) into {tarball}")
         make_rootfs_tarball(recipe, tarball)
         how = "created"
-    labels = {"org.opencontainers.image.description": "debootstrap base for tools/image_check.py", "key": recipe.key()}
+    labels = {
+        "org.opencontainers.image.description": "debootstrap base for tools/image_check.py",
+        "gpu-device-plugin.base-key": recipe.key(),
+    }
     import_rootfs(tarball, tag, recipe.env(), '["python"]', labels)
     return tag, how
 
