@@ -5,10 +5,10 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: help venv demo test lint typecheck proto bench image clean
+.PHONY: help venv demo test lint typecheck proto bench image image-check clean
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,13 +45,24 @@ proto: $(STAMP) ## regenerate the committed gRPC stubs from api/*.proto
 bench: $(STAMP) ## every benchmark, printing its figures against the targets
 	$(BIN)/python benchmarks/run_all.py
 
-# The container image, with whichever builder is installed (docker, podman or buildah: all take `build -t`).
-IMAGE   ?= gpu-device-plugin:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
-BUILDER ?= $(firstword $(foreach b,docker podman buildah,$(if $(shell command -v $(b)),$(b))))
+# The container image, with the first builder that works (deploy/image/pick-builder.sh: docker only when its
+# daemon answers, else podman, else buildah; all take `build -t`). BUILDER=... skips the choice. The probe
+# runs once, and only when a recipe needs it (the memo below), not on every make.
+IMAGE        ?= gpu-device-plugin:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+PYTHON_IMAGE ?= $(shell sed -n 's/^ARG PYTHON_IMAGE=//p' Dockerfile)
+BUILD_FLAGS  ?=
+BUILDER      ?= $(eval BUILDER := $(shell sh deploy/image/pick-builder.sh))$(BUILDER)
 
-image: ## build the container image: make image IMAGE=<registry>/gpu-device-plugin:<tag>
-	@test -n "$(BUILDER)" || { echo "make image: needs docker, podman or buildah on PATH" >&2; exit 2; }
-	$(BUILDER) build -t $(IMAGE) .
+image: ## build the container image: make image IMAGE=<registry>/gpu-device-plugin:<tag> [PYTHON_IMAGE=] [BUILD_FLAGS=]
+	@test -n "$(BUILDER)" || exit 2
+	@echo "make image: building $(IMAGE) with $(BUILDER) on $(PYTHON_IMAGE)"
+	$(BUILDER) build --build-arg PYTHON_IMAGE=$(PYTHON_IMAGE) $(BUILD_FLAGS) -t $(IMAGE) .
+
+# Builds the Dockerfile with buildah on a base made from Debian packages, checks that no build secret is left
+# in the image, runs it (docs/development.md#the-image-check). Needs root, buildah and debootstrap.
+IMAGE_CHECK_ARGS ?=
+image-check: $(STAMP) ## build the image on a Debian base with buildah, check it holds no build secret, run it
+	$(BIN)/python tools/image_check.py $(IMAGE_CHECK_ARGS)
 
 clean: ## remove everything the targets built
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis *.egg-info build dist
