@@ -209,7 +209,8 @@ def device_plugin_runtime(
     config_file: Path | None = None,
     dev_root: Path = Path("/dev"),
     timing: LifecycleTiming | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> NodeRuntime[DevicePluginFrontEnd]:
     """The node runtime serving the device plugin (what `run` builds in mode device-plugin)."""
-    front_end = DevicePluginFrontEnd(dev_root=dev_root, timing=timing)
+    front_end = DevicePluginFrontEnd(dev_root=dev_root, timing=timing, env=env)
     return NodeRuntime(backend, config, front_end, load_config=load_config, config_file=config_file)
