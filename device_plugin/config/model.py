@@ -168,8 +168,8 @@ class DaemonSettings:
         env="SOCKET_NAMES",
         cli=CliFlag(
             "--socket-names",
-            "fixed (nvidia-<name>.sock) or per-instance (nvidia-<name>-<POD_UID>.sock, for rolling updates "
-            "with maxSurge 1; kubelets with PR 135437 only, see docs/upgrade.md)",
+            "how our sockets are named: fixed (nvidia-<name>.sock) or per-instance (nvidia-<name>-<POD_UID>.sock, "
+            "for rolling updates with maxSurge 1 on kubelets with PR 135437, see docs/upgrade.md)",
             "fixed|per-instance",
         ),
     )

@@ -128,7 +128,8 @@ class PluginManager:
         deadline = time.monotonic() + timeout_s
         siblings = self._naming.live_siblings(self._name, self._dir, self._socket_path.name)
         if siblings:
-            log.info("%s: %s served by another instance; leaving without the empty list", self._name, siblings)
+            others = ", ".join(siblings)
+            log.info("%s: %s served by another instance; leaving without the empty list", self._name, others)
         else:
             self._resource.close()  # ListAndWatch streams send the empty list and end
         self._machine.move(S.STOPPING, "stop requested", expect=LIVE)

@@ -20,14 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_plugin.config.schema import FIXED_SOCKET_NAMES as FIXED
-from device_plugin.config.schema import PER_INSTANCE_SOCKET_NAMES as PER_INSTANCE
-from device_plugin.config.schema import SOCKET_NAMINGS
+from device_plugin.config.schema import PER_INSTANCE_SOCKET_NAMES
 from device_plugin.serving.socket_files import served_by_someone, too_long
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FIXED", "PER_INSTANCE", "SOCKET_NAMINGS", "SocketNaming", "instance_id", "socket_name"]
 POD_UID_ENV = "POD_UID"
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _SHORT_LEN = 12  # hex digits of a short id: a digest of the UID, or a random fallback
@@ -75,7 +72,7 @@ class SocketNaming:
 
     @classmethod
     def of(cls, setting: str, env: Mapping[str, str]) -> SocketNaming:
-        return cls(instance_id(env)) if setting == PER_INSTANCE else cls()
+        return cls(instance_id(env)) if setting == PER_INSTANCE_SOCKET_NAMES else cls()
 
     @property
     def per_instance(self) -> bool:

@@ -85,8 +85,10 @@ class Admissions:
                 admission = self.kubelet.admit(GPU, 1)
                 self.kubelet.release(GPU, admission.preferred)
                 self.admitted += 1
-            except (AdmissionRefused, grpc.RpcError) as error:
-                self.failures.append(str(error).splitlines()[0][:200])
+            except AdmissionRefused as error:
+                self.failures.append(str(error)[:200])
+            except grpc.RpcError as error:  # an RPC to a plugin that stopped under it
+                self.failures.append(f"{error.code().name}: {error.details()}"[:200])  # type: ignore[attr-defined]
             self.samples.append(self.kubelet.healthy_count(GPU))
             time.sleep(self.pause_s)
 

@@ -70,14 +70,18 @@ def test_todays_replacement_with_the_fixed_name_leaves_a_gap(plugin_dir: Path, k
     outcome, new = replace_plugin(kubelet, plugin_dir, rolling=False)
     try:
         assert outcome.zero_s > 0.0  # from A's empty list until B's first list
-        assert outcome.failures  # pods that arrived in the gap
-        assert {f.split(";")[0] for f in outcome.failures} <= {
+        assert outcome.failures  # pods that arrived in the gap, or just before it on the plugin going away
+        assert {f.split(";")[0].split(":")[0] for f in outcome.failures} <= {
             "no healthy devices present",
             "endpoint nvidia-gpu.sock has been stopped",
+            "UNAVAILABLE",
+            "CANCELLED",
         }
         assert outcome.healthy_at_end == GPUS  # B serves the same name afterwards
-        old, new_connection = kubelet.connections[0], kubelet.connections[-1]
-        assert [len(listed) for listed in old.lists] == [GPUS, 0]  # A sent the empty list
+        # A sent the empty list (on its last connection: a loaded box may have made A register twice).
+        *old, new_connection = kubelet.connections
+        emptied = [c for c in old if c.lists[-1:] == [()]]
+        assert emptied and len(emptied[-1].lists[0]) == GPUS
         assert new_connection.endpoint == "nvidia-gpu.sock" and len(new_connection.lists[-1]) == GPUS
     finally:
         new.stop()
