@@ -30,6 +30,7 @@ BENCHMARKS = (
     "bench_dra_health.py",
     "bench_dra_start.py",
     "bench_node_runtime.py",
+    "bench_rolling_update.py",
     "bench_checkpoint.py",
     "bench_config_limits.py",
 )

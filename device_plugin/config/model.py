@@ -35,12 +35,14 @@ from device_plugin.config.schema import (
     DEFAULT_DRA_DRIVER_NAME,
     DEFAULT_METRICS_ADDRESS,
     DNS_SUBDOMAIN,
+    FIXED_SOCKET_NAMES,
     MODES,
     OUR_SECTION,
     OWN_DOMAIN_NAME,
     PATH,
     RAW_MAPPING,
     RESCAN_INTERVAL,
+    SOCKET_NAMINGS,
     STR,
     SUPPORTED_VERSION,
     TOP_LEVEL,
@@ -156,6 +158,20 @@ class DaemonSettings:
         reload=Reload.RESTART,
         env="OWN_DOMAIN",
         cli=CliFlag("--own-domain", "domain of our own labels and DRA attributes (env OWN_DOMAIN)", "DOMAIN"),
+    )
+    # per-instance: a socket name per pod (POD_UID), for maxSurge 1 on kubelets that track plugins by socket
+    socket_names: str = setting(
+        "socketNames",
+        choice(*SOCKET_NAMINGS),
+        default=FIXED_SOCKET_NAMES,
+        reload=Reload.RESTART,
+        env="SOCKET_NAMES",
+        cli=CliFlag(
+            "--socket-names",
+            "how our sockets are named: fixed (nvidia-<name>.sock) or per-instance (nvidia-<name>-<POD_UID>.sock, "
+            "for rolling updates with maxSurge 1 on kubelets with PR 135437, see docs/upgrade.md)",
+            "fixed|per-instance",
+        ),
     )
 
 

@@ -118,6 +118,9 @@ def _dns_subdomain(field: str, value: Any) -> str:
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 MODES = ("device-plugin", "dra")  # one node runs one: both would hand out the same GPU twice
+# gpuDevicePlugin.socketNames: NVIDIA's one name per resource, or one per plugin pod (rolling updates)
+FIXED_SOCKET_NAMES, PER_INSTANCE_SOCKET_NAMES = "fixed", "per-instance"
+SOCKET_NAMINGS = (FIXED_SOCKET_NAMES, PER_INSTANCE_SOCKET_NAMES)
 DEFAULT_DRA_DRIVER_NAME = f"gpu.{OWN_DOMAIN}"  # ours, so our attributes never read as NVIDIA driver's
 
 

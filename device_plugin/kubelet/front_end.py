@@ -15,6 +15,7 @@ serving setting every resource is served afresh (its policy or Allocate answer m
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -27,6 +28,7 @@ from device_plugin.config.model import Config
 from device_plugin.core.devices import DeviceListSnapshot
 from device_plugin.health.state import HealthTransition
 from device_plugin.kubelet.lifecycle import LifecycleTiming, PluginManager
+from device_plugin.kubelet.plugin_dir import SocketNaming
 from device_plugin.node.composition import Node, compose_node, envvar_conflicts
 from device_plugin.node.front_end import RuntimeContext
 from device_plugin.node.health_routing import resource_route
@@ -44,9 +46,17 @@ log = logging.getLogger(__name__)
 class DevicePluginFrontEnd:
     name = "device plugin"
 
-    def __init__(self, *, dev_root: Path = Path("/dev"), timing: LifecycleTiming | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        dev_root: Path = Path("/dev"),
+        timing: LifecycleTiming | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self._dev_root = dev_root
         self._timing = timing
+        self._env = os.environ if env is None else env  # POD_UID, for per-instance socket names
+        self._naming = SocketNaming()
         self._context: RuntimeContext | None = None
         self._node: Node | None = None
         self._plugin_dir = Path()
@@ -93,8 +103,11 @@ class DevicePluginFrontEnd:
         if self._node is None:  # the first: prepared here, served by start()
             for warning in envvar_conflicts(node, config):
                 log.warning("config: %s", warning)
-            # The directory is read at start only (restart-only): later configs keep the first one's.
+            # The directory and socket naming are read at start only (restart-only): later configs keep the first.
             self._plugin_dir = config.daemon.device_plugin_dir
+            self._naming = SocketNaming.of(config.daemon.socket_names, self._env)
+            if self._naming.per_instance:
+                log.info("socket names per instance: id %s (gpuDevicePlugin.socketNames)", self._naming.instance)
             self._node = node
             record_replicas(context.metrics, node, node.resources)
             self._managers = {r.resource_name: self._manager_for(r) for r in node.resources}
@@ -141,7 +154,7 @@ class DevicePluginFrontEnd:
 
     def _manager_for(self, resource: ResourceManager) -> PluginManager:
         observer = self._require_context().metrics
-        return PluginManager(resource, self._plugin_dir, timing=self._timing, observer=observer)
+        return PluginManager(resource, self._plugin_dir, timing=self._timing, observer=observer, naming=self._naming)
 
     def _switch(self, node: Node, serving_changed: bool) -> None:
         context = self._require_context()
@@ -196,7 +209,8 @@ def device_plugin_runtime(
     config_file: Path | None = None,
     dev_root: Path = Path("/dev"),
     timing: LifecycleTiming | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> NodeRuntime[DevicePluginFrontEnd]:
     """The node runtime serving the device plugin (what `run` builds in mode device-plugin)."""
-    front_end = DevicePluginFrontEnd(dev_root=dev_root, timing=timing)
+    front_end = DevicePluginFrontEnd(dev_root=dev_root, timing=timing, env=env)
     return NodeRuntime(backend, config, front_end, load_config=load_config, config_file=config_file)

@@ -14,6 +14,7 @@ in; other threads only move the state, which ends whatever wait the control thre
 delays grow over consecutive failed generations. No file in the directory but our socket is ever
 touched (a path another process serves is waited for: serving/taken_socket.py); the directory
 (absolute from construction) is created at start if it can be, and after that only waited for.
+Our socket's name is kubelet/plugin_dir.py's (fixed, or per instance for rolling updates).
 serving() is the liveness check: the control thread runs, our socket is ours and answers
 GetDevicePluginOptions within probe_timeout_s (reused for PROBE_MAX_AGE_S).
 """
@@ -36,7 +37,7 @@ from device_plugin.kubelet.lifecycle_state import (
     State,
     StateMachine,
 )
-from device_plugin.kubelet.plugin_dir import socket_name
+from device_plugin.kubelet.plugin_dir import SocketNaming
 from device_plugin.kubelet.plugin_dir_watch import DirectoryEvents, KubeletWatcher
 from device_plugin.kubelet.registration import KUBELET_SOCKET_NAME, SelfProbe
 from device_plugin.kubelet.served import Served, serve
@@ -61,6 +62,7 @@ class PluginManager:
         *,
         timing: LifecycleTiming | None = None,
         observer: LifecycleObserver | None = None,
+        naming: SocketNaming | None = None,
     ) -> None:
         self._resource = resource
         self._name = resource.resource_name
@@ -71,16 +73,17 @@ class PluginManager:
         self._machine = StateMachine(self._name)
         self._cond = self._machine.cond  # guards the fields below together with the state
         self._served: Served | None = None
-        self._socket_path = self._dir / socket_name(self._name)
+        self._naming = naming or SocketNaming()
+        self._socket_path = self._dir / self._naming.socket_file(self._name, self._dir)
         self._blocked_by: int | None = None  # inode of the file that kept us NOT_SERVING (lstat: links too)
         self._registration = KubeletRegistration(
             self._name, self._kubelet_socket, self._machine, self._timing, self._notify
         )
         self._thread: threading.Thread | None = None
         self._probe = SelfProbe(self._timing.probe_timeout_s, PROBE_MAX_AGE_S)
-        self._taken = TakenSocket(self._name, self._dir / socket_name(self._name), self._timing.backoff, **TAKEN_BY)
+        self._taken = TakenSocket(self._name, self._socket_path, self._timing.backoff, **TAKEN_BY)
         self._watcher = KubeletWatcher(
-            self._dir, socket_name(self._name), self._on_dir_events, debounce_s=self._timing.debounce_s
+            self._dir, self._socket_path.name, self._on_dir_events, debounce_s=self._timing.debounce_s
         )
 
     # ---- public --------------------------------------------------------------------------------
@@ -118,14 +121,24 @@ class PluginManager:
         self._thread.start()
 
     def stop(self, timeout_s: float = 4.0) -> None:
-        """Empty list to the kubelet, stop serving, remove our socket. Bounded by `timeout_s`."""
+        """Empty list to the kubelet, stop serving, remove our socket. Bounded by `timeout_s`.
+
+        No empty list when another instance serves the resource (a rolling update): the kubelet keeps one
+        device set per resource name, so our empty list would take the newer instance's GPUs away."""
         deadline = time.monotonic() + timeout_s
-        self._resource.close()  # ListAndWatch streams send the empty list and end
+        siblings = self._naming.live_siblings(self._name, self._dir, self._socket_path.name)
+        if siblings:
+            others = ", ".join(siblings)
+            log.info("%s: %s served by another instance; leaving without the empty list", self._name, others)
+        else:
+            self._resource.close()  # ListAndWatch streams send the empty list and end
         self._machine.move(S.STOPPING, "stop requested", expect=LIVE)
         self._watcher.stop()
         if self._thread is not None:
             self._thread.join(timeout=max(0.1, deadline - time.monotonic()))
         self._stop_server(grace_s=min(self._timing.stop_grace_s, max(0.0, deadline - time.monotonic())))
+        if siblings:  # only now: nothing streams any more, so no empty list goes out
+            self._resource.close()
         self._probe.close()
         self._machine.move(S.STOPPED, "server stopped", expect=S.STOPPING)
         log.info("%s: stopped; removed our socket from %s", self._name, self._dir)
@@ -191,7 +204,7 @@ class PluginManager:
         if self._taken.taken():  # never bind over another live server: the two would replace each other for ever
             self._machine.move(S.SOCKET_TAKEN, "another process serves our socket's path", expect=state)
             return
-        served = serve(self._dir, self._resource, self._on_stream_ended, self._observer)
+        served = serve(self._dir, self._socket_path.name, self._resource, self._on_stream_ended, self._observer)
         if served is None:
             self._blocked_by = inode(self._socket_path)
             self._machine.move(S.NOT_SERVING, "cannot bind our socket (logged above)", expect=state)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_plugin.allocation.resources import ResourceManager
-from device_plugin.kubelet.plugin_dir import socket_name
 from device_plugin.kubelet.servicer import DevicePluginServicer, RpcObserver, SocketServer, StreamEndedCallback
 from device_plugin.serving.socket_files import (
     DirectoryUnusable,
@@ -41,15 +40,16 @@ class Served:
 
 def serve(
     directory: Path,
+    socket_file: str,
     resource: ResourceManager,
     on_stream_ended: StreamEndedCallback,
     observer: RpcObserver | None,
 ) -> Served | None:
-    """Serve `resource` on a fresh 0600 socket in `directory`.
+    """Serve `resource` on a fresh 0600 socket `socket_file` in `directory`.
 
     None (logged) when another file holds the socket's path or gRPC cannot bind; DirectoryUnusable
     when the directory is missing or unwritable (the caller retries)."""
-    path = directory / socket_name(resource.resource_name)
+    path = directory / socket_file
     try:
         free = check_not_foreign(path)
     except NotADirectoryError as error:

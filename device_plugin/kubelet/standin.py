@@ -4,8 +4,12 @@ Test harness and demo prop, not part of the daemon. It behaves like kubelets >= 
 - serves v1beta1.Registration on `<dir>/kubelet.sock`, refusing a wrong version or an invalid
   resource name with the kubelet's own messages;
 - inside Register dials `<dir>/<endpoint>`, calls GetDevicePluginOptions and opens ListAndWatch in a
-  thread that records every list; a new registration of a resource cancels the old stream;
+  thread that records every list; an older connection of the resource is not closed (the kubelet
+  does not close it either);
 - never retries a broken stream;
+- keeps what each resource advertises, and what a stream's end does to it, by kubelet generation:
+  one client per resource name by default, per (name, socket) with `clients_by_socket=True` (PR
+  135437); see standin_manager.py;
 - admits pods like the device manager: GetPreferredAllocation with the free healthy devices in
   shuffled order, then Allocate with one container request;
 - restart(): stops, deletes every socket in the directory (and nothing else), re-creates kubelet.sock.
@@ -15,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 import stat
 import threading
 from collections.abc import Callable
@@ -28,6 +31,8 @@ import grpc
 
 from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
+from device_plugin.kubelet.standin_manager import AdmissionRefused as AdmissionRefused  # re-exported for callers
+from device_plugin.kubelet.standin_manager import DeviceManagerModel, is_extended_resource_name
 
 log = logging.getLogger(__name__)
 
@@ -35,18 +40,6 @@ T = TypeVar("T")
 
 SUPPORTED_VERSION = "v1beta1"
 DIAL_TIMEOUT_S = 10.0
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
-
-
-def is_extended_resource_name(name: str) -> bool:
-    """The kubelet's IsExtendedResourceName: `<dns-subdomain>/<name>`, not native, quota name valid."""
-    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
-        return False
-    prefix, _, short = f"requests.{name}".partition("/")
-    if "/" in short or not 0 < len(short) <= 63 or not _QUALIFIED_NAME.match(short):
-        return False
-    return len(prefix) <= 253 and all(_DNS_LABEL.match(label) for label in prefix.split("."))
 
 
 @dataclass(frozen=True)
@@ -79,6 +72,7 @@ class PluginConnection:
     stream_ended: bool = False
     stream_error: str | None = None
     call: grpc.Future | None = None
+    generation: int = 0  # the stand-in's restart count when it was accepted
 
 
 @dataclass(frozen=True)
@@ -93,7 +87,9 @@ class Admission:
 
 
 class KubeletStandIn:
-    def __init__(self, plugin_dir: Path, *, refuse_registrations: int = 0, seed: int = 0) -> None:
+    def __init__(
+        self, plugin_dir: Path, *, refuse_registrations: int = 0, seed: int = 0, clients_by_socket: bool = False
+    ) -> None:
         self.plugin_dir = Path(plugin_dir)
         self.socket_path = self.plugin_dir / "kubelet.sock"
         self._cond = threading.Condition()
@@ -104,6 +100,7 @@ class KubeletStandIn:
         self.connections: list[PluginConnection] = []
         self._current: dict[str, PluginConnection] = {}
         self._allocated: dict[str, set[str]] = {}
+        self._manager = DeviceManagerModel(clients_by_socket=clients_by_socket)
 
     # ---- server --------------------------------------------------------------------------------
 
@@ -119,7 +116,9 @@ class KubeletStandIn:
             self._server.stop(0.5).wait(2.0)
             self._server = None
         with self._cond:
-            connections, self._current = list(self._current.values()), {}
+            connections, self._current = list(self.connections), {}
+            self._manager.reset()
+            self._cond.notify_all()
         for connection in connections:
             _close(connection)
 
@@ -168,21 +167,27 @@ class KubeletStandIn:
         with self._cond:
             return self._current[resource_name].lists[-1]
 
+    def healthy_count(self, resource_name: str) -> int:
+        """How many healthy devices the resource advertises now (the node's allocatable)."""
+        with self._cond:
+            return len(self._manager.healthy(resource_name))
+
+    def healthy_history(self, resource_name: str) -> list[tuple[float, int]]:
+        """(monotonic time, healthy devices) at every change of the resource's count, oldest first."""
+        with self._cond:
+            return [(t, count) for t, name, count in self._manager.history if name == resource_name]
+
     # ---- pod admission -------------------------------------------------------------------------
 
     def admit(self, resource_name: str, count: int) -> Admission:
-        """Admit one container asking for `count` devices. RPC errors propagate as grpc.RpcError."""
+        """Admit one container asking for `count` devices. AdmissionRefused when the device manager refuses
+        it before any RPC (the kubelet's messages); RPC errors propagate as grpc.RpcError."""
         with self._cond:
-            connection = self._current[resource_name]
             allocated = self._allocated.setdefault(resource_name, set())
-            healthy = [d.id for d in connection.lists[-1] if d.health == "Healthy"]
-            available = [i for i in healthy if i not in allocated]
+            endpoint, available = self._manager.endpoint_for_admission(resource_name, count, allocated)
+            assert isinstance(endpoint, PluginConnection)
+            connection = endpoint
             self._rng.shuffle(available)
-        if len(available) < count:
-            raise RuntimeError(
-                f"requested number of devices unavailable for {resource_name}. "
-                f"Requested: {count}, Available: {len(available)}"
-            )
         preferred_reply = connection.stub.GetPreferredAllocation(
             pb.PreferredAllocationRequest(
                 container_requests=[
@@ -230,11 +235,10 @@ class KubeletStandIn:
         connection = PluginConnection(request.resource_name, request.endpoint, request.options, options, channel, stub)
         connection.call = stub.ListAndWatch(pb.Empty())
         with self._cond:
-            previous = self._current.get(request.resource_name)
+            connection.generation = self._manager.generation
             self._current[request.resource_name] = connection
             self.connections.append(connection)
-        if previous is not None:
-            _close(previous)
+            self._manager.registered(request.resource_name, connection)
         threading.Thread(target=self._watch, args=(connection,), daemon=True, name="standin-law").start()
         return pb.Empty()
 
@@ -262,12 +266,16 @@ class KubeletStandIn:
                 )
                 with self._cond:
                     connection.lists.append(listed)
+                    self._manager.listed(
+                        connection.resource_name, [(d.id, d.health) for d in listed], connection.generation
+                    )
                     self._cond.notify_all()
         except grpc.RpcError as error:
             connection.stream_error = f"{error.code().name}: {error.details()}"  # type: ignore[attr-defined]
         finally:
             with self._cond:
                 connection.stream_ended = True
+                self._manager.stream_ended(connection.resource_name, connection, connection.generation)
                 self._cond.notify_all()
 
 

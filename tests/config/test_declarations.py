@@ -51,6 +51,7 @@ ENV = {
     "IMEX_CHANNEL_IDS": "imex.channelIDs",
     "IMEX_REQUIRED": "imex.required",
     "OWN_DOMAIN": f"{D}.ownDomain",
+    "SOCKET_NAMES": f"{D}.socketNames",
 }
 CLI = {
     "--mig-strategy": "flags.migStrategy",
@@ -69,6 +70,7 @@ CLI = {
     "--imex-channel-ids": "imex.channelIDs",
     "--imex-required": "imex.required",
     "--own-domain": f"{D}.ownDomain",
+    "--socket-names": f"{D}.socketNames",
 }
 # What a hot reload does (README "Hot reload"); everything under `flags` and the sections re-serve.
 RELOAD = {
@@ -80,6 +82,7 @@ RELOAD = {
     f"{D}.health": Reload.RESTART,
     f"{D}.devicePluginDir": Reload.RESTART,
     f"{D}.ownDomain": Reload.RESTART,
+    f"{D}.socketNames": Reload.RESTART,
     f"{D}.nicHints": Reload.NEXT_RESERVE,
     f"{D}.mode": Reload.START_ONLY,
     f"{D}.driverName": Reload.START_ONLY,

@@ -26,6 +26,7 @@ EXPECTED = {
     "overlays/image": ("none", ("envvar",), None),
     "overlays/mig-mixed": ("mixed", ("envvar",), None),
     "overlays/network-policy": ("none", ("envvar",), None),
+    "overlays/rolling-update": ("none", ("envvar",), None),
     "overlays/time-slicing": ("none", ("envvar",), 4),
 }
 

@@ -117,10 +117,26 @@ def test_resources_requested_and_memory_limited(rendered: Rendered, name: str) -
     assert set(resources["limits"]) == {"memory"}
 
 
+SURGING = "overlays/rolling-update"  # per-instance socket names, for kubelets with PR 135437 (docs/upgrade.md)
+
+
 @pytest.mark.parametrize("name", KUSTOMIZATIONS)
-def test_rolling_update_one_node_at_a_time_without_surge(rendered: Rendered, name: str) -> None:
+def test_rolling_update_surges_only_with_a_socket_per_pod(rendered: Rendered, name: str) -> None:
+    """A surge with the fixed socket name would stall: the new pod waits for the old one's socket, and the
+    old one waits for the new one to be Ready. So a surge comes with per-instance names, and only there."""
     strategy = only(rendered[name], "DaemonSet")["spec"]["updateStrategy"]
-    assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+    names = env(rendered[name]).get("SOCKET_NAMES", "fixed")
+    if name == SURGING:
+        assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}
+        assert names == "per-instance"
+    else:
+        assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+        assert names == "fixed"
+
+
+@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+def test_the_pod_uid_comes_from_the_downward_api(rendered: Rendered, name: str) -> None:
+    assert env(rendered[name]).get("POD_UID") == {"fieldRef": {"fieldPath": "metadata.uid"}}
 
 
 @pytest.mark.parametrize("name", KUSTOMIZATIONS)

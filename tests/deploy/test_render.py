@@ -28,6 +28,7 @@ def test_every_kustomization_is_found() -> None:
         "overlays/image",
         "overlays/mig-mixed",
         "overlays/network-policy",
+        "overlays/rolling-update",
         "overlays/time-slicing",
     }
     others = {"dra", "dra/driver", "dra/extended-resource", "dra/examples", "dra/examples/mig", "monitoring"}

@@ -9,7 +9,8 @@ import pytest
 from device_plugin.config.model import Config
 from device_plugin.core.errors import RegistrationError
 from device_plugin.core.names import GPU_RESOURCE
-from device_plugin.kubelet.lifecycle import PluginManager, socket_name
+from device_plugin.kubelet.lifecycle import PluginManager
+from device_plugin.kubelet.plugin_dir import socket_name
 from device_plugin.kubelet.registration import register
 from device_plugin.kubelet.standin import KubeletStandIn, is_extended_resource_name
 from device_plugin.nvml.backends import open_backend
