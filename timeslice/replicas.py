@@ -12,6 +12,7 @@ one name (a pod asking for 1 could get either): that is refused, and the message
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -92,7 +93,9 @@ def share_resources(
         if not base.get(spec.name):
             if spec.devices.kind is not SelectionKind.ALL:
                 raise ConfigError(spec.devices.field, f"this node has no {spec.name} devices to select from")
-            log.info("%s: this node has no %s devices; nothing to share", spec.field, spec.name)
+            close = difflib.get_close_matches(spec.name, list(base), n=1, cutoff=0.8)
+            hint = f" (did you mean {close[0]}?)" if close else f"; it serves {', '.join(sorted(base)) or 'none'}"
+            log.warning("%s: this node has no %s devices, so nothing is shared%s", spec.field, spec.name, hint)
             unmatched.append(spec.field)
             continue
         pool = remaining[spec.name]

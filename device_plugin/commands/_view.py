@@ -3,6 +3,7 @@ arrive as objects with the ContainerAllocateResponse fields)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,3 +31,30 @@ def health_changes(before: Iterable[Any], after: Iterable[Any]) -> list[str]:
     lines += [f"{i}: added ({new[i]})" for i in sorted(set(new) - set(old))]
     lines += [f"{i}: removed" for i in sorted(set(old) - set(new))]
     return lines
+
+
+class WarningsLogged(logging.Handler):
+    """`with WarningsLogged() as w:` takes the place of the root logger's handlers, at WARNING and above, for its
+    block: the demo prints what was logged as notes (its own log output is off unless --verbose), then the
+    handlers and the level are put back."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+        self._saved: tuple[list[logging.Handler], int] | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def __enter__(self) -> WarningsLogged:
+        root = logging.getLogger()
+        self._saved = (root.handlers[:], root.level)
+        root.handlers[:] = [self]
+        root.setLevel(min(root.level, logging.WARNING) or logging.WARNING)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        assert self._saved is not None
+        root = logging.getLogger()
+        root.handlers[:], level = self._saved
+        root.setLevel(level)

@@ -30,7 +30,7 @@ from device_plugin.allocation.whole_gpu_selection import TopologyPolicy
 from device_plugin.commands import demo_dra
 from device_plugin.commands._compose import add_config_arguments, load_cli_config
 from device_plugin.commands._demo_setup import DEFAULT_MACHINE, DEMO_HEALTH, FAST_HEALTH, LISTED, WAIT_S, demo_config
-from device_plugin.commands._view import VISIBLE, allocate_summary
+from device_plugin.commands._view import VISIBLE, WarningsLogged, allocate_summary
 from device_plugin.commands.run import configure_logging
 from device_plugin.config.model import Config
 from device_plugin.core.backoff import Backoff
@@ -91,7 +91,10 @@ def run(args: argparse.Namespace) -> int:
         config = demo_config(load_cli_config(args), plugin_dir, args.fast)
         if config.daemon.mode == "dra":
             return demo_dra.walk_through(backend, config, plugin_dir, args.machine, args.fast)
-        node = build_node(backend, config)
+        with WarningsLogged() as composed:
+            node = build_node(backend, config)
+        for line in composed.lines:  # e.g. a sharing entry for a resource this node does not serve
+            print(f"Note: {line}")
         if not node.resources and args.mig_strategy is None and node.mig.devices_by_gpu:
             print(
                 f"migStrategy {config.flags.mig_strategy} serves nothing on '{args.machine}': every GPU has MIG "

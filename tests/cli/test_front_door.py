@@ -63,3 +63,22 @@ def test_output_into_a_pipe_that_closes_early_ends_quietly(argv: list[str]) -> N
     err = process.stderr.read().decode()
     assert process.wait(timeout=60) == 0
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_the_demo_notes_a_sharing_entry_for_a_resource_the_node_does_not_serve(tmp_path: Path) -> None:
+    """Issue 32 item 6: the demo ran unshared and said nothing."""
+    config = tmp_path / "config.yaml"
+    config.write_text("version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpus, replicas: 2}]}}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "device_plugin.cli", "demo", "--fast", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    notes = [line for line in done.stdout.splitlines() if line.startswith("Note:") and "nothing is shared" in line]
+    assert notes == [
+        "Note: sharing.timeSlicing.resources[0]: this node has no nvidia.com/gpus devices, so nothing is shared "
+        "(did you mean nvidia.com/gpu?)"
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -170,3 +171,23 @@ def test_replica_ids_fit_the_kubelet_limit() -> None:
 def test_base_holding_replicas_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="already holds replicas"):
         share_resources({GPU: share_resource(GPU, BASE[GPU], config({"name": GPU, "replicas": 2}))[GPU]}, None)
+
+
+UNSERVED = [
+    ("a-typo-gets-a-guess", "nvidia.com/gpus", "did you mean nvidia.com/gpu?"),
+    ("nothing-close-lists-what-is-served", "nvidia.com/mig-3g.40gb", "it serves nvidia.com/gpu"),
+]
+
+
+@pytest.mark.parametrize(("name", "words"), [c[1:] for c in UNSERVED], ids=[c[0] for c in UNSERVED])
+def test_an_entry_for_a_resource_the_node_does_not_serve_warns_and_shares_nothing(
+    name: str, words: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 32 item 6: one INFO line was all, and the node silently stayed unshared."""
+    with caplog.at_level(logging.INFO, logger="timeslice.replicas"):
+        advertised = share_resources(BASE, config({"name": name, "replicas": 2}))
+    assert advertised.shared == share_resources(BASE, None).shared == {}
+    assert advertised.unmatched == ("sharing.timeSlicing.resources[0]",)
+    (record,) = [r for r in caplog.records if "nothing is shared" in r.getMessage()]
+    assert record.levelno == logging.WARNING and words in record.getMessage()
+    assert "sharing.timeSlicing.resources[0]" in record.getMessage()
