@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.commands",),
     ("device_plugin.kubelet", "device_plugin.dra"),
     ("device_plugin.node", "device_plugin.process"),
+    ("device_plugin.kubelet_plugin",),
     ("device_plugin.serving",),
     ("mig", "timeslice"),
     ("device_plugin.allocation",),

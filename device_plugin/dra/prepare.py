@@ -30,12 +30,12 @@ from collections.abc import Callable, Sequence
 
 from device_plugin.core.names import CDI_KIND
 from device_plugin.core.short_text import one_line
-from device_plugin.dra.checkpoint import Checkpoint, PreparedClaim, PreparedDevice
 from device_plugin.dra.claim_body import Allocation, ClaimBodyError, read_allocation
 from device_plugin.dra.claim_config import OpaqueConfig, applies_to, read_configs, refusal
 from device_plugin.dra.claim_locks import ClaimLocks, Ticket
 from device_plugin.dra.device_holders import DeviceHolders, Hold
 from device_plugin.dra.prepare_types import ClaimFetcher, ClaimRead, ClaimReader, ClaimRef, DeviceView, PrepareResult
+from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim, PreparedDevice
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from device_plugin.dra.checkpoint import PreparedDevice
+from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
 
 
 class ClaimReader(Protocol):

@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 import pytest
 
-from device_plugin.dra.checkpoint_format import PreparedClaim, PreparedDevice, decode, encode
+from device_plugin.kubelet_plugin.checkpoint.format import PreparedClaim, PreparedDevice, decode, encode
 
 CLAIMS = {
     "no devices": PreparedClaim("ns", "c", ()),

@@ -27,8 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from device_plugin.config.reading import MAX_DEPTH, read_regular_file
-from device_plugin.dra.checkpoint_files import ClaimsFolder
-from device_plugin.dra.checkpoint_format import FORMAT_VERSION, MAX_ENTRY_BYTES, EntryError, PreparedClaim, decode
+from device_plugin.kubelet_plugin.checkpoint.files import ClaimsFolder
+from device_plugin.kubelet_plugin.checkpoint.format import (
+    FORMAT_VERSION,
+    MAX_ENTRY_BYTES,
+    EntryError,
+    PreparedClaim,
+    decode,
+)
 
 log = logging.getLogger(__name__)
 

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_plugin.core.short_text import one_line
-from device_plugin.dra.checkpoint_commit import GroupSync, replace_files
-from device_plugin.dra.checkpoint_files import ClaimsFolder
-from device_plugin.dra.checkpoint_format import PreparedClaim, PreparedDevice, encode, file_name
-from device_plugin.dra.checkpoint_journal import MAX_RECORD_BYTES, Journal, delete_record
-from device_plugin.dra.checkpoint_load import Leftover, load
-from device_plugin.dra.checkpoint_queue import CommitQueue
+from device_plugin.kubelet_plugin.checkpoint.commit import GroupSync, replace_files
+from device_plugin.kubelet_plugin.checkpoint.files import ClaimsFolder
+from device_plugin.kubelet_plugin.checkpoint.format import PreparedClaim, PreparedDevice, encode, file_name
+from device_plugin.kubelet_plugin.checkpoint.journal import MAX_RECORD_BYTES, Journal, delete_record
+from device_plugin.kubelet_plugin.checkpoint.load import Leftover, load
+from device_plugin.kubelet_plugin.checkpoint.queue import CommitQueue
 
 __all__ = ["CLAIMS_FOLDER", "COMPACT_AFTER_BYTES", "Checkpoint", "PreparedClaim", "PreparedDevice"]
 

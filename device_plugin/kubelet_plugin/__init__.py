@@ -1,0 +1,7 @@
+"""The kubelet-plugin helper: the generic half of a DRA driver, the part every kubelet plugin needs alike.
+
+Sub-packages, one job each:
+- checkpoint: the prepared claims on disk (one file a claim, a journal, a commit queue), read back at start.
+
+Boundary: knows no GPU; the driver (device_plugin/dra/) supplies what is ours.
+"""
