@@ -25,7 +25,7 @@ from tests.dra.kubelet_dra_standin import DraKubeletStandin
 COUNTED = ("device_plugin.dra", "device_plugin.kubelet_plugin")
 # Not the prepare's: the stand-ins are the caller and the API server, and the publisher's own thread may
 # reconcile meanwhile (the kubelet's registration asks it to).
-NOT_COUNTED = ("device_plugin.dra.standin", "device_plugin.dra_standin")
+NOT_COUNTED = ("device_plugin.dra_standin",)
 OTHER_THREADS = ("dra-publisher", "dra-slice-watch")
 MACHINE = "dgx1-v100"
 

@@ -47,7 +47,7 @@ DIAGRAM = ROOT / "docs" / "architecture.md"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.cli",),
     ("device_plugin.commands",),
-    ("device_plugin.kubelet", "device_plugin.dra"),
+    ("device_plugin.kubelet", "device_plugin.dra", "device_plugin.dra_standin"),
     ("device_plugin.node", "device_plugin.process"),
     ("device_plugin.kubelet_plugin",),
     ("device_plugin.serving",),
@@ -68,7 +68,13 @@ LAYERLESS = "device_plugin"
 # Third-party package -> who may import it (unit names, or fnmatch patterns on module names).
 THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "pynvml": ("device_plugin.nvml.real*",),
-    "grpc": ("device_plugin.kubelet", "device_plugin.dra", "device_plugin.serving", "api"),
+    "grpc": (
+        "device_plugin.kubelet",
+        "device_plugin.dra",
+        "device_plugin.dra_standin",
+        "device_plugin.serving",
+        "api",
+    ),
     "google": ("api",),  # protobuf, for the generated messages
     "kubernetes": ("device_plugin.dra",),
     "urllib3": ("device_plugin.dra",),  # the kubernetes client's transport errors (is it an outage?)
@@ -78,7 +84,7 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "yaml": ("device_plugin.core.bounded_yaml",),  # the one YAML reader, with limits
 }
 # Our own packages that only some units may import, though they lie below everyone.
-RESTRICTED = {"api": ("device_plugin.kubelet", "device_plugin.dra")}
+RESTRICTED = {"api": ("device_plugin.kubelet", "device_plugin.dra", "device_plugin.dra_standin")}
 # What mig/ and timeslice/ may import besides themselves and the standard library.
 VALUE_TYPES = (
     "device_plugin.core.devices",
