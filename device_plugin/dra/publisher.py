@@ -25,12 +25,12 @@ from kubernetes import client as k8s
 
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
-from device_plugin.dra.inventory import DraDevice
 from device_plugin.dra.kube import UnsupportedApiError, is_transient, newest_resource_version
 from device_plugin.dra.kube import node_uid as read_node_uid
 from device_plugin.dra.slice_store import SliceStore
 from device_plugin.dra.slice_watch import WATCH_S, SliceWatch
 from device_plugin.dra.slices import GROUP, build_slices
+from device_plugin.kubelet_plugin.api.devices import SliceDevice
 
 log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 1024  # `error` is shown by /readyz and logged: an API server's answer can be megabytes
@@ -60,7 +60,7 @@ class SlicePublisher:
         self.taints_kept = True
         self.error: str = ""  # the last failure, "" after a success
         self._cond = threading.Condition()
-        self._devices: tuple[DraDevice, ...] | None = None
+        self._devices: tuple[SliceDevice, ...] | None = None
         self._requested = 0  # sequence of request() calls
         self._synced = 0  # the request sequence the API server holds now
         self._stop = threading.Event()
@@ -75,7 +75,7 @@ class SlicePublisher:
 
     # ---- public --------------------------------------------------------------------------------
 
-    def request(self, devices: Sequence[DraDevice]) -> None:
+    def request(self, devices: Sequence[SliceDevice]) -> None:
         """Publish these devices (in listing order) soon; a newer request replaces a pending one."""
         with self._cond:
             self._devices = tuple(devices)
@@ -186,7 +186,7 @@ class SlicePublisher:
                 self._synced = max(self._synced, target)
                 self._cond.notify_all()
 
-    def reconcile(self, devices: Sequence[DraDevice]) -> int:
+    def reconcile(self, devices: Sequence[SliceDevice]) -> int:
         """One attempt: make the API server hold exactly these devices in our pool. Returns the generation."""
         version = self.api_version
         if version is None:
