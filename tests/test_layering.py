@@ -76,8 +76,8 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
         "api",
     ),
     "google": ("api",),  # protobuf, for the generated messages
-    "kubernetes": ("device_plugin.dra",),
-    "urllib3": ("device_plugin.dra",),  # the kubernetes client's transport errors (is it an outage?)
+    "kubernetes": ("device_plugin.kubelet_plugin", "device_plugin.dra"),  # dra: the client's config at start
+    "urllib3": ("device_plugin.kubelet_plugin.api.kube",),  # the kubernetes client's transport errors (an outage?)
     "aiohttp": ("device_plugin.dra.claim_fetch",),  # claim reads on the serving loop (the rest: the client)
     "prometheus_client": ("device_plugin.observability", "device_plugin.node"),
     "watchdog": ("device_plugin.kubelet", "device_plugin.config"),

@@ -9,7 +9,7 @@ owns the inventory, health, rescans, config reloads, metrics, probes' endpoint a
   hands the devices to the publisher's thread (request() returns at once). An unhealthy GPU's devices (its
   MIG devices with it) carry its taint (dra/taints.py: NVIDIA's keys for an Xid or a lost GPU, ours for the
   rest, NoSchedule), removed when it recovers; where the API server does not keep taints the publisher
-  leaves those devices out of the pool instead (dra/slices.py). The partition values stay those of the
+  leaves those devices out of the pool instead (kubelet_plugin/api/slices.py). The partition values stay those of the
   inventory (a claim that matches on bestSetK just finds its group short of the sick GPU). The same
   transitions feed `health`, which the kubelet watches through DRAResourceHealth (dra/health_service.py);
 - a rescan whose inventory equals the last one costs a comparison and publishes nothing;
@@ -40,11 +40,11 @@ from device_plugin.dra.device_health import DeviceHealthFeed, device_reports
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths, check_socket_paths
 from device_plugin.dra.health_service import HEARTBEAT_S
 from device_plugin.dra.inventory import DraDevice, inventory_devices
-from device_plugin.dra.kube import api_client
 from device_plugin.dra.prepare import Preparer
-from device_plugin.dra.publisher import SlicePublisher
 from device_plugin.dra.taints import DeviceTaint, taint_for
 from device_plugin.health.state import HealthTransition
+from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.node.front_end import RuntimeContext
 from device_plugin.node.inventory import NodeInventory

@@ -26,7 +26,7 @@ from kubernetes.client.exceptions import ApiException
 
 from device_plugin.core.errors import PluginError
 from device_plugin.core.short_text import one_line, short
-from device_plugin.dra.slices import API_VERSIONS, GROUP
+from device_plugin.kubelet_plugin.api.slices import API_VERSIONS, GROUP
 
 REQUEST_TIMEOUT_S = 5.0
 MAX_NODE_BYTES = 16 * 1024 * 1024  # a Node with every image it holds listed is well under this
