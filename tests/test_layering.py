@@ -78,7 +78,7 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "google": ("api",),  # protobuf, for the generated messages
     "kubernetes": ("device_plugin.kubelet_plugin", "device_plugin.dra"),  # dra: the client's config at start
     "urllib3": ("device_plugin.kubelet_plugin.api.kube",),  # the kubernetes client's transport errors (an outage?)
-    "aiohttp": ("device_plugin.dra.claim_fetch",),  # claim reads on the serving loop (the rest: the client)
+    "aiohttp": ("device_plugin.kubelet_plugin.claims.fetch",),  # claim reads on the serving loop (the rest: the client)
     "prometheus_client": ("device_plugin.observability", "device_plugin.node"),
     "watchdog": ("device_plugin.kubelet", "device_plugin.config"),
     "yaml": ("device_plugin.core.bounded_yaml",),  # the one YAML reader, with limits

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from device_plugin.core.short_text import short
-from device_plugin.dra.claim_body import ClaimBodyError, _kind, _object, _text, allocation_items
+from device_plugin.kubelet_plugin.claims.body import ClaimBodyError, _kind, _object, _text, allocation_items
 
 MAX_CONFIGS = 32  # the API's limit on a claim's (and an allocation's) configs
 NVIDIA_API_VERSION = "resource.nvidia.com/v1beta1"

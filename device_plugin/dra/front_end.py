@@ -35,7 +35,6 @@ from device_plugin.config.model import Config
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import OWN_DOMAIN
-from device_plugin.dra.claim_fetch import ApiClaimFetcher
 from device_plugin.dra.device_health import DeviceHealthFeed, device_reports
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths, check_socket_paths
 from device_plugin.dra.health_service import HEARTBEAT_S
@@ -46,6 +45,7 @@ from device_plugin.health.state import HealthTransition
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher
 from device_plugin.node.front_end import RuntimeContext
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.observability.http_endpoint import EndpointProbeResult

@@ -1,7 +1,7 @@
 """NodePrepareResources / NodeUnprepareResources logic, without gRPC: claims in, CDI device IDs out.
 
 Boundary: reads ResourceClaims through a ClaimFetcher (the API server, awaited on the serving loop:
-dra/claim_fetch.py) or a ClaimReader (blocking: tests' dicts and slow stand-ins), knows the node's devices
+kubelet_plugin/claims/fetch.py) or a ClaimReader (blocking: tests' dicts and slow stand-ins), knows the node's devices
 through a DeviceView, remembers answers in a Checkpoint. Per-claim problems become a per-claim error
 message naming the claim and the device (cut short); they never raise, and a claim answered with an
 error has nothing checkpointed. A Prepare is three steps, so that its caller can run the read and the
@@ -30,12 +30,12 @@ from collections.abc import Callable, Sequence
 
 from device_plugin.core.names import CDI_KIND
 from device_plugin.core.short_text import one_line
-from device_plugin.dra.claim_body import Allocation, ClaimBodyError, read_allocation
 from device_plugin.dra.claim_config import OpaqueConfig, applies_to, read_configs, refusal
-from device_plugin.dra.claim_locks import ClaimLocks, Ticket
 from device_plugin.dra.device_holders import DeviceHolders, Hold
 from device_plugin.dra.prepare_types import ClaimFetcher, ClaimRead, ClaimReader, ClaimRef, DeviceView, PrepareResult
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim, PreparedDevice
+from device_plugin.kubelet_plugin.claims.body import Allocation, ClaimBodyError, read_allocation
+from device_plugin.kubelet_plugin.claims.locks import ClaimLocks, Ticket
 
 log = logging.getLogger(__name__)
 

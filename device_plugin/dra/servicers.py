@@ -4,7 +4,7 @@
 Boundary: translates protobuf messages to Preparer calls and back, nothing more. They run on the
 process's one serving loop (device_plugin.serving.event_loop), which must never block: the Preparer
 may block, so its blocking work runs in the Offload's pools (dra/offload.py): each claim of a Prepare
-is read on the loop when the Preparer has a ClaimFetcher (the API server, dra/claim_fetch.py), else in
+is read on the loop when the Preparer has a ClaimFetcher (the API server, kubelet_plugin/claims/fetch.py), else in
 a prepare worker, and then settled (decided, checkpointed) in a prepare worker; the claims of a call
 are read concurrently. A whole Unprepare is one task of its own pool, so it never queues behind
 Prepares. A
