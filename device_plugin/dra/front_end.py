@@ -39,13 +39,14 @@ from device_plugin.dra.device_health import DeviceHealthFeed, device_reports
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths, check_socket_paths
 from device_plugin.dra.health_service import HEARTBEAT_S
 from device_plugin.dra.inventory import DraDevice, inventory_devices
-from device_plugin.dra.prepare import Preparer
+from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.dra.taints import DeviceTaint, taint_for
 from device_plugin.health.state import HealthTransition
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher
+from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.node.front_end import RuntimeContext
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.observability.http_endpoint import EndpointProbeResult
@@ -112,9 +113,8 @@ class DraFrontEnd:
         self._claims = ApiClaimFetcher(client, lambda: self.publisher.api_version)
         self.preparer = Preparer(
             driver_name=driver_name,
-            pool_name=node_name,
             reader=self._claims,
-            devices=self,
+            driver=PrepareDecision(driver_name=driver_name, pool_name=node_name, devices=self),
             checkpoint=Checkpoint(kubelet_dir / "plugins" / driver_name / "checkpoint.json"),
         )
         paths = SocketPaths.for_driver(driver_name, kubelet_dir)
@@ -139,7 +139,7 @@ class DraFrontEnd:
             **options,
         )
 
-    # ---- DeviceView (for the Preparer) ---------------------------------------------------------
+    # ---- DeviceView (for the prepare decision) ---------------------------------------------------------
 
     def device_uuids(self) -> Mapping[str, str]:
         return self._uuids  # replaced whole, never changed in place

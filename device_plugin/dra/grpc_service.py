@@ -35,8 +35,8 @@ from device_plugin.core.errors import ConfigError
 from device_plugin.dra.device_health import DeviceHealthFeed
 from device_plugin.dra.health_service import HEALTH_VERSIONS, HEARTBEAT_S, add_health_servicers
 from device_plugin.dra.offload import WEDGED_AFTER_S, Offload
-from device_plugin.dra.prepare import Preparer
 from device_plugin.dra.servicers import SERVED, SUPPORTED_VERSIONS, Registration, dra_servicer
+from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.serving.kept_socket import KeptSocket
 from device_plugin.serving.probe import SocketProbe
 from device_plugin.serving.socket_files import too_long

@@ -32,7 +32,7 @@ from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.core.short_text import bounded_text, one_line
 from device_plugin.dra.offload import PREPARE_WORKERS, UNPREPARE_WORKERS, Offload
-from device_plugin.dra.prepare import ERROR_CHARS, ClaimRef, Preparer, PrepareResult, claim_label
+from device_plugin.kubelet_plugin.claims.prepare import ERROR_CHARS, ClaimRef, Preparer, PrepareResult, claim_label
 
 __all__ = ["PREPARE_WORKERS", "SERVED", "SUPPORTED_VERSIONS", "UNPREPARE_WORKERS", "Registration", "dra_servicer"]
 

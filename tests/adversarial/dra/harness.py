@@ -23,8 +23,9 @@ from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.dra.inventory import build_devices
-from device_plugin.dra.prepare import Preparer
+from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 
@@ -138,9 +139,8 @@ def preparer_of(root: Path, reader: HeldClaims | FetchedClaims, devices: Devices
     """A Preparer over the checkpoint under `root` (a second one over the same root: a restart)."""
     return Preparer(
         driver_name=DRIVER,
-        pool_name=NODE,
         reader=reader,
-        devices=devices or Devices(),
+        driver=PrepareDecision(driver_name=DRIVER, pool_name=NODE, devices=devices or Devices()),
         checkpoint=Checkpoint(root / "plugins" / DRIVER / "checkpoint.json"),
     )
 

@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from device_plugin.dra.grpc_service import SocketPaths
-from device_plugin.dra.prepare import ClaimRef, PrepareResult
+from device_plugin.kubelet_plugin.claims.prepare import ClaimRef, PrepareResult
 from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, prepare, preparer_of, unprepare, wait_until
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.dra.prepare import ClaimRef
+from device_plugin.kubelet_plugin.claims.prepare import ClaimRef
 from tests.adversarial.dra.harness import Devices, HeldClaims, machine_uuids, preparer_of
 
 MIG = "gpu-2-mig-19-3-1"
