@@ -70,8 +70,8 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "pynvml": ("device_plugin.nvml.real*",),
     "grpc": (
         "device_plugin.kubelet",
-        "device_plugin.dra",
         "device_plugin.dra_standin",
+        "device_plugin.kubelet_plugin",
         "device_plugin.serving",
         "api",
     ),
@@ -84,7 +84,7 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "yaml": ("device_plugin.core.bounded_yaml",),  # the one YAML reader, with limits
 }
 # Our own packages that only some units may import, though they lie below everyone.
-RESTRICTED = {"api": ("device_plugin.kubelet", "device_plugin.dra", "device_plugin.dra_standin")}
+RESTRICTED = {"api": ("device_plugin.kubelet", "device_plugin.dra_standin", "device_plugin.kubelet_plugin")}
 # What mig/ and timeslice/ may import besides themselves and the standard library.
 VALUE_TYPES = (
     "device_plugin.core.devices",

@@ -1,7 +1,7 @@
 """The DRA front-end: the node's inventory as DRA devices, published as ResourceSlices and prepared for the kubelet.
 
 Boundary: implements node/front_end.py's FrontEnd with the DRA parts: the Preparer and its gRPC servers
-(kubelet side, dra/grpc_service.py) and the SlicePublisher (API side). The runtime (node/runtime.py)
+(kubelet side, kubelet_plugin/service/grpc_service.py) and the SlicePublisher (API side). The runtime (node/runtime.py)
 owns the inventory, health, rescans, config reloads, metrics, probes' endpoint and labels. What it decides:
 - the devices are derived from the runtime's inventory (its GPUs, MIG devices, Topology and the same
   Allocator): partitions and attributes are computed once per inventory, never per health change;
@@ -11,7 +11,7 @@ owns the inventory, health, rescans, config reloads, metrics, probes' endpoint a
   rest, NoSchedule), removed when it recovers; where the API server does not keep taints the publisher
   leaves those devices out of the pool instead (kubelet_plugin/api/slices.py). The partition values stay those of the
   inventory (a claim that matches on bestSetK just finds its group short of the sick GPU). The same
-  transitions feed `health`, which the kubelet watches through DRAResourceHealth (dra/health_service.py);
+  transitions feed `health`, which the kubelet watches through DRAResourceHealth (kubelet_plugin/service/);
 - a rescan whose inventory equals the last one costs a comparison and publishes nothing;
 - when the kubelet (re)registers us it may have wiped the node's slices: we reconcile again;
 - the driver name and the kubelet directory (the parent of devicePluginDir: registration socket in
@@ -35,9 +35,6 @@ from device_plugin.config.model import Config
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import OWN_DOMAIN
-from device_plugin.dra.device_health import DeviceHealthFeed, device_reports
-from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths, check_socket_paths
-from device_plugin.dra.health_service import HEARTBEAT_S
 from device_plugin.dra.inventory import DraDevice, inventory_devices
 from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.dra.taints import DeviceTaint, taint_for
@@ -47,6 +44,9 @@ from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
+from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed, device_reports
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths, check_socket_paths
+from device_plugin.kubelet_plugin.service.health_service import HEARTBEAT_S
 from device_plugin.node.front_end import RuntimeContext
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.observability.http_endpoint import EndpointProbeResult

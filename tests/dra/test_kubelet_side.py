@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
-from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.kubelet_dra_standin import DraKubeletStandin

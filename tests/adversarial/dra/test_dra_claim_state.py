@@ -13,8 +13,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from device_plugin.dra.grpc_service import SocketPaths
 from device_plugin.kubelet_plugin.claims.prepare import ClaimRef, PrepareResult
+from device_plugin.kubelet_plugin.service.grpc_service import SocketPaths
 from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, prepare, preparer_of, unprepare, wait_until
 
 

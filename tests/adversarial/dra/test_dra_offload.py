@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
-from device_plugin.dra.offload import PREPARE_WORKERS
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
+from device_plugin.kubelet_plugin.service.offload import PREPARE_WORKERS
 from tests.adversarial.dra.harness import (
     DRIVER,
     Devices,

@@ -15,9 +15,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from device_plugin.dra.grpc_service import SocketPaths
-from device_plugin.dra.offload import PREPARE_WORKERS
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.kubelet_plugin.service.grpc_service import SocketPaths
+from device_plugin.kubelet_plugin.service.offload import PREPARE_WORKERS
 from tests.adversarial.dra.harness import (
     DRIVER,
     WAIT_S,

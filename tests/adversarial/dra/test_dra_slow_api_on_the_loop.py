@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.dra.grpc_service import SocketPaths
 from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.fetch import READS_IN_FLIGHT, ApiClaimFetcher
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
+from device_plugin.kubelet_plugin.service.grpc_service import SocketPaths
 from device_plugin.serving import event_loop
 from tests.adversarial.dra.harness import (
     DRIVER,

@@ -1,9 +1,9 @@
 """The kubelet-facing gRPC servicers of the DRA driver, for grpc.aio: DRAPlugin (v1, v1beta1) and Registration
-(DRAResourceHealth is dra/health_service.py's).
+(DRAResourceHealth is kubelet_plugin/service/health_service.py's).
 
 Boundary: translates protobuf messages to Preparer calls and back, nothing more. They run on the
 process's one serving loop (device_plugin.serving.event_loop), which must never block: the Preparer
-may block, so its blocking work runs in the Offload's pools (dra/offload.py): each claim of a Prepare
+may block, so its blocking work runs in the Offload's pools (kubelet_plugin/service/offload.py): each claim of a Prepare
 is read on the loop when the Preparer has a ClaimFetcher (the API server, kubelet_plugin/claims/fetch.py), else in
 a prepare worker, and then settled (decided, checkpointed) in a prepare worker; the claims of a call
 are read concurrently. A whole Unprepare is one task of its own pool, so it never queues behind
@@ -31,8 +31,8 @@ from api import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_gr
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.core.short_text import bounded_text, one_line
-from device_plugin.dra.offload import PREPARE_WORKERS, UNPREPARE_WORKERS, Offload
 from device_plugin.kubelet_plugin.claims.prepare import ERROR_CHARS, ClaimRef, Preparer, PrepareResult, claim_label
+from device_plugin.kubelet_plugin.service.offload import PREPARE_WORKERS, UNPREPARE_WORKERS, Offload
 
 __all__ = ["PREPARE_WORKERS", "SERVED", "SUPPORTED_VERSIONS", "UNPREPARE_WORKERS", "Registration", "dra_servicer"]
 
