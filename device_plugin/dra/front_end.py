@@ -113,7 +113,7 @@ class DraFrontEnd:
         self._claims = ApiClaimFetcher(client, lambda: self.publisher.api_version)
         self.preparer = Preparer(
             driver_name=driver_name,
-            reader=self._claims,
+            fetcher=self._claims,
             driver=PrepareDecision(driver_name=driver_name, pool_name=node_name, devices=self),
             checkpoint=Checkpoint(kubelet_dir / "plugins" / driver_name / "checkpoint.json"),
         )

@@ -46,7 +46,7 @@ class ClaimStore:
     reads: int = 0
     fail: str = ""
 
-    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+    async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         self.reads += 1
         if self.fail:
             raise ConnectionError(self.fail)
@@ -80,7 +80,7 @@ class Driver:
         paths = SocketPaths.for_driver(DRIVER, self.root)
         preparer = Preparer(
             driver_name=DRIVER,
-            reader=self.store,
+            fetcher=self.store,
             driver=PrepareDecision(driver_name=DRIVER, pool_name=NODE, devices=self.devices),
             checkpoint=Checkpoint(self.checkpoint_path),
         )

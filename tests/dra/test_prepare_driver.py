@@ -44,7 +44,7 @@ class ScriptedDriver:
 def prepared(root: Path, driver: ScriptedDriver, claims: HeldClaims, ref: ClaimRef) -> tuple[PrepareResult, Checkpoint]:
     """One claim through the generic steps (ticket, fetch, settle), as the servicer runs them."""
     checkpoint = Checkpoint(root / "checkpoint.json")
-    preparer = Preparer(driver_name=DRIVER, reader=claims.fetched(), driver=driver, checkpoint=checkpoint)
+    preparer = Preparer(driver_name=DRIVER, fetcher=claims.fetched(), driver=driver, checkpoint=checkpoint)
     ticket = preparer.ticket(ref.uid)
     try:
         read = asyncio.run(preparer.fetch(ref))

@@ -1,12 +1,12 @@
 """NodePrepareResources / NodeUnprepareResources, the generic steps, without gRPC: claims in, prepared devices out.
 
 Boundary: reads ResourceClaims through a ClaimFetcher (the API server, awaited on the serving loop:
-claims/fetch.py) or a ClaimReader (blocking: tests' dicts and slow stand-ins), asks the driver which
+claims/fetch.py), asks the driver which
 devices a claim's allocation prepares (the Driver protocol, kubelet_plugin/driver.py), remembers answers in
 a Checkpoint. Per-claim problems become a per-claim error message naming the claim and the device (cut
 short); they never raise, and a claim answered with an error has nothing checkpointed. A Prepare is three
 steps, so that its caller can run the read and the write where each belongs (service/servicers.py):
-`ticket` (the claim's place in claims/locks.py), `read` or `fetch` (no lock held), `settle` (decide and
+`ticket` (the claim's place in claims/locks.py), `fetch` (no lock held), `settle` (decide and
 write, blocking; in a worker thread).
 
 A claim's state only moves the way the kubelet asked (claims/locks.py): the claim is read without any
@@ -28,7 +28,7 @@ from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedCl
 from device_plugin.kubelet_plugin.claims.body import ClaimBodyError, read_allocation
 from device_plugin.kubelet_plugin.claims.holders import DeviceHolders, Hold
 from device_plugin.kubelet_plugin.claims.locks import ClaimLocks, Ticket
-from device_plugin.kubelet_plugin.claims.types import ClaimFetcher, ClaimRead, ClaimReader, ClaimRef, PrepareResult
+from device_plugin.kubelet_plugin.claims.types import ClaimFetcher, ClaimRead, ClaimRef, PrepareResult
 from device_plugin.kubelet_plugin.driver import Driver
 
 log = logging.getLogger(__name__)
@@ -59,15 +59,13 @@ class Preparer:
         self,
         *,
         driver_name: str,
-        reader: ClaimReader | ClaimFetcher,
+        fetcher: ClaimFetcher,
         driver: Driver,
         checkpoint: Checkpoint,
     ) -> None:
         self._driver_name = driver_name
         self._decide = driver.decide
-        # One of the two: a fetcher is awaited (`fetch`), a reader blocks (`read`).
-        self.fetcher: ClaimFetcher | None = reader if isinstance(reader, ClaimFetcher) else None
-        self._reader: ClaimReader | None = None if isinstance(reader, ClaimFetcher) else reader
+        self._fetcher = fetcher
         self._checkpoint = checkpoint
         self._locks = ClaimLocks()
         self.holders = DeviceHolders()
@@ -81,42 +79,18 @@ class Preparer:
         """Claims with a Prepare or Unprepare running now (their lock entries; 0 when idle)."""
         return len(self._locks)
 
-    def prepare(self, claims: Sequence[ClaimRef]) -> dict[str, PrepareResult]:
-        """One result per claim UID (every claim of the request answers, as the kubelet requires)."""
-        return {claim.uid: self.prepare_claim(claim) for claim in claims}
-
     def unprepare(self, claims: Sequence[ClaimRef]) -> dict[str, str]:
         """Claim UID -> error ("" on success). Unknown claims succeed: there is nothing to undo."""
         return {claim.uid: self.unprepare_claim(claim) for claim in claims}
-
-    def prepare_claim(self, claim: ClaimRef, gave_up: Callable[[], bool] = _never) -> PrepareResult:
-        """Prepare one claim in this thread with the blocking reader; `gave_up()` True means its caller left
-        (the answer will not be written)."""
-        with self._locks.ticket(claim.uid) as ticket:
-            return self.settle(claim, ticket, self.read(claim, gave_up), gave_up)
 
     def ticket(self, uid: str) -> Ticket:
         """The claim's place in claim_locks, from before its read until after its settle (then `release()`)."""
         return self._locks.issue(uid)
 
-    def read(self, claim: ClaimRef, gave_up: Callable[[], bool] = _never) -> ClaimRead | None:
-        """Read the claim with the blocking reader (no lock held: an Unprepare of it never waits for this);
-        None, not read, when its caller left (it was queued meanwhile: no API read for nobody)."""
-        if self._reader is None:
-            raise TypeError("this Preparer reads claims with a ClaimFetcher: await fetch()")
-        if gave_up():
-            return None
-        try:
-            return ClaimRead(self._reader.get_claim(claim.namespace, claim.name))
-        except Exception as error:  # the API server's failure is this claim's error; the kubelet retries
-            return ClaimRead(failure=_why(error))
-
     async def fetch(self, claim: ClaimRef) -> ClaimRead:
         """Read the claim with the fetcher, on the caller's loop (no lock held)."""
-        if self.fetcher is None:
-            raise TypeError("this Preparer reads claims with a blocking ClaimReader: call read()")
         try:
-            return ClaimRead(await self.fetcher.fetch_claim(claim.namespace, claim.name))
+            return ClaimRead(await self._fetcher.fetch_claim(claim.namespace, claim.name))
         except Exception as error:
             return ClaimRead(failure=_why(error))
 

@@ -1,4 +1,4 @@
-"""The Preparer's value types and the two kinds of claim reader it takes (kubelet_plugin/claims/prepare.py says how).
+"""The Preparer's value types and the claim fetcher it takes (claims/prepare.py says how).
 
 Boundary: types only; no logic beyond their fields.
 """
@@ -7,18 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
 
 
-class ClaimReader(Protocol):
-    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        """The ResourceClaim object as a dict, or None when it does not exist (404). Blocks."""
-        ...
-
-
-@runtime_checkable
 class ClaimFetcher(Protocol):
     async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The ResourceClaim object as a dict, or None when it does not exist (404). Awaited on the loop."""

@@ -3,15 +3,14 @@
 
 Boundary: translates protobuf messages to Preparer calls and back, nothing more. They run on the
 process's one serving loop (device_plugin.serving.event_loop), which must never block: the Preparer
-may block, so its blocking work runs in the Offload's pools (kubelet_plugin/service/offload.py): each claim of a Prepare
-is read on the loop when the Preparer has a ClaimFetcher (the API server, kubelet_plugin/claims/fetch.py), else in
-a prepare worker, and then settled (decided, checkpointed) in a prepare worker; the claims of a call
-are read concurrently. A whole Unprepare is one task of its own pool, so it never queues behind
-Prepares. A
-request without claims is answered on the loop (the liveness probe sends one). Every claim of a
-request is answered: a claim whose task failed gets that failure as its error. Only a stopped driver
-fails a whole call (INTERNAL, bounded message). When the kubelet gives up on a Prepare (its deadline,
-a cancel), the claims still running write nothing and the queued ones are not started.
+may block, so its blocking work runs in the Offload's pools (service/offload.py): each claim of a Prepare
+is read on the loop (the ClaimFetcher: the API server, claims/fetch.py) and then settled (decided,
+checkpointed) in a prepare worker; the claims of a call are read concurrently. A whole Unprepare is one
+task of its own pool, so it never queues behind Prepares. A request without claims is answered on the
+loop (the liveness probe sends one). Every claim of a request is answered: a claim whose task failed
+gets that failure as its error. Only a stopped driver fails a whole call (INTERNAL, bounded message).
+When the kubelet gives up on a Prepare (its deadline, a cancel), the claims still running write nothing
+and the queued ones are not started.
 """
 
 from __future__ import annotations
@@ -88,17 +87,15 @@ def _failed(claim: ClaimRef, error: BaseException) -> PrepareResult:
 async def _prepare_one(
     preparer: Preparer, offload: Offload, claim: ClaimRef, gone: Callable[[], bool]
 ) -> PrepareResult:
-    """Read (on the loop with a fetcher, else in a worker), then settle in a worker; the claim's ticket
+    """Read on the loop, then settle in a worker; the claim's ticket
     is held from before the read until the settle is over, or will never run."""
     what = f"NodePrepareResources of {claim_label(claim.namespace, claim.name, claim.uid)}"
     ticket = preparer.ticket(claim.uid)
     try:
         if gone():  # the kubelet left before this claim's turn: no API read for an answer nobody waits for
             read = None
-        elif preparer.fetcher is not None:
-            read = await preparer.fetch(claim)
         else:
-            read = await offload.prepare(what, partial(preparer.read, claim, gone))
+            read = await preparer.fetch(claim)
     except BaseException:
         ticket.release()
         raise

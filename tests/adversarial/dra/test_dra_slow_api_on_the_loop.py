@@ -81,7 +81,7 @@ def test_reads_on_the_loop_run_at_once_up_to_the_cap_while_unprepare_answers(
     fetcher = ApiClaimFetcher(api_client(host), lambda: "v1")
     preparer = Preparer(
         driver_name=DRIVER,
-        reader=fetcher,
+        fetcher=fetcher,
         driver=PrepareDecision(driver_name=DRIVER, pool_name=NODE, devices=Devices()),
         checkpoint=Checkpoint(root / "plugins" / DRIVER / "checkpoint.json"),
     )
