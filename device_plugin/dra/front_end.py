@@ -153,12 +153,8 @@ class DraFrontEnd:
         """Every device of the inventory, healthy or not, in listing order."""
         return self._all
 
-    def published_devices(self) -> tuple[DraDevice, ...]:
-        """What the publisher is handed: every device, those of unhealthy GPUs with their GPU's taint."""
-        with self._lock:
-            return self._published_locked()
-
     def _published_locked(self) -> tuple[DraDevice, ...]:
+        """What the publisher is handed: every device, those of unhealthy GPUs with their GPU's taint."""
         if not self._taints:
             return self._all
         return tuple(
