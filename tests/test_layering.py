@@ -10,14 +10,20 @@ Where this order differs from a plain reading of the layout, and why:
 - cli and commands/ are two layers: cli dispatches to commands/, and commands/run picks the node's
   front-end and builds its runtime. The front-ends (kubelet/: the device plugin; dra/: the DRA driver)
   sit above node/, the runtime both modes share: they implement its FrontEnd protocol, and node/ never
-  names them. process/ (signals, log output; used by cli and commands/run, importing nothing of ours)
-  sits beside node/.
+  names them. dra_standin/ (the API-server and DRA-kubelet stand-ins) sits beside them, so neither
+  front-end may import it; commands/ (demo) and the tests may.
+- kubelet_plugin/, the kubelet-plugin helper (the generic half of a DRA driver: registration, the DRA
+  and health services, claim reads, the prepare steps, slices, the checkpoint), is a layer of its own
+  below node/ and above serving/: the driver (dra/) is built on it through one Driver protocol, and it
+  may not import the runtime. HELPER_MAY_IMPORT keeps it off the GPU layers below it as well.
+- process/ (signals, log output; used by cli and commands/run, importing nothing of ours) sits beside
+  node/.
 - mig/ and timeslice/ sit above allocation/: they implement its policy protocol for their sharing modes
   and read its ValidatedRequest; allocation/ never names them (node/composition picks the policy).
 - observability/ > health/ > allocator/ > topology/: labels need the topology; the allocator needs the
   topology; health transitions are what metrics and labels report, so health sits below observability.
-- serving/ sits just below kubelet/ and dra/: both serve kubelet sockets the same way (one event loop,
-  0600 binds, foreign files refused, sockets kept), and neither may import the other.
+- serving/ sits just below kubelet/ and kubelet_plugin/: both serve kubelet sockets the same way (one
+  event loop, 0600 binds, foreign files refused, sockets kept); kubelet/ and dra/ may not import each other.
 - core/ (errors among its value types) sits below nvml/: every layer, the hardware boundary included,
   raises the project's errors, and core/ imports nothing of ours.
 Every layer names folders (units are packages), except cli, the console script. No module is placed
@@ -99,6 +105,19 @@ VALUE_TYPES = (
     "device_plugin.nvml.mig_types",
     "device_plugin.config.sharing_model",  # the typed `sharing` section
     "device_plugin.config.sharing",  # its pure parser (raw mapping -> those types), no I/O
+)
+
+# What the kubelet-plugin helper may import besides itself: no GPU layer (nvml, topology, allocator, health,
+# mig, ...) and no GPU fact of core/ (gpu_models, names): what is ours comes from the driver above it.
+HELPER = "device_plugin.kubelet_plugin"
+HELPER_MAY_IMPORT = (
+    "api",  # the generated DRA and registration protos
+    "device_plugin.serving",  # the sockets, served and kept
+    "device_plugin.config.reading",  # bounded reads of regular files (the checkpoint's journal)
+    "device_plugin.core.errors",
+    "device_plugin.core.short_text",
+    "device_plugin.core.backoff",
+    "device_plugin.core.bounded_json",
 )
 
 
@@ -189,6 +208,33 @@ def test_restricted_package_imported_only_where_allowed(package: str) -> None:
     outside = [m for m in importers if not any(matches(m, p) for p in RESTRICTED[package])]
     assert outside == [], f"{package} imported outside {RESTRICTED[package]}: {outside}"
     assert all(any(matches(m, p) for m in importers) for p in RESTRICTED[package]), importers
+
+
+def beyond_allowed(edges: dict[str, frozenset[str]], package: str, allowed: tuple[str, ...]) -> dict[str, list[str]]:
+    """For each module of `package`, what it imports outside itself and `allowed` (only those with any)."""
+    modules = [m for m in edges if matches(m, package)]
+    beyond = {
+        m: sorted(t for t in edges[m] if not matches(t, package) and not any(matches(t, a) for a in allowed))
+        for m in modules
+    }
+    return {m: t for m, t in beyond.items() if t}
+
+
+def test_the_kubelet_plugin_helper_knows_no_gpu() -> None:
+    helper = [m for m in CODE if matches(m, HELPER)]
+    assert len(helper) > 20, helper
+    assert beyond_allowed(dict(SOURCE.edges), HELPER, HELPER_MAY_IMPORT) == {}
+    assert any(t.startswith("device_plugin.serving") for m in helper for t in SOURCE.edges[m])  # exercised
+
+
+def test_the_helper_check_catches_a_gpu_import() -> None:
+    edges = {
+        "device_plugin.kubelet_plugin.a": frozenset({"device_plugin.core.errors", "device_plugin.kubelet_plugin.b"}),
+        "device_plugin.kubelet_plugin.b": frozenset({"device_plugin.nvml.types", "device_plugin.core.gpu_models"}),
+    }
+    assert beyond_allowed(edges, HELPER, HELPER_MAY_IMPORT) == {
+        "device_plugin.kubelet_plugin.b": ["device_plugin.core.gpu_models", "device_plugin.nvml.types"]
+    }
 
 
 @pytest.mark.parametrize("package", ["mig", "timeslice"], ids=["mig", "timeslice"])

@@ -1,8 +1,10 @@
 """The DRA front-end: the node's inventory as DRA devices, published as ResourceSlices and prepared for the kubelet.
 
-Boundary: implements node/front_end.py's FrontEnd with the DRA parts: the Preparer and its gRPC servers
-(kubelet side, kubelet_plugin/service/grpc_service.py) and the SlicePublisher (API side). The runtime (node/runtime.py)
-owns the inventory, health, rescans, config reloads, metrics, probes' endpoint and labels. What it decides:
+Boundary: implements node/front_end.py's FrontEnd by wiring the kubelet-plugin helper (kubelet_plugin/:
+the Preparer and its gRPC servers on the kubelet side, the SlicePublisher on the API side) to our devices;
+the Preparer asks prepare_decision.py (the helper's Driver), which sees the devices through this object.
+The runtime (node/runtime.py) owns the inventory, health, rescans, config reloads, metrics, probes'
+endpoint and labels. What it decides:
 - the devices are derived from the runtime's inventory (its GPUs, MIG devices, Topology and the same
   Allocator): partitions and attributes are computed once per inventory, never per health change;
 - health comes through the runtime's one health delivery (on_health): a transition only marks the GPU and

@@ -84,7 +84,7 @@ class Preparer:
         return {claim.uid: self.unprepare_claim(claim) for claim in claims}
 
     def ticket(self, uid: str) -> Ticket:
-        """The claim's place in claim_locks, from before its read until after its settle (then `release()`)."""
+        """The claim's place in claims/locks.py, from before its read until after its settle (then `release()`)."""
         return self._locks.issue(uid)
 
     async def fetch(self, claim: ClaimRef) -> ClaimRead:
