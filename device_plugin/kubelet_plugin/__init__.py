@@ -7,6 +7,8 @@ Sub-packages, one job each:
   between claims and the generic steps of a prepare (the Preparer).
 - service: the registration and DRA sockets and their gRPC services (DRAPlugin, DRAResourceHealth).
 - driver: the one protocol the driver implements (a claim's devices, decided from its allocation).
+- plugin: the helper as one object (KubeletPlugin) behind one options struct (PluginOptions): built,
+  probed, started and stopped for one driver on one node.
 
 Boundary: knows no GPU; the driver (device_plugin/dra/) supplies what is ours.
 """
