@@ -1,13 +1,12 @@
 """NodePrepareResources / NodeUnprepareResources, the generic steps, without gRPC: claims in, prepared devices out.
 
 Boundary: reads ResourceClaims through a ClaimFetcher (the API server, awaited on the serving loop:
-claims/fetch.py), asks the driver which
-devices a claim's allocation prepares (the Driver protocol, kubelet_plugin/driver.py), remembers answers in
-a Checkpoint. Per-claim problems become a per-claim error message naming the claim and the device (cut
-short); they never raise, and a claim answered with an error has nothing checkpointed. A Prepare is three
-steps, so that its caller can run the read and the write where each belongs (service/servicers.py):
-`ticket` (the claim's place in claims/locks.py), `fetch` (no lock held), `settle` (decide and
-write, blocking; in a worker thread).
+claims/fetch.py), asks the driver which devices a claim's allocation prepares (the Driver protocol,
+kubelet_plugin/driver.py), remembers answers in a Checkpoint. Per-claim problems become a per-claim
+error message naming the claim and the device (cut short); they never raise, and a claim answered with
+an error has nothing checkpointed. A Prepare is three steps, so that its caller can run the read and the
+write where each belongs (service/servicers.py): `ticket` (the claim's place in claims/locks.py), `fetch`
+(no lock held), `settle` (decide and write, blocking; in a worker thread).
 
 A claim's state only moves the way the kubelet asked (claims/locks.py): the claim is read without any
 lock, then decided and written under the claim's lock, and only if no Unprepare of it succeeded meanwhile
