@@ -24,8 +24,8 @@ from collections.abc import Callable
 from _common import percentile, table, target_line
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.dra.kube import api_client
-from device_plugin.dra.publisher import SlicePublisher
+from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.topology.build import build_topology
 from tests.dra.api_standin import ApiStandin

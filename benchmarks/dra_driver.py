@@ -23,7 +23,7 @@ import _common  # noqa: F401  (puts the checkout on sys.path for the package imp
 from device_plugin.config.model import Config
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.dra.kube import api_client
+from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.process.gc_pauses import freeze_start_up_objects

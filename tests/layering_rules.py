@@ -179,3 +179,13 @@ def diagram_layers(text: str) -> list[list[str]]:
         assert description.strip(), f"layer without a description: {line!r}"
         rows.append([u.strip() for u in units.split(" | ")])
     return rows
+
+
+def beyond_allowed(edges: Mapping[str, Iterable[str]], package: str, allowed: tuple[str, ...]) -> dict[str, list[str]]:
+    """For each module of `package`, what it imports outside itself and `allowed` (only those with any)."""
+    modules = [m for m in edges if matches(m, package)]
+    beyond = {
+        m: sorted(t for t in edges[m] if not matches(t, package) and not any(matches(t, a) for a in allowed))
+        for m in modules
+    }
+    return {m: t for m, t in beyond.items() if t}

@@ -10,14 +10,20 @@ Where this order differs from a plain reading of the layout, and why:
 - cli and commands/ are two layers: cli dispatches to commands/, and commands/run picks the node's
   front-end and builds its runtime. The front-ends (kubelet/: the device plugin; dra/: the DRA driver)
   sit above node/, the runtime both modes share: they implement its FrontEnd protocol, and node/ never
-  names them. process/ (signals, log output; used by cli and commands/run, importing nothing of ours)
-  sits beside node/.
+  names them. dra_standin/ (the API-server and DRA-kubelet stand-ins) sits beside them, so neither
+  front-end may import it; commands/ (demo) and the tests may.
+- kubelet_plugin/, the kubelet-plugin helper (the generic half of a DRA driver: registration, the DRA
+  and health services, claim reads, the prepare steps, slices, the checkpoint), is a layer of its own
+  below node/ and above serving/: the driver (dra/) is built on it through one Driver protocol, and it
+  may not import the runtime. HELPER_MAY_IMPORT keeps it off the GPU layers below it as well.
+- process/ (signals, log output; used by cli and commands/run, importing nothing of ours) sits beside
+  node/.
 - mig/ and timeslice/ sit above allocation/: they implement its policy protocol for their sharing modes
   and read its ValidatedRequest; allocation/ never names them (node/composition picks the policy).
 - observability/ > health/ > allocator/ > topology/: labels need the topology; the allocator needs the
   topology; health transitions are what metrics and labels report, so health sits below observability.
-- serving/ sits just below kubelet/ and dra/: both serve kubelet sockets the same way (one event loop,
-  0600 binds, foreign files refused, sockets kept), and neither may import the other.
+- serving/ sits just below kubelet/ and kubelet_plugin/: both serve kubelet sockets the same way (one
+  event loop, 0600 binds, foreign files refused, sockets kept); kubelet/ and dra/ may not import each other.
 - core/ (errors among its value types) sits below nvml/: every layer, the hardware boundary included,
   raises the project's errors, and core/ imports nothing of ours.
 Every layer names folders (units are packages), except cli, the console script. No module is placed
@@ -47,8 +53,9 @@ DIAGRAM = ROOT / "docs" / "architecture.md"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.cli",),
     ("device_plugin.commands",),
-    ("device_plugin.kubelet", "device_plugin.dra"),
+    ("device_plugin.kubelet", "device_plugin.dra", "device_plugin.dra_standin"),
     ("device_plugin.node", "device_plugin.process"),
+    ("device_plugin.kubelet_plugin",),
     ("device_plugin.serving",),
     ("mig", "timeslice"),
     ("device_plugin.allocation",),
@@ -67,17 +74,23 @@ LAYERLESS = "device_plugin"
 # Third-party package -> who may import it (unit names, or fnmatch patterns on module names).
 THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "pynvml": ("device_plugin.nvml.real*",),
-    "grpc": ("device_plugin.kubelet", "device_plugin.dra", "device_plugin.serving", "api"),
+    "grpc": (
+        "device_plugin.kubelet",
+        "device_plugin.dra_standin",
+        "device_plugin.kubelet_plugin",
+        "device_plugin.serving",
+        "api",
+    ),
     "google": ("api",),  # protobuf, for the generated messages
-    "kubernetes": ("device_plugin.dra",),
-    "urllib3": ("device_plugin.dra",),  # the kubernetes client's transport errors (is it an outage?)
-    "aiohttp": ("device_plugin.dra.claim_fetch",),  # claim reads on the serving loop (the rest: the client)
+    "kubernetes": ("device_plugin.kubelet_plugin", "device_plugin.dra"),  # dra: the client's config at start
+    "urllib3": ("device_plugin.kubelet_plugin.api.kube",),  # the kubernetes client's transport errors (an outage?)
+    "aiohttp": ("device_plugin.kubelet_plugin.claims.fetch",),  # claim reads on the serving loop (the rest: the client)
     "prometheus_client": ("device_plugin.observability", "device_plugin.node"),
     "watchdog": ("device_plugin.kubelet", "device_plugin.config"),
     "yaml": ("device_plugin.core.bounded_yaml",),  # the one YAML reader, with limits
 }
 # Our own packages that only some units may import, though they lie below everyone.
-RESTRICTED = {"api": ("device_plugin.kubelet", "device_plugin.dra")}
+RESTRICTED = {"api": ("device_plugin.kubelet", "device_plugin.dra_standin", "device_plugin.kubelet_plugin")}
 # What mig/ and timeslice/ may import besides themselves and the standard library.
 VALUE_TYPES = (
     "device_plugin.core.devices",
@@ -92,6 +105,19 @@ VALUE_TYPES = (
     "device_plugin.nvml.mig_types",
     "device_plugin.config.sharing_model",  # the typed `sharing` section
     "device_plugin.config.sharing",  # its pure parser (raw mapping -> those types), no I/O
+)
+
+# What the kubelet-plugin helper may import besides itself: no GPU layer (nvml, topology, allocator, health,
+# mig, ...) and no GPU fact of core/ (gpu_models, names): what is ours comes from the driver above it.
+HELPER = "device_plugin.kubelet_plugin"
+HELPER_MAY_IMPORT = (
+    "api",  # the generated DRA and registration protos
+    "device_plugin.serving",  # the sockets, served and kept
+    "device_plugin.config.reading",  # bounded reads of regular files (the checkpoint's journal)
+    "device_plugin.core.errors",
+    "device_plugin.core.short_text",
+    "device_plugin.core.backoff",
+    "device_plugin.core.bounded_json",
 )
 
 
@@ -184,14 +210,28 @@ def test_restricted_package_imported_only_where_allowed(package: str) -> None:
     assert all(any(matches(m, p) for m in importers) for p in RESTRICTED[package]), importers
 
 
+def test_the_kubelet_plugin_helper_knows_no_gpu() -> None:
+    helper = [m for m in CODE if matches(m, HELPER)]
+    assert len(helper) > 20, helper
+    assert layering_rules.beyond_allowed(dict(SOURCE.edges), HELPER, HELPER_MAY_IMPORT) == {}
+    assert any(t.startswith("device_plugin.serving") for m in helper for t in SOURCE.edges[m])  # exercised
+
+
+def test_the_helper_check_catches_a_gpu_import() -> None:
+    edges = {
+        "device_plugin.kubelet_plugin.a": frozenset({"device_plugin.core.errors", "device_plugin.kubelet_plugin.b"}),
+        "device_plugin.kubelet_plugin.b": frozenset({"device_plugin.nvml.types", "device_plugin.core.gpu_models"}),
+    }
+    assert layering_rules.beyond_allowed(edges, HELPER, HELPER_MAY_IMPORT) == {
+        "device_plugin.kubelet_plugin.b": ["device_plugin.core.gpu_models", "device_plugin.nvml.types"]
+    }
+
+
 @pytest.mark.parametrize("package", ["mig", "timeslice"], ids=["mig", "timeslice"])
 def test_mig_and_timeslice_see_value_types_only(package: str) -> None:
     modules = [m for m in CODE if m == package or m.startswith(package + ".")]
     assert len(modules) > 3, modules
-    beyond = {
-        m: sorted(t for t in SOURCE.edges[m] if not matches(t, package) and t not in VALUE_TYPES) for m in modules
-    }
-    assert {m: t for m, t in beyond.items() if t} == {}
+    assert layering_rules.beyond_allowed(SOURCE.edges, package, VALUE_TYPES) == {}
     assert {m: sorted(SOURCE.third_party[m]) for m in modules if SOURCE.third_party[m]} == {}
     assert any(t in VALUE_TYPES for m in modules for t in SOURCE.edges[m])  # the rule is exercised
 

@@ -22,9 +22,9 @@ from typing import Any, TypeVar
 from device_plugin.commands._demo_setup import DEMO_HEALTH, FAST_HEALTH, LISTED, WAIT_S
 from device_plugin.config.model import Config
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.dra.kube import api_client
-from device_plugin.dra.standin.api_server import ApiStandin
-from device_plugin.dra.standin.kubelet import DraKubeletStandin, HealthWatch
+from device_plugin.dra_standin.api_server import ApiStandin
+from device_plugin.dra_standin.kubelet import DraKubeletStandin, HealthWatch
+from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind

@@ -1,17 +1,19 @@
 """The DRA front-end: the node's inventory as DRA devices, published as ResourceSlices and prepared for the kubelet.
 
-Boundary: implements node/front_end.py's FrontEnd with the DRA parts: the Preparer and its gRPC servers
-(kubelet side, dra/grpc_service.py) and the SlicePublisher (API side). The runtime (node/runtime.py)
-owns the inventory, health, rescans, config reloads, metrics, probes' endpoint and labels. What it decides:
+Boundary: implements node/front_end.py's FrontEnd over the kubelet-plugin helper (kubelet_plugin/plugin.py:
+the Preparer and its gRPC servers on the kubelet side, the SlicePublisher on the API side) and our devices;
+the Preparer asks prepare_decision.py (the helper's Driver), which sees the devices through this object.
+The runtime (node/runtime.py) owns the inventory, health, rescans, config reloads, metrics, probes'
+endpoint and labels. What it decides:
 - the devices are derived from the runtime's inventory (its GPUs, MIG devices, Topology and the same
   Allocator): partitions and attributes are computed once per inventory, never per health change;
 - health comes through the runtime's one health delivery (on_health): a transition only marks the GPU and
   hands the devices to the publisher's thread (request() returns at once). An unhealthy GPU's devices (its
   MIG devices with it) carry its taint (dra/taints.py: NVIDIA's keys for an Xid or a lost GPU, ours for the
   rest, NoSchedule), removed when it recovers; where the API server does not keep taints the publisher
-  leaves those devices out of the pool instead (dra/slices.py). The partition values stay those of the
+  leaves those devices out of the pool instead (kubelet_plugin/api/slices.py). The partition values stay those of the
   inventory (a claim that matches on bestSetK just finds its group short of the sick GPU). The same
-  transitions feed `health`, which the kubelet watches through DRAResourceHealth (dra/health_service.py);
+  transitions feed `health`, which the kubelet watches through DRAResourceHealth (kubelet_plugin/service/);
 - a rescan whose inventory equals the last one costs a comparison and publishes nothing;
 - when the kubelet (re)registers us it may have wiped the node's slices: we reconcile again;
 - the driver name and the kubelet directory (the parent of devicePluginDir: registration socket in
@@ -35,26 +37,21 @@ from device_plugin.config.model import Config
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import OWN_DOMAIN
-from device_plugin.dra.checkpoint import Checkpoint
-from device_plugin.dra.claim_fetch import ApiClaimFetcher
-from device_plugin.dra.device_health import DeviceHealthFeed, device_reports
-from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths, check_socket_paths
-from device_plugin.dra.health_service import HEARTBEAT_S
 from device_plugin.dra.inventory import DraDevice, inventory_devices
-from device_plugin.dra.kube import api_client
-from device_plugin.dra.prepare import Preparer
-from device_plugin.dra.publisher import SlicePublisher
+from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.dra.taints import DeviceTaint, taint_for
 from device_plugin.health.state import HealthTransition
+from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.plugin import KubeletPlugin, PluginOptions
+from device_plugin.kubelet_plugin.service.device_health import device_reports
+from device_plugin.kubelet_plugin.service.grpc_service import SocketPaths, check_socket_paths
+from device_plugin.kubelet_plugin.service.health_service import HEARTBEAT_S
 from device_plugin.node.front_end import RuntimeContext
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.observability.http_endpoint import EndpointProbeResult
 from device_plugin.observability.labels import LabelOptions
-from device_plugin.serving import event_loop
 
 log = logging.getLogger(__name__)
-
-CLOSE_TIMEOUT_S = 1.0  # for the claim reads' connections at stop
 
 
 def front_end_maker(config: Config, environ: Mapping[str, str]) -> Callable[[], DraFrontEnd]:
@@ -104,28 +101,14 @@ class DraFrontEnd:
         self._reasons: Mapping[int, str] = {}  # GPU index -> why it is Unhealthy (pod status shows it)
         self._unhealthy_names: frozenset[str] = frozenset()
         self._health_checked = True  # False: health checks are off, the kubelet hears Unknown
-        self.health = DeviceHealthFeed(node_name)
         self._started = False
-        self.publisher = SlicePublisher(
-            client, driver_name=driver_name, node_name=node_name, backoff_max_s=backoff_max_s
+        options = PluginOptions(driver_name, node_name, kubelet_dir, backoff_max_s, health_heartbeat_s)
+        self.plugin = KubeletPlugin(
+            client, options, PrepareDecision(driver_name=driver_name, pool_name=node_name, devices=self)
         )
-        self._claims = ApiClaimFetcher(client, lambda: self.publisher.api_version)
-        self.preparer = Preparer(
-            driver_name=driver_name,
-            pool_name=node_name,
-            reader=self._claims,
-            devices=self,
-            checkpoint=Checkpoint(kubelet_dir / "plugins" / driver_name / "checkpoint.json"),
-        )
-        paths = SocketPaths.for_driver(driver_name, kubelet_dir)
-        self.server = DraGrpcServer(
-            driver_name,
-            paths,
-            self.preparer,
-            on_registered=self.publisher.resync,
-            health=self.health,
-            health_heartbeat_s=health_heartbeat_s,
-        )
+        # The helper's parts by name: the runtime's callers (tests, benchmarks, the demo) look at them.
+        self.health, self.publisher = self.plugin.health, self.plugin.publisher
+        self.preparer, self.server = self.plugin.preparer, self.plugin.server
 
     @classmethod
     def for_config(cls, config: Config, client: k8s.ApiClient, *, node_name: str, **options: Any) -> DraFrontEnd:
@@ -139,7 +122,7 @@ class DraFrontEnd:
             **options,
         )
 
-    # ---- DeviceView (for the Preparer) ---------------------------------------------------------
+    # ---- DeviceView (for the prepare decision) ---------------------------------------------------------
 
     def device_uuids(self) -> Mapping[str, str]:
         return self._uuids  # replaced whole, never changed in place
@@ -153,12 +136,8 @@ class DraFrontEnd:
         """Every device of the inventory, healthy or not, in listing order."""
         return self._all
 
-    def published_devices(self) -> tuple[DraDevice, ...]:
-        """What the publisher is handed: every device, those of unhealthy GPUs with their GPU's taint."""
-        with self._lock:
-            return self._published_locked()
-
     def _published_locked(self) -> tuple[DraDevice, ...]:
+        """What the publisher is handed: every device, those of unhealthy GPUs with their GPU's taint."""
         if not self._taints:
             return self._all
         return tuple(
@@ -230,60 +209,17 @@ class DraFrontEnd:
 
     def liveness(self) -> EndpointProbeResult:
         """The sockets as served now (ours, at their paths, answering) and the publisher's threads."""
-        if taken := self.server.socket_taken():  # waiting is right and a restart would not help: /readyz is red
-            return EndpointProbeResult(True, taken)
-        serving, detail = self.server.serving()
-        if not serving:
-            return EndpointProbeResult(False, detail)
-        if not self.publisher.running():
-            return EndpointProbeResult(False, f"the slice publisher stopped: {self.publisher.error}")
-        return EndpointProbeResult(True, detail)
+        return EndpointProbeResult(*self.plugin.liveness())
 
     def readiness(self) -> EndpointProbeResult:
-        serving, detail = self.server.serving()
-        if not serving:
-            return EndpointProbeResult(False, detail)
-        status = self.server.registration.status
-        if status is None:  # the kubelet's plugin watcher has not called GetInfo/NotifyRegistrationStatus yet
-            return EndpointProbeResult(False, "not registered with the kubelet yet")
-        if not status[0]:
-            return EndpointProbeResult(False, f"the kubelet refused the registration: {status[1] or 'no reason given'}")
-        if self.publisher.error or not self.publisher.wait_synced(0.0):
-            return EndpointProbeResult(False, f"ResourceSlices not published yet {self.publisher.error}".strip())
-        return EndpointProbeResult(True, f"registered; pool generation {self.publisher.generation}")
+        return EndpointProbeResult(*self.plugin.readiness())
 
     def start(self) -> None:
-        self.publisher.start()
         with self._lock:
             self._started = True
             published = self._published_locked()
-        self.publisher.request(published)
-        self.server.start()
+        self.plugin.start(published)
 
     def stop(self, timeout_s: float) -> bool:
-        """Sockets (the kubelet deregisters us) and our slices' deletion at once. False if cut short.
-
-        The deletes may hang on an unresponsive API server: they run on their own thread and get what is
-        left of the budget; the sockets are removed meanwhile whatever the API server does."""
-        deadline = time.monotonic() + timeout_s
-        unpublished: list[bool] = []
-        unpublishing = threading.Thread(
-            target=lambda: unpublished.append(self.publisher.stop(max(0.5, timeout_s - 0.1), unpublish=True)),
-            name="dra-unpublish",
-            daemon=True,
-        )
-        unpublishing.start()
-        self.server.stop(0.5)
-        self._close_claim_reads()
-        unpublishing.join(timeout=max(0.1, deadline - time.monotonic()))
-        if unpublishing.is_alive():
-            log.warning("deleting our ResourceSlices did not finish within %.1f s; stopping without it", timeout_s)
-            return False
-        return unpublished == [True]
-
-    def _close_claim_reads(self) -> None:
-        """The claim reads' connections, closed on the loop they were made on (after the server stopped)."""
-        try:
-            event_loop.run(self._claims.close(), timeout_s=CLOSE_TIMEOUT_S)
-        except Exception:  # a stop goes on whatever the connections do
-            log.warning("closing the claim reads' connections failed", exc_info=True)
+        """Sockets (the kubelet deregisters us) and our slices' deletion at once. False if cut short."""
+        return self.plugin.stop(timeout_s)

@@ -33,7 +33,7 @@ from device_plugin.dra.ranked_sets import (
     ranked_values,
 )
 from device_plugin.dra.single_order import single_gpu_order
-from device_plugin.dra.taints import DeviceTaint
+from device_plugin.kubelet_plugin.api.devices import Attribute, DeviceTaint
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.nvml.mig_profiles import profile_table
 from device_plugin.nvml.mig_types import MigDevice
@@ -82,9 +82,6 @@ OWN_ATTRIBUTES = {
     "only where the fabric registration completed",
 }
 CAPACITIES = {"memory": "GPU or MIG device memory"}
-MAX_ATTRIBUTES_AND_CAPACITIES = 32  # the API's per-device limit
-
-Attribute = tuple[str, str, int | str | bool]  # (name, kind: int|string|version|bool, value)
 
 
 @dataclass(frozen=True)

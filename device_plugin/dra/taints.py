@@ -1,8 +1,9 @@
 """Device taints for unhealthy GPUs (KEP-5055): which taint a health transition puts on a GPU's devices.
 
-Boundary: pure; a HealthTransition and a wall-clock time in, a DeviceTaint out, and the taint as the
-ResourceSlice API spells it (`devices[].taints[]`). Whether the API server keeps taints, and what happens
-when it does not (the devices leave the pool instead), is the slice builder's and the publisher's.
+Boundary: pure; a HealthTransition and a wall-clock time in, a DeviceTaint out. The value type and the
+taint as the ResourceSlice API spells it (`devices[].taints[]`) are the helper's (kubelet_plugin/api/
+devices.py). Whether the API server keeps taints, and what happens when it does not (the devices leave the
+pool instead), is the slice builder's and the publisher's.
 
 Keys: NVIDIA's DRA driver's keys where we mean what NVIDIA means (core/names.py): `gpu.nvidia.com/xid`
 (value: the Xid) for a critical Xid, `gpu.nvidia.com/gpu-lost` for a lost GPU, both NoSchedule as
@@ -16,34 +17,12 @@ evicting running work is the operator's decision (a DeviceTaintRule), not the dr
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from device_plugin.core.names import NVIDIA_GPU_LOST_TAINT, NVIDIA_XID_TAINT, OWN_DOMAIN, own_name
 from device_plugin.health.state import HealthCause, HealthTransition
+from device_plugin.kubelet_plugin.api.devices import NO_SCHEDULE, DeviceTaint
 
-NO_SCHEDULE = "NoSchedule"
-NONE = "None"  # informational (Kubernetes 1.35+); a consumer treats an effect it does not know like None
-BLOCKING_EFFECTS = frozenset({NO_SCHEDULE, "NoExecute"})  # what the scheduler will not allocate untolerated
 OWN_TAINT = "unhealthy"  # <ownDomain>/unhealthy
-
-
-@dataclass(frozen=True)
-class DeviceTaint:
-    key: str
-    value: str
-    effect: str
-    time_added: str  # RFC 3339 in whole seconds (UTC), as the API server stores it: we set it, it keeps it
-
-    @property
-    def blocks_scheduling(self) -> bool:
-        return self.effect in BLOCKING_EFFECTS
-
-    def as_api(self) -> dict[str, str]:
-        """The taint as `devices[].taints[]` holds it (value left out when empty)."""
-        out = {"key": self.key, "effect": self.effect, "timeAdded": self.time_added}
-        if self.value:
-            out["value"] = self.value
-        return out
 
 
 def rfc3339(unix_s: float) -> str:

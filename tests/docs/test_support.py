@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.dra.servicers import SERVED
-from device_plugin.dra.slices import API_VERSIONS
+from device_plugin.kubelet_plugin.api.slices import API_VERSIONS
+from device_plugin.kubelet_plugin.service.servicers import SERVED
 from tests.deploy.test_render import KUBERNETES_VERSIONS as DEVICE_PLUGIN_SCHEMAS
 from tests.dra.api_standin import RELEASE_OF
 from tests.dra.test_deploy import VERSIONS as DRA_SCHEMAS

@@ -12,9 +12,9 @@ from urllib3.exceptions import MaxRetryError
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.inventory import DraDevice, build_devices
-from device_plugin.dra.kube import UnsupportedApiError, api_client, is_transient
-from device_plugin.dra.publisher import SlicePublisher
-from device_plugin.dra.slices import slice_name
+from device_plugin.kubelet_plugin.api.kube import UnsupportedApiError, api_client, is_transient
+from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
+from device_plugin.kubelet_plugin.api.slices import slice_name
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin

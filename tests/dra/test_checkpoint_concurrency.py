@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.dra import checkpoint as checkpoint_module
-from device_plugin.dra.checkpoint import Checkpoint
-from device_plugin.dra.checkpoint_commit import GroupSync
+from device_plugin.kubelet_plugin.checkpoint import store as checkpoint_module
+from device_plugin.kubelet_plugin.checkpoint.commit import GroupSync
+from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from tests.dra.checkpoint_helpers import claim, files, journal_writes
 
 

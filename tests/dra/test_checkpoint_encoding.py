@@ -1,4 +1,4 @@
-"""checkpoint_format.encode writes what dataclasses.asdict would, byte for byte (it builds the dict by hand for
+"""checkpoint/format.py's encode writes what dataclasses.asdict would, byte for byte (it builds the dict by hand for
 speed): a field added to PreparedClaim or PreparedDevice and not to encode fails here, not after a restart."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 import pytest
 
-from device_plugin.dra.checkpoint_format import PreparedClaim, PreparedDevice, decode, encode
+from device_plugin.kubelet_plugin.checkpoint.format import PreparedClaim, PreparedDevice, decode, encode
 
 CLAIMS = {
     "no devices": PreparedClaim("ns", "c", ()),

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.dra import checkpoint_files
-from device_plugin.dra.checkpoint import Checkpoint, PreparedClaim, PreparedDevice
-from device_plugin.dra.checkpoint_journal import journal_name
+from device_plugin.kubelet_plugin.checkpoint import files as checkpoint_files
+from device_plugin.kubelet_plugin.checkpoint.journal import journal_name
+from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim, PreparedDevice
 from tests.dra.checkpoint_helpers import claim, files, journal_writes
 
 

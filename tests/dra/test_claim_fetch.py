@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from device_plugin.dra.claim_fetch import ApiClaimFetcher, bypasses_proxy, proxy_for
-from device_plugin.dra.kube import api_client
+from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher, bypasses_proxy, proxy_for
 from tests.dra.api_standin import ApiStandin
 from tests.dra.http_serving import QuietHandler, http_server
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.dra.claim_fetch import ApiClaimFetcher
-from device_plugin.dra.kube import api_client
+from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher
 from tests.dra.http_serving import http_server
 from tests.dra.test_claim_fetch import CLAIM, _Recorder, fetch
 

@@ -3,7 +3,7 @@ others, and a refusal names a holder that really is in the way (the check looks 
 
 from __future__ import annotations
 
-from device_plugin.dra.device_holders import DeviceHolders, Hold
+from device_plugin.kubelet_plugin.claims.holders import DeviceHolders, Hold
 
 ADMIN, PLAIN = Hold("gpu-0", admin_access=True), Hold("gpu-0", admin_access=False)
 

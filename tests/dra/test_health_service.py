@@ -18,8 +18,8 @@ import pytest
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.dra.health_service import HEALTH_TIMEOUT_S
-from device_plugin.dra.kube import api_client
+from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.service.health_service import HEALTH_TIMEOUT_S
 from device_plugin.node.runtime import NodeRuntime
 from tests.dra.driver_node import NODE, Node, eventually
 from tests.dra.kubelet_dra_standin import DraKubeletStandin, HealthWatch

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
-from device_plugin.dra.checkpoint import Checkpoint
-from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.dra.inventory import build_devices
-from device_plugin.dra.prepare import Preparer
+from device_plugin.dra.prepare_decision import PrepareDecision
+from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.kubelet_plugin.claims.prepare import Preparer
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
@@ -45,7 +46,7 @@ class ClaimStore:
     reads: int = 0
     fail: str = ""
 
-    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+    async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         self.reads += 1
         if self.fail:
             raise ConnectionError(self.fail)
@@ -79,9 +80,8 @@ class Driver:
         paths = SocketPaths.for_driver(DRIVER, self.root)
         preparer = Preparer(
             driver_name=DRIVER,
-            pool_name=NODE,
-            reader=self.store,
-            devices=self.devices,
+            fetcher=self.store,
+            driver=PrepareDecision(driver_name=DRIVER, pool_name=NODE, devices=self.devices),
             checkpoint=Checkpoint(self.checkpoint_path),
         )
         self.server = DraGrpcServer(DRIVER, paths, preparer)

@@ -17,7 +17,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from device_plugin.core.errors import PluginError
-from device_plugin.dra.kube import MAX_NODE_BYTES, api_client, is_transient, node_uid
+from device_plugin.kubelet_plugin.api.kube import MAX_NODE_BYTES, api_client, is_transient, node_uid
 from tests.dra.api_standin import ApiStandin
 from tests.dra.http_serving import QuietHandler, http_server
 
@@ -120,7 +120,7 @@ def test_the_read_does_not_import_the_clients_core_v1_api(api: ApiStandin) -> No
     script = (
         "import sys\n"
         "from device_plugin.dra.front_end import DraFrontEnd\n"
-        "from device_plugin.dra.kube import api_client, node_uid\n"
+        "from device_plugin.kubelet_plugin.api.kube import api_client, node_uid\n"
         "node_uid(api_client(sys.argv[1]), 'node-a')\n"
         "print(sorted(m for m in sys.modules if m.endswith('core_v1_api')))\n"
     )

@@ -11,14 +11,14 @@ import pytest
 from device_plugin.cli import main
 from device_plugin.core.names import OWN_DOMAIN as OWN
 from device_plugin.dra.inventory import (
-    MAX_ATTRIBUTES_AND_CAPACITIES,
     OWN_ATTRIBUTES,
     STANDARD,
     DraDevice,
     build_devices,
     semver,
 )
-from device_plugin.dra.slices import MAX_DEVICES_PER_SLICE, build_slices
+from device_plugin.kubelet_plugin.api.devices import MAX_ATTRIBUTES_AND_CAPACITIES
+from device_plugin.kubelet_plugin.api.slices import MAX_DEVICES_PER_SLICE, build_slices
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.machine_description import parse_machine_description

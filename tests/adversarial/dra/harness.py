@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -21,10 +21,12 @@ from api import dra_v1_pb2, dra_v1_pb2_grpc
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
-from device_plugin.dra.checkpoint import Checkpoint
-from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.dra.inventory import build_devices
-from device_plugin.dra.prepare import Preparer
+from device_plugin.dra.prepare_decision import PrepareDecision
+from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.kubelet_plugin.claims.prepare import Preparer
+from device_plugin.kubelet_plugin.claims.types import ClaimRef, PrepareResult
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 
@@ -50,12 +52,18 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> None
 
 @dataclass
 class Devices:
-    """The dgx1-v100's devices; `broken` makes the Preparer raise (a bug, not a per-claim problem)."""
+    """The dgx1-v100's devices; `broken` makes the Preparer raise (a bug, not a per-claim problem); while
+    `stuck` is clear, a settle that asks for them waits (work stuck in a prepare worker), `entered` once set."""
 
     broken: bool = False
     uuids: Mapping[str, str] = field(default_factory=lambda: DGX1)
+    stuck: threading.Event | None = None
+    entered: threading.Event = field(default_factory=threading.Event)
 
     def device_uuids(self) -> Mapping[str, str]:
+        if self.stuck is not None:
+            self.entered.set()
+            self.stuck.wait(30.0)
         if self.broken:
             raise RuntimeError("device view broke\n" + "x" * 5000)
         return self.uuids
@@ -108,12 +116,24 @@ class HeldClaims:
 
 @dataclass
 class FetchedClaims:
-    """HeldClaims awaited (the held wait in a thread of its own, so the loop and the workers stay free)."""
+    """HeldClaims behind a ClaimFetcher, awaited on the serving loop as the API server's reads are: a held
+    read waits without a thread (an API server that hangs takes no worker), counted as HeldClaims counts."""
 
     held: HeldClaims
 
     async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return await asyncio.to_thread(self.held.get_claim, namespace, name)
+        held = self.held
+        with held.lock:
+            held.held += 1
+            held.reads += 1
+        try:
+            deadline = time.monotonic() + 30.0
+            while not held.release.is_set() and time.monotonic() < deadline:
+                await asyncio.sleep(0.005)  # the release is a threading.Event, set from the test's thread
+        finally:
+            with held.lock:
+                held.held -= 1
+        return held.claims.get((namespace, name))
 
 
 def dra_server(
@@ -135,14 +155,27 @@ def dra_server(
 
 
 def preparer_of(root: Path, reader: HeldClaims | FetchedClaims, devices: Devices | None = None) -> Preparer:
-    """A Preparer over the checkpoint under `root` (a second one over the same root: a restart)."""
+    """A Preparer over the checkpoint under `root` (a second one over the same root: a restart); held
+    claims are fetched as the API server's are (each read awaited, the held wait in a thread of its own)."""
     return Preparer(
         driver_name=DRIVER,
-        pool_name=NODE,
-        reader=reader,
-        devices=devices or Devices(),
+        fetcher=reader.fetched() if isinstance(reader, HeldClaims) else reader,
+        driver=PrepareDecision(driver_name=DRIVER, pool_name=NODE, devices=devices or Devices()),
         checkpoint=Checkpoint(root / "plugins" / DRIVER / "checkpoint.json"),
     )
+
+
+def prepared_here(preparer: Preparer, claims: Sequence[ClaimRef]) -> dict[str, PrepareResult]:
+    """Each claim through the Preparer's three steps in this thread, in turn (the servicer runs the same
+    steps on the serving loop and its workers): its ticket, its fetch, its settle."""
+    out = {}
+    for claim in claims:
+        ticket = preparer.ticket(claim.uid)
+        try:
+            out[claim.uid] = preparer.settle(claim, ticket, asyncio.run(preparer.fetch(claim)))
+        finally:
+            ticket.release()
+    return out
 
 
 def get_info(socket: Path, timeout_s: float = 5.0) -> reg_pb2.PluginInfo:

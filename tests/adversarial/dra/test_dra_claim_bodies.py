@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from device_plugin.dra.checkpoint import Checkpoint
-from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
+from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
 from tests.adversarial.dra.harness import DRIVER, NODE, HeldClaims, prepare
 
 GOOD = {"request": "g", "driver": DRIVER, "pool": NODE, "device": "gpu-1"}

@@ -9,8 +9,8 @@ import gzip
 
 import pytest
 
-from device_plugin.dra.claim_fetch import MAX_ANSWER_BYTES, ApiClaimFetcher
-from device_plugin.dra.kube import api_client
+from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.claims.fetch import MAX_ANSWER_BYTES, ApiClaimFetcher
 from tests.dra.http_serving import QuietHandler, http_server
 from tests.dra.test_claim_fetch import fetch
 

@@ -13,9 +13,18 @@ from pathlib import Path
 import grpc
 import pytest
 
-from device_plugin.dra.grpc_service import SocketPaths
-from device_plugin.dra.prepare import ClaimRef, PrepareResult
-from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, prepare, preparer_of, unprepare, wait_until
+from device_plugin.kubelet_plugin.claims.prepare import ClaimRef, PrepareResult
+from device_plugin.kubelet_plugin.service.grpc_service import SocketPaths
+from tests.adversarial.dra.harness import (
+    DRIVER,
+    HeldClaims,
+    dra_server,
+    prepare,
+    prepared_here,
+    preparer_of,
+    unprepare,
+    wait_until,
+)
 
 
 def _devices(result: PrepareResult) -> list[str]:
@@ -27,7 +36,7 @@ def test_a_prepare_that_finishes_after_the_unprepare_writes_nothing(root: Path) 
     ns, uid, name = held.add("c", "uid-1", "gpu-4")
     preparer = preparer_of(root, held)
     late: list[dict[str, PrepareResult]] = []
-    prepare_thread = threading.Thread(target=lambda: late.append(preparer.prepare([ClaimRef(ns, uid, name)])))
+    prepare_thread = threading.Thread(target=lambda: late.append(prepared_here(preparer, [ClaimRef(ns, uid, name)])))
     prepare_thread.start()
     wait_until(lambda: held.held == 1)  # the Prepare waits on the API server
     assert preparer.unprepare([ClaimRef(ns, uid, name)]) == {uid: ""}
@@ -36,7 +45,7 @@ def test_a_prepare_that_finishes_after_the_unprepare_writes_nothing(root: Path) 
     assert "unprepared while this Prepare read it" in late[0][uid].error
     assert preparer_of(root, held).holders.holders("gpu-4") == ()  # nothing checkpointed: a restart agrees
     held.add("c", "uid-1", "gpu-6")  # the claim re-allocated another GPU, asked of a restarted driver
-    assert _devices(preparer_of(root, held).prepare([ClaimRef(ns, uid, name)])[uid]) == ["gpu-6"]
+    assert _devices(prepared_here(preparer_of(root, held), [ClaimRef(ns, uid, name)])[uid]) == ["gpu-6"]
     assert preparer.in_flight() == 0  # no lock entry left behind
 
 
@@ -98,7 +107,7 @@ def test_racing_prepares_and_unprepares_keep_memory_and_checkpoint_in_step(root:
         ) -> None:
             barrier.wait()
             if kind == "prepare":
-                preparer.prepare([ref])
+                prepared_here(preparer, [ref])
             else:
                 preparer.unprepare([ref])
             finished.append((kind, ref.uid))
@@ -121,8 +130,8 @@ def test_a_checkpointed_claim_whose_allocation_changed_is_prepared_afresh(root: 
     held = HeldClaims()
     ns, uid, name = held.add("c", "uid-1", "gpu-4")
     preparer = preparer_of(root, held)
-    assert _devices(preparer.prepare([ClaimRef(ns, uid, name)])[uid]) == ["gpu-4"]
+    assert _devices(prepared_here(preparer, [ClaimRef(ns, uid, name)])[uid]) == ["gpu-4"]
     held.add("c", "uid-1", "gpu-6")  # deallocated and allocated again while the kubelet was away
-    assert _devices(preparer.prepare([ClaimRef(ns, uid, name)])[uid]) == ["gpu-6"]
+    assert _devices(prepared_here(preparer, [ClaimRef(ns, uid, name)])[uid]) == ["gpu-6"]
     other = held.add("d", "uid-2", "gpu-4")
-    assert preparer.prepare([ClaimRef(*other)])["uid-2"].error == ""  # gpu-4 was let go
+    assert prepared_here(preparer, [ClaimRef(*other)])["uid-2"].error == ""  # gpu-4 was let go

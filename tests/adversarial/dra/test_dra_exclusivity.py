@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.dra.prepare import ClaimRef
-from tests.adversarial.dra.harness import Devices, HeldClaims, machine_uuids, preparer_of
+from device_plugin.kubelet_plugin.claims.prepare import ClaimRef
+from tests.adversarial.dra.harness import Devices, HeldClaims, machine_uuids, prepared_here, preparer_of
 
 MIG = "gpu-2-mig-19-3-1"
 CASES = [
@@ -37,10 +37,10 @@ def test_a_device_prepared_for_one_claim_is_refused_to_another(
     first = ClaimRef(*claims.add("first", "uid-1", device, admin=first_admin))
     second = ClaimRef(*claims.add("second", "uid-2", device, admin=second_admin))
     preparer = preparer_of(tmp_path, claims, devices)
-    assert preparer.prepare([first])["uid-1"].error == ""
+    assert prepared_here(preparer, [first])["uid-1"].error == ""
     if restart:
         preparer = preparer_of(tmp_path, claims, devices)
-    answer = preparer.prepare([second])["uid-2"]
+    answer = prepared_here(preparer, [second])["uid-2"]
     if shared:
         assert answer.error == "" and [d.device_name for d in answer.devices] == [device]
     else:
@@ -49,7 +49,7 @@ def test_a_device_prepared_for_one_claim_is_refused_to_another(
             "not for claim ns/second (uid-2)"
         )
         assert answer.devices == ()
-        assert preparer.prepare([first])["uid-1"].error == ""  # the holder keeps its device
+        assert prepared_here(preparer, [first])["uid-1"].error == ""  # the holder keeps its device
 
 
 def test_the_device_is_free_again_once_its_claim_is_unprepared(tmp_path: Path) -> None:
@@ -57,8 +57,8 @@ def test_the_device_is_free_again_once_its_claim_is_unprepared(tmp_path: Path) -
     first = ClaimRef(*claims.add("first", "uid-1", "gpu-3"))
     second = ClaimRef(*claims.add("second", "uid-2", "gpu-3"))
     preparer = preparer_of(tmp_path, claims)
-    assert preparer.prepare([first])["uid-1"].error == ""
-    assert "already prepared for claim ns/first" in preparer.prepare([second])["uid-2"].error
+    assert prepared_here(preparer, [first])["uid-1"].error == ""
+    assert "already prepared for claim ns/first" in prepared_here(preparer, [second])["uid-2"].error
     assert preparer.unprepare([first]) == {"uid-1": ""}
-    assert preparer.prepare([second])["uid-2"].error == ""
+    assert prepared_here(preparer, [second])["uid-2"].error == ""
     assert preparer_of(tmp_path, claims).holders.holders("gpu-3") == ("uid-2",)

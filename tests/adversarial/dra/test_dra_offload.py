@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
-from device_plugin.dra.offload import PREPARE_WORKERS
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
+from device_plugin.kubelet_plugin.service.offload import PREPARE_WORKERS
 from tests.adversarial.dra.harness import (
     DRIVER,
     Devices,
@@ -45,7 +45,9 @@ def server(root: Path, held: HeldClaims) -> Iterator[DraGrpcServer]:
     started.stop(0.1)
 
 
-@pytest.mark.parametrize("waiting", [PREPARE_WORKERS, PREPARE_WORKERS * 3], ids=["pool-full", "pool-overrun"])
+@pytest.mark.parametrize(
+    "waiting", [PREPARE_WORKERS, PREPARE_WORKERS * 3], ids=["as-many-as-workers", "three-times-the-workers"]
+)
 def test_unprepare_and_get_info_answer_while_prepares_wait_on_the_api_server(
     root: Path, server: DraGrpcServer, held: HeldClaims, waiting: int
 ) -> None:
@@ -54,7 +56,7 @@ def test_unprepare_and_get_info_answer_while_prepares_wait_on_the_api_server(
     claims = [held.add(f"c{i}", f"uid-{i}", "gpu-0", admin=True) for i in range(waiting)]
     with ThreadPoolExecutor(waiting) as callers:
         pending = [callers.submit(prepare, paths.endpoint, [claim], 30.0) for claim in claims]
-        wait_until(lambda: held.held == PREPARE_WORKERS)  # every Prepare worker waits on a claim read
+        wait_until(lambda: held.held == waiting)  # every Prepare waits on its claim read, on the loop
         assert unprepare(paths.endpoint, [("ns", "uid-x", "x")]).claims["uid-x"].error == ""
         assert get_info(paths.registration).name == DRIVER  # the loop is free
         assert not any(p.done() for p in pending)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.dra.kube import api_client
+from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.serving import event_loop
 from tests.adversarial.dra.harness import wait_until
 from tests.dra.api_standin import ApiStandin

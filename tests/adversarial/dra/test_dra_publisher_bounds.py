@@ -15,9 +15,9 @@ from dataclasses import replace
 import pytest
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.dra.kube import api_client
-from device_plugin.dra.publisher import MAX_ERROR_CHARS, SlicePublisher
-from device_plugin.dra.slices import MAX_DEVICES_PER_SLICE, slice_name
+from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.api.publisher import MAX_ERROR_CHARS, SlicePublisher
+from device_plugin.kubelet_plugin.api.slices import MAX_DEVICES_PER_SLICE, slice_name
 from device_plugin.nvml.fake import FakeNvml
 from tests.adversarial.dra.harness import wait_until
 from tests.allocation.machines import topology_of
@@ -103,7 +103,7 @@ def test_an_api_servers_huge_error_answer_is_cut_in_the_log_and_the_readiness_te
 
     api.handle = answer_huge  # type: ignore[method-assign]
     p = SlicePublisher(api_client(api.host), driver_name=DRIVER, node_name="node-a", backoff_max_s=0.2)
-    with caplog.at_level(logging.WARNING, logger="device_plugin.dra.publisher"):
+    with caplog.at_level(logging.WARNING, logger="device_plugin.kubelet_plugin.api.publisher"):
         p.start()
         p.request(DGX1)
         wait_until(lambda: "400" in p.error)

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.dra.kube import api_client
-from device_plugin.dra.publisher import SlicePublisher
-from device_plugin.dra.slices import build_slices, slice_name
+from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
+from device_plugin.kubelet_plugin.api.slices import build_slices, slice_name
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin

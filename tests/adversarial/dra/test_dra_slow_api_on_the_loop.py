@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.dra.checkpoint import Checkpoint
-from device_plugin.dra.claim_fetch import READS_IN_FLIGHT, ApiClaimFetcher
-from device_plugin.dra.grpc_service import SocketPaths
-from device_plugin.dra.kube import api_client
-from device_plugin.dra.prepare import Preparer
+from device_plugin.dra.prepare_decision import PrepareDecision
+from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.kubelet_plugin.claims.fetch import READS_IN_FLIGHT, ApiClaimFetcher
+from device_plugin.kubelet_plugin.claims.prepare import Preparer
+from device_plugin.kubelet_plugin.service.grpc_service import SocketPaths
 from device_plugin.serving import event_loop
 from tests.adversarial.dra.harness import (
     DRIVER,
@@ -80,9 +81,8 @@ def test_reads_on_the_loop_run_at_once_up_to_the_cap_while_unprepare_answers(
     fetcher = ApiClaimFetcher(api_client(host), lambda: "v1")
     preparer = Preparer(
         driver_name=DRIVER,
-        pool_name=NODE,
-        reader=fetcher,
-        devices=Devices(),
+        fetcher=fetcher,
+        driver=PrepareDecision(driver_name=DRIVER, pool_name=NODE, devices=Devices()),
         checkpoint=Checkpoint(root / "plugins" / DRIVER / "checkpoint.json"),
     )
     server = dra_server(root, preparer=preparer)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.core.errors import ConfigError
-from device_plugin.dra.grpc_service import DraGrpcServer, SocketPaths
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.serving.socket_files import SUN_PATH_BYTES, bind_bytes
 from tests.adversarial.dra.harness import DRIVER, dra_server, get_info, unprepare, wait_until
 

@@ -2,7 +2,7 @@
 
 Boundary: state and wake-ups only, no gRPC. The DRA front-end sets the whole list whenever the runtime's
 one health delivery (node/health_routing.py -> DraFrontEnd.on_health) or a new inventory changes it; each
-kubelet watcher (dra/health_service.py, one stream each) takes the newest list when woken. Wake-ups are
+kubelet watcher (health_service.py, one stream each) takes the newest list when woken. Wake-ups are
 coalesced: a watcher that was busy sending sees only the newest list, never a queue, so a slow or stuck
 kubelet costs one list, not a backlog. Watchers run on the serving loop (asyncio): set() is called from
 other threads and wakes them through their loop. At most MAX_WATCHERS watch at once (the kubelet opens

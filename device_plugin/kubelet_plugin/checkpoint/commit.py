@@ -2,7 +2,7 @@
 
 Boundary: sequencing of ClaimsFolder operations; no JSON, no in-memory state. Used where claims are
 written as files directly (the old checkpoint's migration, a removed folder written again); everyday
-changes go through the journal (checkpoint_journal). A rename is durable only once its directory is
+changes go through the journal (journal.py). A rename is durable only once its directory is
 fsynced; one fsync covers every rename made before it began, so GroupSync lets concurrent writers
 share one: a caller returns once an fsync that began after its call has succeeded. replace_files is
 all-or-nothing as far as the disk allows: when a write or the fsync fails, the files it already
@@ -16,7 +16,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 
-from device_plugin.dra.checkpoint_files import ClaimsFolder
+from device_plugin.kubelet_plugin.checkpoint.files import ClaimsFolder
 
 log = logging.getLogger(__name__)
 
@@ -68,25 +68,6 @@ def replace_files(
     except BaseException:
         _put_back(folder, replaced, previous)
         raise
-
-
-def remove_files(folder: ClaimsFolder, group: GroupSync, names: list[str], removed: Callable[[str], None]) -> None:
-    """Unlink `names` (`removed(name)` for each that is gone now, also one someone else removed), then
-    sync; the first error is raised after every unlink was tried and the folder synced (what was removed
-    stays removed)."""
-    first: OSError | None = None
-    gone = False
-    for name in names:
-        try:
-            gone = folder.remove(name) or gone
-        except OSError as error:
-            first = first or error
-        else:
-            removed(name)
-    if gone:
-        group.sync()
-    if first is not None:
-        raise first
 
 
 def _put_back(folder: ClaimsFolder, replaced: list[str], previous: Mapping[str, bytes | None]) -> None:

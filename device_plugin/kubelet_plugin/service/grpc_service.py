@@ -1,10 +1,10 @@
 """The DRA driver's two kubelet sockets, served and kept: the DRAPlugin endpoint and the registration socket.
 
-Boundary: where the sockets go and keeping them there; the servicers (dra/servicers.py) do the
+Boundary: where the sockets go and keeping them there; the servicers (kubelet_plugin/service/servicers.py) do the
 talking, device_plugin.serving does the binding. `<kubelet>/plugins_registry/<driver>-reg.sock` is
 where the kubelet's plugin watcher finds us (it calls GetInfo); `<kubelet>/plugins/<driver>/dra.sock`
 is the endpoint GetInfo names. GetInfo lists every served version as "<proto package>.DRAPlugin", and
-"<package>.DRAResourceHealth" for the device-health service (dra/health_service.py) served on the same
+"<package>.DRAResourceHealth" for the device-health service (service/health_service.py) served on the same
 endpoint when the driver hands a DeviceHealthFeed.
 
 Both are served by grpc.aio on the process's one serving loop, bound 0600 whatever the umask. A
@@ -32,11 +32,11 @@ from api import dra_v1_pb2, dra_v1_pb2_grpc
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.core.errors import ConfigError
-from device_plugin.dra.device_health import DeviceHealthFeed
-from device_plugin.dra.health_service import HEALTH_VERSIONS, HEARTBEAT_S, add_health_servicers
-from device_plugin.dra.offload import WEDGED_AFTER_S, Offload
-from device_plugin.dra.prepare import Preparer
-from device_plugin.dra.servicers import SERVED, SUPPORTED_VERSIONS, Registration, dra_servicer
+from device_plugin.kubelet_plugin.claims.prepare import Preparer
+from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed
+from device_plugin.kubelet_plugin.service.health_service import HEALTH_VERSIONS, HEARTBEAT_S, add_health_servicers
+from device_plugin.kubelet_plugin.service.offload import WEDGED_AFTER_S, Offload
+from device_plugin.kubelet_plugin.service.servicers import SERVED, SUPPORTED_VERSIONS, Registration, dra_servicer
 from device_plugin.serving.kept_socket import KeptSocket
 from device_plugin.serving.probe import SocketProbe
 from device_plugin.serving.socket_files import too_long

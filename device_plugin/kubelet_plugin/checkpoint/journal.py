@@ -1,8 +1,8 @@
 """The DRA checkpoint's journal: changes appended to one file, a whole batch made durable by one write.
 
 Boundary: bytes of records in and out of `journal-<n>.log` files in the claims folder; which changes
-form a batch is checkpoint_queue's job, what the records mean for the map is checkpoint's. A record is
-one line: a claim file's JSON (checkpoint_format.encode) for a put, {"version": 2, "uid": .., "deleted":
+form a batch is queue.py's job, what the records mean for the map is store.py's. A record is
+one line: a claim file's JSON (format.encode) for a put, {"version": 2, "uid": .., "deleted":
 true} for a delete. The file is opened O_DSYNC: a write returns once its data is durable (a write and an
 fdatasync in one system call, so one wait per round, not two). A line is acknowledged only after the
 write that carries it returned, so a crash can leave at most a torn last line of a batch nobody was
@@ -27,8 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from device_plugin.config.reading import MAX_DEPTH, read_regular_file
-from device_plugin.dra.checkpoint_files import ClaimsFolder
-from device_plugin.dra.checkpoint_format import FORMAT_VERSION, MAX_ENTRY_BYTES, EntryError, PreparedClaim, decode
+from device_plugin.kubelet_plugin.checkpoint.files import ClaimsFolder
+from device_plugin.kubelet_plugin.checkpoint.format import (
+    FORMAT_VERSION,
+    MAX_ENTRY_BYTES,
+    EntryError,
+    PreparedClaim,
+    decode,
+)
 
 log = logging.getLogger(__name__)
 

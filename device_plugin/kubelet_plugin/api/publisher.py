@@ -2,10 +2,10 @@
 
 Boundary: owns one background thread and our slices in the API server (through `kube`); knows
 nothing of NVML or health: callers hand it the node's devices (`request`) whenever they change.
-A reconcile lists our slices (dra/slice_store.py: field selectors, and every item filtered again by
+A reconcile lists our slices (kubelet_plugin/api/slice_store.py: field selectors, and every item filtered again by
 driver and node here), and when they differ from what the devices give it writes the new generation
 into every slice, then deletes stale slices of ours (fewer slices than before, or left by an earlier
-run). When nothing differs it writes nothing. A watch (dra/slice_watch.py) asks for a reconcile
+run). When nothing differs it writes nothing. A watch (kubelet_plugin/api/slice_watch.py) asks for a reconcile
 whenever someone else adds, changes or deletes one of our slices, so the kubelet's start-up wipe
 (which may land after our reconcile on its re-registration) is repaired at once. Failures that may
 pass (server down, 5xx, 429) are retried with exponential backoff, always with the newest requested
@@ -25,12 +25,12 @@ from kubernetes import client as k8s
 
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
-from device_plugin.dra.inventory import DraDevice
-from device_plugin.dra.kube import UnsupportedApiError, is_transient, newest_resource_version
-from device_plugin.dra.kube import node_uid as read_node_uid
-from device_plugin.dra.slice_store import SliceStore
-from device_plugin.dra.slice_watch import WATCH_S, SliceWatch
-from device_plugin.dra.slices import GROUP, build_slices
+from device_plugin.kubelet_plugin.api.devices import SliceDevice
+from device_plugin.kubelet_plugin.api.kube import UnsupportedApiError, is_transient, newest_resource_version
+from device_plugin.kubelet_plugin.api.kube import node_uid as read_node_uid
+from device_plugin.kubelet_plugin.api.slice_store import SliceStore
+from device_plugin.kubelet_plugin.api.slice_watch import WATCH_S, SliceWatch
+from device_plugin.kubelet_plugin.api.slices import GROUP, build_slices
 
 log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 1024  # `error` is shown by /readyz and logged: an API server's answer can be megabytes
@@ -60,7 +60,7 @@ class SlicePublisher:
         self.taints_kept = True
         self.error: str = ""  # the last failure, "" after a success
         self._cond = threading.Condition()
-        self._devices: tuple[DraDevice, ...] | None = None
+        self._devices: tuple[SliceDevice, ...] | None = None
         self._requested = 0  # sequence of request() calls
         self._synced = 0  # the request sequence the API server holds now
         self._stop = threading.Event()
@@ -75,7 +75,7 @@ class SlicePublisher:
 
     # ---- public --------------------------------------------------------------------------------
 
-    def request(self, devices: Sequence[DraDevice]) -> None:
+    def request(self, devices: Sequence[SliceDevice]) -> None:
         """Publish these devices (in listing order) soon; a newer request replaces a pending one."""
         with self._cond:
             self._devices = tuple(devices)
@@ -186,7 +186,7 @@ class SlicePublisher:
                 self._synced = max(self._synced, target)
                 self._cond.notify_all()
 
-    def reconcile(self, devices: Sequence[DraDevice]) -> int:
+    def reconcile(self, devices: Sequence[SliceDevice]) -> int:
         """One attempt: make the API server hold exactly these devices in our pool. Returns the generation."""
         version = self.api_version
         if version is None:

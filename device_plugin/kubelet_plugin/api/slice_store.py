@@ -10,7 +10,7 @@ generic object calls); what to write is the publisher's job. Rules kept here:
 - an update carries the resourceVersion it read; a 409 Conflict (or a 404: deleted meanwhile) re-reads
   and tries again, a few times;
 - what we write (name -> spec and owner, remembered before the request goes out: the watch event can
-  arrive before the answer) and what we delete is remembered, so the watch (dra/slice_watch.py) can
+  arrive before the answer) and what we delete is remembered, so the watch (kubelet_plugin/api/slice_watch.py) can
   tell our own changes from someone else's; the resourceVersions our writes produced are kept too (a few
   per slice), because the event of an earlier write of ours can arrive after we wrote the slice again,
   when its content no longer matches what we remember.
@@ -26,8 +26,8 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from device_plugin.dra.kube import REQUEST_TIMEOUT_S
-from device_plugin.dra.slices import GROUP
+from device_plugin.kubelet_plugin.api.kube import REQUEST_TIMEOUT_S
+from device_plugin.kubelet_plugin.api.slices import GROUP
 
 PLURAL = "resourceslices"
 CONFLICT_RETRIES = 5

@@ -1,4 +1,4 @@
-"""The Preparer's value types and the two kinds of claim reader it takes (dra/prepare.py says how).
+"""The Preparer's value types and the claim fetcher it takes (claims/prepare.py says how).
 
 Boundary: types only; no logic beyond their fields.
 """
@@ -7,31 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
-from device_plugin.dra.checkpoint import PreparedDevice
-
-
-class ClaimReader(Protocol):
-    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        """The ResourceClaim object as a dict, or None when it does not exist (404). Blocks."""
-        ...
+from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
 
 
-@runtime_checkable
 class ClaimFetcher(Protocol):
     async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The ResourceClaim object as a dict, or None when it does not exist (404). Awaited on the loop."""
-        ...
-
-
-class DeviceView(Protocol):
-    def device_uuids(self) -> Mapping[str, str]:
-        """Device name -> UUID of every device this node has, healthy or not."""
-        ...
-
-    def unhealthy(self) -> frozenset[str]:
-        """Names of devices that are unhealthy now."""
         ...
 
 

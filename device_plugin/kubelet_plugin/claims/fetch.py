@@ -3,7 +3,7 @@
 Boundary: the HTTP read and what the API server's answer means as a dict (None: no such claim), in the
 resource.k8s.io version the publisher discovered (`discovered`; asked of the server when it has none
 yet); what the body says is the Preparer's. Everything else of ours talks to the API server through the
-`kubernetes` client (dra/kube.py); claim reads do not, because there are many at once: 1,000 one-claim
+`kubernetes` client (kubelet_plugin/api/kube.py); claim reads do not, because there are many at once: 1,000 one-claim
 Prepares on a 2-core node make the driver's interpreter the bottleneck, and a read through the client's
 urllib3, in worker threads, costs about 0.8 ms of it (its GIL hand-offs included), where aiohttp on the
 loop costs about 0.3 ms (docs/benchmarks.md, bench_checkpoint.py (c)).
@@ -39,14 +39,14 @@ from urllib.parse import urlsplit
 import aiohttp
 from kubernetes import client as k8s
 
-from device_plugin.dra.kube import (
+from device_plugin.kubelet_plugin.api.kube import (
     REQUEST_TIMEOUT_S,
     auth_headers,
     check_claim_name,
     fixed_headers,
     newest_resource_version,
 )
-from device_plugin.dra.slices import GROUP
+from device_plugin.kubelet_plugin.api.slices import GROUP
 
 READS_IN_FLIGHT = 16  # claim reads sent at once, all calls together
 MAX_ANSWER_BYTES = 4 * 1024 * 1024  # a claim is at most ~1.5 MiB (etcd's object limit); past this, no claim

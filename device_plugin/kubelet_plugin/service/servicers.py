@@ -1,17 +1,16 @@
 """The kubelet-facing gRPC servicers of the DRA driver, for grpc.aio: DRAPlugin (v1, v1beta1) and Registration
-(DRAResourceHealth is dra/health_service.py's).
+(DRAResourceHealth is kubelet_plugin/service/health_service.py's).
 
 Boundary: translates protobuf messages to Preparer calls and back, nothing more. They run on the
 process's one serving loop (device_plugin.serving.event_loop), which must never block: the Preparer
-may block, so its blocking work runs in the Offload's pools (dra/offload.py): each claim of a Prepare
-is read on the loop when the Preparer has a ClaimFetcher (the API server, dra/claim_fetch.py), else in
-a prepare worker, and then settled (decided, checkpointed) in a prepare worker; the claims of a call
-are read concurrently. A whole Unprepare is one task of its own pool, so it never queues behind
-Prepares. A
-request without claims is answered on the loop (the liveness probe sends one). Every claim of a
-request is answered: a claim whose task failed gets that failure as its error. Only a stopped driver
-fails a whole call (INTERNAL, bounded message). When the kubelet gives up on a Prepare (its deadline,
-a cancel), the claims still running write nothing and the queued ones are not started.
+may block, so its blocking work runs in the Offload's pools (service/offload.py): each claim of a Prepare
+is read on the loop (the ClaimFetcher: the API server, claims/fetch.py) and then settled (decided,
+checkpointed) in a prepare worker; the claims of a call are read concurrently. A whole Unprepare is one
+task of its own pool, so it never queues behind Prepares. A request without claims is answered on the
+loop (the liveness probe sends one). Every claim of a request is answered: a claim whose task failed
+gets that failure as its error. Only a stopped driver fails a whole call (INTERNAL, bounded message).
+When the kubelet gives up on a Prepare (its deadline, a cancel), the claims still running write nothing
+and the queued ones are not started.
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ from api import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_gr
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.core.short_text import bounded_text, one_line
-from device_plugin.dra.offload import PREPARE_WORKERS, UNPREPARE_WORKERS, Offload
-from device_plugin.dra.prepare import ERROR_CHARS, ClaimRef, Preparer, PrepareResult, claim_label
+from device_plugin.kubelet_plugin.claims.prepare import ERROR_CHARS, ClaimRef, Preparer, PrepareResult, claim_label
+from device_plugin.kubelet_plugin.service.offload import PREPARE_WORKERS, UNPREPARE_WORKERS, Offload
 
 __all__ = ["PREPARE_WORKERS", "SERVED", "SUPPORTED_VERSIONS", "UNPREPARE_WORKERS", "Registration", "dra_servicer"]
 
@@ -88,17 +87,15 @@ def _failed(claim: ClaimRef, error: BaseException) -> PrepareResult:
 async def _prepare_one(
     preparer: Preparer, offload: Offload, claim: ClaimRef, gone: Callable[[], bool]
 ) -> PrepareResult:
-    """Read (on the loop with a fetcher, else in a worker), then settle in a worker; the claim's ticket
+    """Read on the loop, then settle in a worker; the claim's ticket
     is held from before the read until the settle is over, or will never run."""
     what = f"NodePrepareResources of {claim_label(claim.namespace, claim.name, claim.uid)}"
     ticket = preparer.ticket(claim.uid)
     try:
         if gone():  # the kubelet left before this claim's turn: no API read for an answer nobody waits for
             read = None
-        elif preparer.fetcher is not None:
-            read = await preparer.fetch(claim)
         else:
-            read = await offload.prepare(what, partial(preparer.read, claim, gone))
+            read = await preparer.fetch(claim)
     except BaseException:
         ticket.release()
         raise

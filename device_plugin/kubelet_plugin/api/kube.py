@@ -2,7 +2,7 @@
 
 Boundary: with `publisher` (and its slice store and watch), what talks to the API server through the
 client; claim reads use the client's connection settings and the headers built here (fixed_headers,
-auth_headers) but not its transport (dra/claim_fetch.py).
+auth_headers) but not its transport (kubelet_plugin/claims/fetch.py).
 ResourceSlices go through the client's generic object calls (CustomObjectsApi works for any
 group/version path, built-in ones included), so the objects stay plain dicts in exactly the shape
 `slices` builds and the server returns, for whichever resource.k8s.io version the server offers.
@@ -26,7 +26,7 @@ from kubernetes.client.exceptions import ApiException
 
 from device_plugin.core.errors import PluginError
 from device_plugin.core.short_text import one_line, short
-from device_plugin.dra.slices import API_VERSIONS, GROUP
+from device_plugin.kubelet_plugin.api.slices import API_VERSIONS, GROUP
 
 REQUEST_TIMEOUT_S = 5.0
 MAX_NODE_BYTES = 16 * 1024 * 1024  # a Node with every image it holds listed is well under this

@@ -27,9 +27,9 @@ from typing import Any
 
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
-from device_plugin.dra.kube import REQUEST_TIMEOUT_S
-from device_plugin.dra.slice_store import PLURAL, SliceStore
-from device_plugin.dra.slices import GROUP
+from device_plugin.kubelet_plugin.api.kube import REQUEST_TIMEOUT_S
+from device_plugin.kubelet_plugin.api.slice_store import PLURAL, SliceStore
+from device_plugin.kubelet_plugin.api.slices import GROUP
 
 log = logging.getLogger(__name__)
 

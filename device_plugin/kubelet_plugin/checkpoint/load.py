@@ -23,9 +23,9 @@ from typing import NamedTuple
 from device_plugin.core.bounded_json import load_json_file
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short_path
-from device_plugin.dra.checkpoint_commit import GroupSync, replace_files
-from device_plugin.dra.checkpoint_files import BAD_SUFFIX, TEMP_PREFIX, ClaimsFolder, set_aside
-from device_plugin.dra.checkpoint_format import (
+from device_plugin.kubelet_plugin.checkpoint.commit import GroupSync, replace_files
+from device_plugin.kubelet_plugin.checkpoint.files import BAD_SUFFIX, TEMP_PREFIX, ClaimsFolder, set_aside
+from device_plugin.kubelet_plugin.checkpoint.format import (
     MAX_ENTRY_BYTES,
     MAX_LEGACY_BYTES,
     SUFFIX,
@@ -36,7 +36,7 @@ from device_plugin.dra.checkpoint_format import (
     encode,
     file_name,
 )
-from device_plugin.dra.checkpoint_journal import journal_number, replay
+from device_plugin.kubelet_plugin.checkpoint.journal import journal_number, replay
 
 log = logging.getLogger(__name__)
 

@@ -39,8 +39,8 @@ from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from device_plugin.dra.standin.api_http import Server, handler_for
-from device_plugin.dra.standin.api_objects import (
+from device_plugin.dra_standin.api_http import Server, handler_for
+from device_plugin.dra_standin.api_objects import (
     GROUP,
     RELEASE_OF,
     api_group,
@@ -49,7 +49,7 @@ from device_plugin.dra.standin.api_objects import (
     taints_as_stored,
     too_many_tainted,
 )
-from device_plugin.dra.standin.api_objects import status_body as _status
+from device_plugin.dra_standin.api_objects import status_body as _status
 
 # Raises when `obj` is not valid for the Kubernetes release (e.g. "1.34"); the message says why.
 Validator = Callable[[dict[str, Any], str], None]

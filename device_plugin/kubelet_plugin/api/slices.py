@@ -1,6 +1,6 @@
 """The ResourceSlice objects of one node's pool, as plain dicts in a chosen resource.k8s.io version.
 
-Boundary: pure; DraDevice values in, JSON-ready dicts out. One pool per node, named after the node;
+Boundary: pure; SliceDevice values in (api/devices.py), JSON-ready dicts out. One pool per node, named after the node;
 at most MAX_DEVICES_PER_SLICE devices per slice (MAX_DEVICES_PER_SLICE_WITH_TAINTS when any device of the
 pool carries a taint, the API's limit for such slices), every slice of the pool carrying the same generation
 and resourceSliceCount; the slices are owned by the Node (when its UID is known: the offline
@@ -16,9 +16,9 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
-from device_plugin.dra.inventory import MAX_ATTRIBUTES_AND_CAPACITIES, DraDevice
+from device_plugin.kubelet_plugin.api.devices import MAX_ATTRIBUTES_AND_CAPACITIES, SliceDevice
 
 MAX_DEVICES_PER_SLICE = 128
 MAX_DEVICES_PER_SLICE_WITH_TAINTS = 64
@@ -27,6 +27,7 @@ NAME_HASH_CHARS = 12  # hex digits of sha256 in a name that had to be cut
 INDEX_DIGITS = 5  # at least; a slice's index in the pool, in hex, so that name order is listing order
 API_VERSIONS = ("v1", "v1beta2", "v1beta1")  # newest first; older ones are refused
 GROUP = "resource.k8s.io"
+D = TypeVar("D", bound=SliceDevice)
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 
 
@@ -51,7 +52,7 @@ def slice_name(node_name: str, driver_name: str, number: int) -> str:
     return f"{head}{tail}" if head else f"{digest}-{index}"
 
 
-def device_object(device: DraDevice, api_version: str) -> dict[str, Any]:
+def device_object(device: SliceDevice, api_version: str) -> dict[str, Any]:
     if not _DNS_LABEL.match(device.name) or len(device.name) > 63:
         raise ValueError(f"device name {device.name!r} is not a DNS label")
     if len(device.attributes) + len(device.capacity) > MAX_ATTRIBUTES_AND_CAPACITIES:
@@ -66,7 +67,7 @@ def device_object(device: DraDevice, api_version: str) -> dict[str, Any]:
     return {"name": device.name, **body}
 
 
-def pooled(devices: Sequence[DraDevice], *, taints_kept: bool) -> Sequence[DraDevice]:
+def pooled(devices: Sequence[D], *, taints_kept: bool) -> Sequence[D]:
     """What goes into the pool: every device with its taints, or (taints not kept) the devices no taint
     keeps from being scheduled, without taints."""
     if taints_kept:
@@ -75,7 +76,7 @@ def pooled(devices: Sequence[DraDevice], *, taints_kept: bool) -> Sequence[DraDe
 
 
 def build_slices(
-    devices: Sequence[DraDevice],
+    devices: Sequence[SliceDevice],
     *,
     node_name: str,
     driver_name: str,

@@ -1,7 +1,7 @@
 """The DRA checkpoint's claims folder: one file per claim, written atomically, nothing else.
 
-Boundary: names and bytes in one directory; what the bytes mean is checkpoint_format's job, when the
-directory is fsynced is checkpoint_commit's. A write is a temp file (TEMP_PREFIX, O_EXCL, mode 0600)
+Boundary: names and bytes in one directory; what the bytes mean is format.py's job, when the
+directory is fsynced is commit.py's. A write is a temp file (TEMP_PREFIX, O_EXCL, mode 0600)
 written in full, fsynced, then renamed over the claim's file: a crash leaves the old file or the new
 one, never a mix, plus at worst a temp file that the next start removes (a new claim's file is renamed
 first and fsynced after: see write). Nothing here follows a

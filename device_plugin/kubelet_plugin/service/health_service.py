@@ -1,6 +1,6 @@
 """The DRAResourceHealth service (KEP-4680; v1 and v1alpha1) for grpc.aio: device health for pod status.
 
-Boundary: turns the DeviceHealthFeed (dra/device_health.py) into NodeWatchResources streams, nothing more;
+Boundary: turns the DeviceHealthFeed (service/device_health.py) into NodeWatchResources streams, nothing more;
 what the health is comes from the runtime's one health delivery through the front-end. The kubelet opens
 one stream per registration and shows the health in the status of pods whose claims hold the devices
 (`containerStatuses[].allocatedResourcesStatus`). Each stream sends the complete list of our devices at
@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 
 from api import dra_health_v1_pb2, dra_health_v1_pb2_grpc, dra_health_v1alpha1_pb2, dra_health_v1alpha1_pb2_grpc
-from device_plugin.dra.device_health import DeviceHealthFeed, TooManyWatchers
+from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed, TooManyWatchers
 
 log = logging.getLogger(__name__)
 

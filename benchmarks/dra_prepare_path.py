@@ -1,0 +1,74 @@
+"""Which of the DRA packages' modules one NodePrepareResources runs, from the socket to the checkpoint on disk.
+
+Prints a figure, never fails (issue 34's "followed in at most 10 modules"). The running driver on dgx1-v100
+(benchmarks/dra_driver.py), one one-claim NodePrepareResources from the DRA kubelet stand-in; while it runs,
+a profile hook on every thread records the module of each Python function called. Only the DRA packages
+count (the driver, the kubelet-plugin helper): the serving loop, core/ helpers, gRPC and the standard
+library are below them; the stand-ins and the publisher's thread are not the prepare's. A module counts
+when any of its functions ran (a value type whose constructor ran counts too); the list is printed, so
+the figure can be checked by reading it.
+Run: .venv/bin/python benchmarks/dra_prepare_path.py
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+import _common  # noqa: F401  (puts the checkout on sys.path for the package imports below)
+from dra_driver import DRIVER, NODE, driver_on
+
+from tests.dra.kubelet_dra_standin import DraKubeletStandin
+
+COUNTED = ("device_plugin.dra", "device_plugin.kubelet_plugin")
+# Not the prepare's: the stand-ins are the caller and the API server, and the publisher's own thread may
+# reconcile meanwhile (the kubelet's registration asks it to).
+NOT_COUNTED = ("device_plugin.dra_standin",)
+OTHER_THREADS = ("dra-publisher", "dra-slice-watch")
+MACHINE = "dgx1-v100"
+
+_seen: set[tuple[str, str]] = set()  # (thread name, module)
+_recording = threading.Event()
+
+
+def _hook(frame: FrameType, event: str, _arg: Any) -> None:
+    if event == "call" and _recording.is_set():
+        _seen.add((threading.current_thread().name, frame.f_globals.get("__name__", "?")))
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def _counted(thread: str, module: str) -> bool:
+    return thread not in OTHER_THREADS and _within(module, COUNTED) and not _within(module, NOT_COUNTED)
+
+
+def main() -> None:
+    threading.setprofile(_hook)  # before the driver starts: its threads (loop, workers) inherit the hook
+    sys.setprofile(_hook)
+    with driver_on(MACHINE) as run:
+        kubelet = DraKubeletStandin(run.root / "plugins_registry")
+        plugin = kubelet.wait_for_plugin()
+        result = {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": "gpu-0"}
+        run.api.claims[("ns", "c0")] = {
+            "metadata": {"namespace": "ns", "name": "c0", "uid": "u0"},
+            "status": {"allocation": {"devices": {"results": [result]}}},
+        }
+        _recording.set()
+        answers = kubelet.prepare(plugin, [("ns", "u0", "c0")])
+        _recording.clear()
+    sys.setprofile(None)
+    threading.setprofile(None)  # type: ignore[arg-type]
+    errors = [getattr(a, "error", "") for a in answers.values() if getattr(a, "error", "")]
+    modules = sorted({m for t, m in _seen if _counted(t, m)})
+    print(f"one NodePrepareResources on {MACHINE} ran {len(modules)} modules of {', '.join(COUNTED)}")
+    print(f"claim errors: {len(errors)} {errors}")
+    for module in modules:
+        print(f"  {module}")
+
+
+if __name__ == "__main__":
+    main()

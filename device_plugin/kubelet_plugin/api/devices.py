@@ -1,0 +1,57 @@
+"""What a published device is to the helper: a name, attributes, capacities and taints, as a driver builds them.
+
+Boundary: value types and the API's per-device limits only; which devices a node has, and which taint a
+fault puts on them, is the driver's (device_plugin/dra/: inventory, taints). `slices` shapes these into
+ResourceSlice objects; any frozen dataclass with these fields is a SliceDevice (the driver's DraDevice is).
+"""
+
+from __future__ import annotations
+
+from dataclasses import Field, dataclass
+from typing import Any, ClassVar, Protocol
+
+MAX_ATTRIBUTES_AND_CAPACITIES = 32  # the API's per-device limit
+
+Attribute = tuple[str, str, int | str | bool]  # (name, kind: int|string|version|bool, value)
+
+NO_SCHEDULE = "NoSchedule"
+NONE = "None"  # informational (Kubernetes 1.35+); a consumer treats an effect it does not know like None
+BLOCKING_EFFECTS = frozenset({NO_SCHEDULE, "NoExecute"})  # what the scheduler will not allocate untolerated
+
+
+@dataclass(frozen=True)
+class DeviceTaint:
+    key: str
+    value: str
+    effect: str
+    time_added: str  # RFC 3339 in whole seconds (UTC), as the API server stores it: we set it, it keeps it
+
+    @property
+    def blocks_scheduling(self) -> bool:
+        return self.effect in BLOCKING_EFFECTS
+
+    def as_api(self) -> dict[str, str]:
+        """The taint as `devices[].taints[]` holds it (value left out when empty)."""
+        out = {"key": self.key, "effect": self.effect, "timeAdded": self.time_added}
+        if self.value:
+            out["value"] = self.value
+        return out
+
+
+class SliceDevice(Protocol):
+    """A device as a ResourceSlice lists it; a frozen dataclass (a pool without taints is a `replace`)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def attributes(self) -> tuple[Attribute, ...]: ...
+
+    @property
+    def capacity(self) -> tuple[tuple[str, str], ...]:  # (name, Kubernetes quantity)
+        ...
+
+    @property
+    def taints(self) -> tuple[DeviceTaint, ...]: ...

@@ -1,0 +1,26 @@
+"""The one thing the helper asks of a DRA driver: a claim's prepared devices, decided from its allocation.
+
+Boundary: a Protocol only. Everything else about a claim is the helper's (claims/prepare.py): the read,
+the claim's lock and ticket, the checks any driver makes (the claim exists, its UID is the one asked
+for, it has devices of this driver), exclusivity between claims (claims/holders.py), the checkpoint and
+the answer's bounds. What the helper does not ask, the driver tells: the devices to publish
+(api/publisher.py's SlicePublisher.request) and their health (the DeviceHealthFeed the health service
+streams), whenever they change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
+from device_plugin.kubelet_plugin.claims.body import Allocation
+
+
+class Driver(Protocol):
+    def decide(self, body: Mapping[str, Any], allocation: Allocation) -> tuple[Sequence[PreparedDevice], Sequence[str]]:
+        """The devices to prepare for `allocation` (this driver's results, non-empty, of the claim `body`),
+        and every problem that refuses the claim instead (none: prepare those devices). Called in a prepare
+        worker, before the claim's lock is taken; it must not block on I/O; raises ClaimBodyError when the part of
+        `body` the driver reads (its opaque configs) is malformed. Problems name the device, cut short."""
+        ...

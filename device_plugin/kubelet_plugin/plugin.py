@@ -1,0 +1,126 @@
+"""The helper as one object behind one options struct: what a DRA driver starts, probes and stops.
+
+Boundary: builds and wires the generic parts (the SlicePublisher, the claim fetcher, the Preparer over the
+checkpoint, the registration and DRA gRPC servers, the devices' health feed) for one driver on one node;
+the driver hands it its Driver (kubelet_plugin/driver.py) and, whenever they change, the devices to
+publish (`publisher.request`) and their health (`health.set`). Probes answer (ok, detail); what a probe
+result is to the HTTP endpoint is the caller's. The checkpoint is `<kubelet>/plugins/<driver>/`, beside
+the DRA socket; a kubelet (re)registration asks the publisher to reconcile (it may have wiped our slices).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubernetes import client as k8s
+
+from device_plugin.kubelet_plugin.api.devices import SliceDevice
+from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
+from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher
+from device_plugin.kubelet_plugin.claims.prepare import Preparer
+from device_plugin.kubelet_plugin.driver import Driver
+from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
+from device_plugin.kubelet_plugin.service.health_service import HEARTBEAT_S
+from device_plugin.serving import event_loop
+
+log = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT_S = 1.0  # for the claim reads' connections at stop
+
+
+@dataclass(frozen=True)
+class PluginOptions:
+    driver_name: str
+    node_name: str  # also the pool's name
+    kubelet_dir: Path  # plugins_registry/ (registration) and plugins/<driver>/ (DRA socket, checkpoint)
+    backoff_max_s: float = 5.0  # the publisher's retries
+    health_heartbeat_s: float = HEARTBEAT_S  # DRAResourceHealth streams resend this often
+
+
+class KubeletPlugin:
+    def __init__(self, client: k8s.ApiClient, options: PluginOptions, driver: Driver) -> None:
+        name = options.driver_name
+        self.health = DeviceHealthFeed(options.node_name)
+        self.publisher = SlicePublisher(
+            client, driver_name=name, node_name=options.node_name, backoff_max_s=options.backoff_max_s
+        )
+        self._claims = ApiClaimFetcher(client, lambda: self.publisher.api_version)
+        self.preparer = Preparer(
+            driver_name=name,
+            fetcher=self._claims,
+            driver=driver,
+            checkpoint=Checkpoint(options.kubelet_dir / "plugins" / name / "checkpoint.json"),
+        )
+        self.server = DraGrpcServer(
+            name,
+            SocketPaths.for_driver(name, options.kubelet_dir),
+            self.preparer,
+            on_registered=self.publisher.resync,
+            health=self.health,
+            health_heartbeat_s=options.health_heartbeat_s,
+        )
+
+    def liveness(self) -> tuple[bool, str]:
+        """The sockets as served now (ours, at their paths, answering) and the publisher's threads."""
+        if taken := self.server.socket_taken():  # waiting is right and a restart would not help: /readyz is red
+            return True, taken
+        serving, detail = self.server.serving()
+        if not serving:
+            return False, detail
+        if not self.publisher.running():
+            return False, f"the slice publisher stopped: {self.publisher.error}"
+        return True, detail
+
+    def readiness(self) -> tuple[bool, str]:
+        serving, detail = self.server.serving()
+        if not serving:
+            return False, detail
+        status = self.server.registration.status
+        if status is None:  # the kubelet's plugin watcher has not called GetInfo/NotifyRegistrationStatus yet
+            return False, "not registered with the kubelet yet"
+        if not status[0]:
+            return False, f"the kubelet refused the registration: {status[1] or 'no reason given'}"
+        if self.publisher.error or not self.publisher.wait_synced(0.0):
+            return False, f"ResourceSlices not published yet {self.publisher.error}".strip()
+        return True, f"registered; pool generation {self.publisher.generation}"
+
+    def start(self, devices: Sequence[SliceDevice]) -> None:
+        """Publish `devices`, then serve the sockets (the kubelet may call at once)."""
+        self.publisher.start()
+        self.publisher.request(devices)
+        self.server.start()
+
+    def stop(self, timeout_s: float) -> bool:
+        """Sockets (the kubelet deregisters us) and our slices' deletion at once. False if cut short.
+
+        The deletes may hang on an unresponsive API server: they run on their own thread and get what is
+        left of the budget; the sockets are removed meanwhile whatever the API server does."""
+        deadline = time.monotonic() + timeout_s
+        unpublished: list[bool] = []
+        unpublishing = threading.Thread(
+            target=lambda: unpublished.append(self.publisher.stop(max(0.5, timeout_s - 0.1), unpublish=True)),
+            name="dra-unpublish",
+            daemon=True,
+        )
+        unpublishing.start()
+        self.server.stop(0.5)
+        self._close_claim_reads()
+        unpublishing.join(timeout=max(0.1, deadline - time.monotonic()))
+        if unpublishing.is_alive():
+            log.warning("deleting our ResourceSlices did not finish within %.1f s; stopping without it", timeout_s)
+            return False
+        return unpublished == [True]
+
+    def _close_claim_reads(self) -> None:
+        """The claim reads' connections, closed on the loop they were made on (after the server stopped)."""
+        try:
+            event_loop.run(self._claims.close(), timeout_s=CLOSE_TIMEOUT_S)
+        except Exception:  # a stop goes on whatever the connections do
+            log.warning("closing the claim reads' connections failed", exc_info=True)
