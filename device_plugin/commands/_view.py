@@ -34,27 +34,29 @@ def health_changes(before: Iterable[Any], after: Iterable[Any]) -> list[str]:
 
 
 class WarningsLogged(logging.Handler):
-    """`with WarningsLogged() as w:` takes the place of the root logger's handlers, at WARNING and above, for its
-    block: the demo prints what was logged as notes (its own log output is off unless --verbose), then the
-    handlers and the level are put back."""
+    """`with WarningsLogged("timeslice") as w:` collects what that logger logs at WARNING and above in its block.
+    The demo prints it as notes: its own log output is off unless --verbose, and then nothing else changes (the
+    line also goes to the log as usual)."""
 
-    def __init__(self) -> None:
+    def __init__(self, logger_name: str) -> None:
         super().__init__(logging.WARNING)
         self.lines: list[str] = []
-        self._saved: tuple[list[logging.Handler], int] | None = None
+        self._logger = logging.getLogger(logger_name)
+        self._saved: tuple[int, bool] | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(record.getMessage())
 
     def __enter__(self) -> WarningsLogged:
-        root = logging.getLogger()
-        self._saved = (root.handlers[:], root.level)
-        root.handlers[:] = [self]
-        root.setLevel(min(root.level, logging.WARNING) or logging.WARNING)
+        self._logger.addHandler(self)
+        if not self._logger.isEnabledFor(logging.WARNING):  # quiet demo: heard here only, not printed twice
+            self._saved = (self._logger.level, self._logger.propagate)
+            self._logger.setLevel(logging.WARNING)
+            self._logger.propagate = False
         return self
 
     def __exit__(self, *_: object) -> None:
-        assert self._saved is not None
-        root = logging.getLogger()
-        root.handlers[:], level = self._saved
-        root.setLevel(level)
+        self._logger.removeHandler(self)
+        if self._saved is not None:
+            level, self._logger.propagate = self._saved
+            self._logger.setLevel(level)

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         config = demo_config(load_cli_config(args), plugin_dir, args.fast)
         if config.daemon.mode == "dra":
             return demo_dra.walk_through(backend, config, plugin_dir, args.machine, args.fast)
-        with WarningsLogged() as composed:
+        with WarningsLogged("timeslice") as composed:
             node = build_node(backend, config)
         for line in composed.lines:  # e.g. a sharing entry for a resource this node does not serve
             print(f"Note: {line}")

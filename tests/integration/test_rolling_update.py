@@ -78,10 +78,9 @@ def test_todays_replacement_with_the_fixed_name_leaves_a_gap(plugin_dir: Path, k
             "CANCELLED",
         }
         assert outcome.healthy_at_end == GPUS  # B serves the same name afterwards
-        # A sent the empty list (on its last connection: a loaded box may have made A register twice).
-        *old, new_connection = kubelet.connections
-        emptied = [c for c in old if c.lists[-1:] == [()]]
-        assert emptied and len(emptied[-1].lists[0]) == GPUS
+        # Whether A's empty list reached the kubelet before its stream closed depends on the box's load (the
+        # stop's grace period); test_the_last_instance_leaving_still_sends_the_empty_list checks it alone.
+        *_, new_connection = kubelet.connections
         assert new_connection.endpoint == "nvidia-gpu.sock" and len(new_connection.lists[-1]) == GPUS
     finally:
         new.stop()
