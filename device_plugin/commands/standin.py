@@ -20,6 +20,7 @@ import signal
 import socket
 import stat
 import threading
+import time
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -30,6 +31,7 @@ from device_plugin.core.names import GPU_RESOURCE
 NAME = "kubelet-standin"
 HELP = "Play the kubelet on a device-plugin directory: print registrations, device lists, health; --allocate N."
 
+SETTLE_S = 2.0  # a plugin's resources register within a second of each other
 POLL_S = 0.5  # how often the loop looks at the stop flag between changes
 
 
@@ -173,16 +175,16 @@ def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
     allocated = args.allocate is None
     if not allocated:
         print(f"--allocate {args.allocate}: {_waiting_for(args.resource)}", flush=True)
-    told: set[str] = set()  # the registered resources already named in a "not served" note
+    waiting = _Waiting()
     try:
         while not stop.is_set():
             try:
                 standin.wait_for(lambda: printer.changed() or stop.is_set(), POLL_S)
+                printer.report()
             except TimeoutError:
-                continue
-            printer.report()
+                pass  # still looked at below: a "not served" note waits for the registrations to settle
             if not allocated:
-                allocated = _try_admit(standin, args, told)
+                allocated = _try_admit(standin, args, waiting)
     finally:
         standin.stop()
         (directory / "kubelet.sock").unlink(missing_ok=True)
@@ -206,18 +208,36 @@ def _not_served_note(wanted: str, names: list[str]) -> str:
     return f"{wanted} is not served: the plugin registered {', '.join(names)}; it may never come ({why})"
 
 
-def _try_admit(standin: Any, args: argparse.Namespace, told: set[str]) -> bool:
+class _Waiting:
+    """The resources listed so far while the wanted one is not, and since when that set has not grown: a plugin
+    registers its resources one after another (under migStrategy mixed, nvidia.com/gpu and then each MIG profile),
+    so "not served" is said only once the set has stood still for SETTLE_S, and once per new set."""
+
+    def __init__(self) -> None:
+        self.names: frozenset[str] = frozenset()
+        self.since = time.monotonic()
+        self.told: frozenset[str] = frozenset()
+
+    def note_due(self, names: frozenset[str]) -> bool:
+        if names != self.names:
+            self.names, self.since = names, time.monotonic()
+        due = bool(names) and names != self.told and time.monotonic() - self.since >= SETTLE_S
+        if due:
+            self.told = names
+        return due
+
+
+def _try_admit(standin: Any, args: argparse.Namespace, waiting: _Waiting) -> bool:
     """Admit once the wanted resource's first list is in; True when done (admitted or refused).
 
-    While other resources are listed but not the wanted one, say so once per new set of names."""
+    While other resources are listed but not the wanted one, say so once they have settled (_Waiting)."""
     ready = [c for c in standin.connections if c.lists and not c.stream_ended]
     names = sorted({c.resource_name for c in ready})
     wanted = args.resource or (GPU_RESOURCE if GPU_RESOURCE in names else (names[0] if names else None))
     if wanted is None:
         return False
     if wanted not in names:
-        if names and not set(names) <= told:
-            told.update(names)
+        if waiting.note_due(frozenset(names)):
             print(_not_served_note(wanted, names), flush=True)
         return False
     _admit(standin, wanted, args.allocate)

@@ -126,3 +126,29 @@ def test_standin_says_what_it_waits_for_and_why_it_may_never_come(plugin_dir: Pa
             if process.poll() is None:
                 process.terminate()
                 process.wait(timeout=10)
+
+
+def test_standin_waits_quietly_while_a_mixed_plugin_registers_its_resources_one_by_one(plugin_dir: Path) -> None:
+    """Issue 32 item 7: with migStrategy mixed the plugin serves the wanted MIG resource, but it registered after
+    nvidia.com/gpu, and the stand-in printed "is not served ... it may never come" twice before admitting."""
+    daemon = _start(
+        [
+            "run", "--machine", "h100-mig-mixed", "--mig-strategy", "mixed",
+            "--device-plugin-dir", str(plugin_dir), "--metrics-address", "",
+        ]
+    )  # fmt: skip
+    standin = _start(
+        ["kubelet-standin", "--dir", str(plugin_dir), "--allocate", "1", "--resource", "nvidia.com/mig-1g.10gb"]
+    )
+    try:
+        lines = Lines(standin)
+        lines.wait_for("allocate 1 x nvidia.com/mig-1g.10gb")
+        lines.wait_for("Allocate ->")
+        assert not [line for line in lines.seen if "is not served" in line], "".join(lines.seen)
+        standin.send_signal(signal.SIGTERM)
+        assert standin.wait(timeout=10) == 0
+    finally:
+        for process in (standin, daemon):
+            if process.poll() is None:
+                process.terminate()
+                process.wait(timeout=10)
