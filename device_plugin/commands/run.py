@@ -136,7 +136,8 @@ def _run(args: argparse.Namespace) -> int:
         watch.start()
     signals.on_hangup = runtime.request_rescan
     frozen = freeze_start_up_objects()  # full collections stay short on the health and RPC paths
-    log.info("%s serving", runtime.front_end.name)
+    # Started, not yet serving: each socket logs when it is served and registered (another process may hold it).
+    log.info("%s started; each of its sockets says below when it is served and registered", runtime.front_end.name)
     log.debug("start-up objects frozen out of garbage collection: %d", frozen)
     signal_name = signals.wait()
     started = time.monotonic()

@@ -136,12 +136,15 @@ class PluginManager:
         self._watcher.stop()
         if self._thread is not None:
             self._thread.join(timeout=max(0.1, deadline - time.monotonic()))
-        self._stop_server(grace_s=min(self._timing.stop_grace_s, max(0.0, deadline - time.monotonic())))
+        removed = self._stop_server(grace_s=min(self._timing.stop_grace_s, max(0.0, deadline - time.monotonic())))
         if siblings:  # only now: nothing streams any more, so no empty list goes out
             self._resource.close()
         self._probe.close()
         self._machine.move(S.STOPPED, "server stopped", expect=S.STOPPING)
-        log.info("%s: stopped; removed our socket from %s", self._name, self._dir)
+        if removed:
+            log.info("%s: stopped; removed our socket %s", self._name, self._socket_path)
+        else:  # never served (another process held the path), or the socket was already gone or replaced
+            log.info("%s: stopped; no socket of ours to remove in %s", self._name, self._dir)
 
     # ---- events (watch thread, serving loop) ---------------------------------------------------
 
@@ -150,7 +153,9 @@ class PluginManager:
             if events.kubelet_socket_created and not self._registration.knows(identity(self._kubelet_socket)):
                 if self._registration.ever_registered:
                     self._notify("kubelet_restart_seen")
-                self._machine.move(S.RESTARTING, "kubelet.sock was created (kubelet restart)", expect=LIVE)
+                    self._machine.move(S.RESTARTING, "kubelet.sock was created (kubelet restart)", expect=LIVE)
+                elif self._machine.state is S.UNREGISTERED:  # the first kubelet: register now, nothing to re-serve
+                    self._machine.nudge()
             # At once, not at the next poll: a Register under way would send the kubelet to a socket
             # that no longer exists and block for its whole dial timeout.
             if events.own_socket_removed and not self._socket_intact():
@@ -264,11 +269,11 @@ class PluginManager:
 
     # ---- our socket and the kubelet's ----------------------------------------------------------
 
-    def _stop_server(self, grace_s: float) -> None:
+    def _stop_server(self, grace_s: float) -> bool:
+        """Stop our server if one runs; True when our socket was still there and is now removed."""
         with self._cond:
             served, self._served = self._served, None
-        if served is not None:
-            served.stop(grace_s)
+        return served is not None and served.stop(grace_s)
 
     def _socket_intact(self) -> bool:
         with self._cond:

@@ -123,6 +123,7 @@ class StateMachine:
     def __init__(self, name: str) -> None:
         self._name = name
         self._state = S.RESTARTING
+        self._nudges = 0  # nudge() count: a change ends wait_while like a move does
         self.cond = threading.Condition()
 
     @property
@@ -149,10 +150,17 @@ class StateMachine:
         return True
 
     def wait_while(self, state: State, timeout_s: float) -> State:
-        """Wait until the state is no longer `state`, at most `timeout_s`; the state then."""
+        """Wait until the state is no longer `state` or nudge() is called, at most `timeout_s`; the state then."""
         with self.cond:
-            self.cond.wait_for(lambda: self._state is not state, timeout=timeout_s)
+            nudges = self._nudges
+            self.cond.wait_for(lambda: self._state is not state or self._nudges != nudges, timeout=timeout_s)
             return self._state
+
+    def nudge(self) -> None:
+        """End the control thread's current wait without a move: look again now (e.g. kubelet.sock appeared)."""
+        with self.cond:
+            self._nudges += 1
+            self.cond.notify_all()
 
     def back_off(self, state: State, delay_s: float, reason: str, *, expect: State | Collection[State]) -> None:
         """Enter `state` (from `expect`), stay `delay_s` unless an event moves it first, then RESTARTING."""

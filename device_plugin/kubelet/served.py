@@ -32,10 +32,11 @@ class Served:
     servicer: DevicePluginServicer
     inode: int
 
-    def stop(self, grace_s: float) -> None:
-        """Stop serving within about `grace_s` (open streams end), then remove our socket if it is still ours."""
+    def stop(self, grace_s: float) -> bool:
+        """Stop serving within about `grace_s` (open streams end), then remove our socket if it is still ours;
+        True when it was (and is now removed)."""
         self.server.stop(grace_s)
-        remove_own_socket(self.socket_path, self.inode)
+        return remove_own_socket(self.socket_path, self.inode)
 
 
 def serve(

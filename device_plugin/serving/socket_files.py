@@ -148,11 +148,13 @@ def file_kind(path: Path) -> str:
     return "a special file"
 
 
-def remove_own_socket(path: Path, own_inode: int) -> None:
-    """Remove `path` only if it is still the socket we bound (a kubelet may have replaced the dir)."""
+def remove_own_socket(path: Path, own_inode: int) -> bool:
+    """Remove `path` only if it is still the socket we bound (a kubelet may have replaced the dir); True if removed."""
     try:
         st = path.lstat()
     except (FileNotFoundError, NotADirectoryError):
-        return
+        return False
     if stat.S_ISSOCK(st.st_mode) and st.st_ino == own_inode:
         path.unlink(missing_ok=True)
+        return True
+    return False

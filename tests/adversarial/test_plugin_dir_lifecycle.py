@@ -179,3 +179,41 @@ def test_a_socket_path_that_was_blocked_is_served_once_it_is_free(
     finally:
         manager.stop()
         kubelet.stop()
+
+
+def test_the_first_kubelet_is_registered_with_without_a_restart_of_the_server(
+    base: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 32 item 8: the plugin started before the kubelet took its first kubelet.sock for a kubelet restart,
+    logged it so and served a fresh socket before registering (4 of 6 servers restarted under migStrategy mixed)."""
+    plugin_dir = base / "device-plugins"
+    plugin_dir.mkdir()
+    manager = _manager(plugin_dir)
+    kubelet = KubeletStandIn(plugin_dir)
+    with caplog.at_level(logging.INFO, logger="device_plugin.kubelet"):
+        manager.start()
+        try:
+            _wait_until(lambda: "serving-unregistered" in caplog.text)
+            socket_inode = (plugin_dir / "nvidia-gpu.sock").lstat().st_ino
+            kubelet.start()
+            kubelet.wait_for_connection(GPU_RESOURCE, timeout_s=WAIT_S)
+            assert manager.wait_for_registrations(1, WAIT_S)
+            assert (plugin_dir / "nvidia-gpu.sock").lstat().st_ino == socket_inode  # the same socket, not re-served
+        finally:
+            manager.stop()
+            kubelet.stop()
+    assert "kubelet restart" not in caplog.text
+    assert "-> restarting" not in caplog.text.split("serving-unregistered", 1)[1]
+
+
+def test_a_stop_without_having_served_says_so(base: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 32 item 8: a copy that never served (another process held its path) logged "removed our socket"."""
+    plugin_dir = base / "device-plugins"
+    plugin_dir.mkdir()
+    (plugin_dir / "nvidia-gpu.sock").mkdir()  # never served: the path is held
+    manager = _manager(plugin_dir)
+    with caplog.at_level(logging.INFO, logger="device_plugin.kubelet"):
+        manager.start()
+        _wait_until(lambda: "not-serving" in manager.serving()[1])
+        manager.stop()
+    assert "no socket of ours to remove" in caplog.text and "removed our socket" not in caplog.text
