@@ -38,6 +38,7 @@ from device_plugin.core.devices import Device
 from device_plugin.core.errors import PluginError
 from device_plugin.core.mig_strategy import MigStrategy
 from device_plugin.core.names import GPU_RESOURCE
+from device_plugin.core.short_text import counted
 from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.kubelet.lifecycle import LifecycleTiming
 from device_plugin.kubelet.standin import KubeletStandIn, PluginConnection
@@ -49,7 +50,7 @@ from mig.policy import MigAllocationPolicy
 from timeslice.policy import ReplicaPolicy
 
 NAME = "demo"
-HELP = "Show the plugin and a kubelet stand-in at work on a simulated node (no GPU, no Kubernetes needed)."
+HELP = "show the plugin and a kubelet stand-in at work on a simulated node (no GPU, no Kubernetes needed)"
 
 POD_SIZES = (1, 2, 4)
 FAST_TIMING = LifecycleTiming(
@@ -90,6 +91,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = demo_config(load_cli_config(args), plugin_dir, args.fast)
         if config.daemon.mode == "dra":
+            if args.mig_strategy is not None:  # the flag is NVIDIA's device-plugin setting
+                print(
+                    f"Note: --mig-strategy {args.mig_strategy} has no effect in mode dra: the driver publishes whole "
+                    "GPUs and MIG devices as devices of their own types, and a claim's DeviceClass chooses."
+                )
             return demo_dra.walk_through(backend, config, plugin_dir, args.machine, args.fast)
         with WarningsLogged("timeslice") as composed:
             node = build_node(backend, config)
@@ -130,7 +136,7 @@ def _walk_through(backend: FakeNvml, node: Node, config: Config, args: argparse.
     plugin_dir = config.daemon.device_plugin_dir
     models = Counter(gpu.name for gpu in node.gpus)  # a mixed node names each model with its count
     kinds = ", ".join(name if len(models) == 1 else f"{count}x {name}" for name, count in models.items()) or "none"
-    print(f"Simulated node '{args.machine}': {len(node.gpus)} GPUs ({kinds}).")
+    print(f"Simulated node '{args.machine}': {counted(len(node.gpus), 'GPU')} ({kinds}).")
     served = ", ".join(f"{r.resource_name} ({len(r.snapshot().devices)})" for r in node.resources)
     print(f"Resources served (migStrategy {config.flags.mig_strategy}): {served}. Following {resource}.")
     mig_gpus = sorted(node.mig.devices_by_gpu)
@@ -206,7 +212,7 @@ def _walk_through(backend: FakeNvml, node: Node, config: Config, args: argparse.
         connection = kubelet.wait_for_connection(resource, count=2, timeout_s=WAIT_S)
         print(
             f"   The plugin served a fresh socket and registered again after {time.monotonic() - restarted:.2f} s; "
-            f"the new stream lists {len(connection.lists[0])} devices."
+            f"the new stream lists {counted(len(connection.lists[0]), 'device')}."
         )
 
         print("\n6. Shutdown (what SIGTERM does): the plugin sends an empty list, stops and removes its socket.")

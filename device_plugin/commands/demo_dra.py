@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from device_plugin.commands._demo_setup import DEMO_HEALTH, FAST_HEALTH, LISTED, WAIT_S
 from device_plugin.config.model import Config
+from device_plugin.core.short_text import counted
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra_standin.api_server import ApiStandin
 from device_plugin.dra_standin.kubelet import DraKubeletStandin, HealthWatch
@@ -45,7 +46,7 @@ def walk_through(backend: FakeNvml, config: Config, root: Path, machine: str, fa
     kubelet = DraKubeletStandin(root / "plugins_registry")
     driver = front_end.driver_name
     gpus = backend.gpus()
-    print(f"Simulated node '{machine}': {_count(len(gpus), 'GPU')}; DRA driver {driver}, node {NODE}.")
+    print(f"Simulated node '{machine}': {counted(len(gpus), 'GPU')}; DRA driver {driver}, node {NODE}.")
     print(f"API server stand-in: {api.host}; kubelet directory: {root}")
     stopped = False
     health: HealthWatch | None = None
@@ -66,7 +67,7 @@ def walk_through(backend: FakeNvml, config: Config, root: Path, machine: str, fa
         pool = api.pool(driver, NODE)
         devices = [d for s in pool for d in s["spec"]["devices"]]
         generation = pool[0]["spec"]["pool"]["generation"] if pool else 0
-        held = f"{_count(len(pool), 'ResourceSlice')}, {_count(len(devices), 'device')}"
+        held = f"{counted(len(pool), 'ResourceSlice')}, {counted(len(devices), 'device')}"
         print(f"\n2. The pool {NODE} (generation {generation}): {held}:")
         for device in devices[:LISTED]:
             attributes = device.get("attributes") or device.get("basic", {}).get("attributes", {})
@@ -90,8 +91,8 @@ def walk_through(backend: FakeNvml, config: Config, root: Path, machine: str, fa
 
         sick = _faulty_gpu(front_end, claimed={d.device_name for d in prepared.devices})  # type: ignore[attr-defined]
         tainted_names = {d.name for d in front_end.devices() if d.gpu_index == sick}
-        its = _count(len(tainted_names), "device")
-        print(f"\n4. GPU {sick} reports Xid 79 (fallen off the bus). Its {its} get a taint:")
+        its = "device gets" if len(tainted_names) == 1 else f"{len(tainted_names)} devices get"
+        print(f"\n4. GPU {sick} reports Xid 79 (fallen off the bus). Its {its} a taint:")
         started = time.monotonic()
         backend.test_hooks.inject(HealthEvent(sick, HealthEventKind.XID, xid=79))
         taints = _wait(lambda: _taints(api, driver) if set(_taints(api, driver)) == tainted_names else None)
@@ -134,10 +135,6 @@ def walk_through(backend: FakeNvml, config: Config, root: Path, machine: str, fa
         api.down()
     print("\nDone. Run `gpu-device-plugin demo --mode dra --verbose` to see the driver's own log lines.")
     return 0
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _faulty_gpu(front_end: DraFrontEnd, claimed: set[str]) -> int:

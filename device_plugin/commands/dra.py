@@ -19,7 +19,7 @@ from device_plugin.config.loader import load_effective_config
 from device_plugin.core.errors import PluginError
 
 NAME = "dra"
-HELP = "Dynamic Resource Allocation driver tools: `dra slices` prints the ResourceSlices of this node."
+HELP = "Dynamic Resource Allocation driver tools: `dra slices` prints the ResourceSlices of this node"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

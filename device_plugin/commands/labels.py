@@ -19,7 +19,7 @@ from device_plugin.core.errors import ConfigError, PluginError
 from device_plugin.observability.labels import FeaturesFileWriter, compute_labels, format_features_file
 
 NAME = "labels"
-HELP = "Print the node labels (GFD keys plus topology), or write them to a node-feature-discovery features.d file."
+HELP = "print the node labels (GFD keys plus topology), or write them to a node-feature-discovery features.d file"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

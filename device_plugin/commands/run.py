@@ -45,7 +45,7 @@ from device_plugin.process.signals import ProcessSignals
 from device_plugin.process.signals import install as install_signal_handlers
 
 NAME = "run"
-HELP = "Run the device plugin daemon (real NVML, or a simulated machine with --machine)."
+HELP = "run the device plugin daemon (real NVML, or a simulated machine with --machine)"
 
 log = logging.getLogger(__name__)
 

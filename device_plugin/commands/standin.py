@@ -29,7 +29,7 @@ from device_plugin.commands._view import allocate_summary, health_changes
 from device_plugin.core.names import GPU_RESOURCE
 
 NAME = "kubelet-standin"
-HELP = "Play the kubelet on a device-plugin directory: print registrations, device lists, health; --allocate N."
+HELP = "play the kubelet on a device-plugin directory: print registrations, device lists, health; --allocate N"
 
 SETTLE_S = 2.0  # a plugin's resources register within a second of each other
 POLL_S = 0.5  # how often the loop looks at the stop flag between changes

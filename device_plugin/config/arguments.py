@@ -64,7 +64,7 @@ def _default_text(value: Any) -> str | None:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, tuple | list):
-        return ",".join(str(v) for v in value)
+        return ",".join(str(v) for v in value) or "none"
     if isinstance(value, Path):
         return str(value)
     if isinstance(value, float) and value.is_integer():

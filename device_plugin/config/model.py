@@ -157,7 +157,7 @@ class DaemonSettings:
         default=OWN_DOMAIN,
         reload=Reload.RESTART,
         env="OWN_DOMAIN",
-        cli=CliFlag("--own-domain", "domain of our own labels and DRA attributes (env OWN_DOMAIN)", "DOMAIN"),
+        cli=CliFlag("--own-domain", "domain of our own labels and DRA attributes", "DOMAIN"),
     )
     # per-instance: a socket name per pod (POD_UID), for maxSurge 1 on kubelets that track plugins by socket
     socket_names: str = setting(

@@ -240,7 +240,7 @@ def _refuse_unknown(raw: Mapping[str, Any], where: str, known: Sequence[str]) ->
         path = f"{where}.{unknown[0]}"
         guess = did_you_mean(path, [f"{where}.{k}" for k in known])
         hint = f"did you mean {guess}? " if guess else ""
-        raise ConfigError(path, f"unknown key; {hint}known keys: {', '.join(known)}")
+        raise ConfigError(path, f"unknown field; {hint}known fields: {', '.join(known)}")
 
 
 def sharing_as_file(sharing: SharingConfig) -> dict[str, Any]:

@@ -68,3 +68,8 @@ def bounded_text(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def counted(number: int, noun: str) -> str:
+    """'1 GPU', '2 GPUs': a count with its noun, plural by an 's' (every noun the messages count takes one)."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"

@@ -82,3 +82,26 @@ def test_the_demo_notes_a_sharing_entry_for_a_resource_the_node_does_not_serve(t
         "Note: sharing.timeSlicing.resources[0]: this node has no nvidia.com/gpus devices, so nothing is shared "
         "(did you mean nvidia.com/gpu?)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--machine", "single-gpu"], "Simulated node 'single-gpu': 1 GPU (NVIDIA A100-PCIE-40GB)."),
+        (["--machine", "single-gpu"], "the new stream lists 1 device."),
+        (["--machine", "single-gpu", "--mode", "dra"], "Its device gets a taint:"),
+        (["--mode", "dra", "--mig-strategy", "none"], "Note: --mig-strategy none has no effect in mode dra"),
+    ],
+    ids=["one-gpu-singular", "one-device-singular", "dra-one-device-singular", "dra-says-mig-strategy-is-ignored"],
+)
+def test_the_demo_says_it_in_words_that_fit(argv: list[str], words: str) -> None:
+    """Issue 32 item 10: "1 GPUs", "lists 1 devices", "Its 1 device get a taint", and a flag silently ignored."""
+    done = subprocess.run(
+        [sys.executable, "-m", "device_plugin.cli", "demo", "--fast", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert words in done.stdout, done.stdout[-3000:]

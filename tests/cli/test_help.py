@@ -5,6 +5,7 @@ takes one; `run --mode` names what mode dra needs."""
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ def _flags(parser: argparse.ArgumentParser) -> list[argparse.Action]:
 
 
 FLAGGED = {name: parser for name, parser in PARSERS.items() if _flags(parser)}
+ENV_NAME = re.compile(r"env ([A-Z][A-Z0-9_]+)")
 
 
 @pytest.mark.parametrize("name", sorted(PARSERS), ids=sorted(PARSERS))
@@ -82,3 +84,21 @@ def test_help_prints_and_exits_zero(argv: list[str]) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"usage: gpu-device-plugin {' '.join(argv[:-1])}")
+
+
+@pytest.mark.parametrize("name", list(COMMANDS), ids=list(COMMANDS))
+def test_descriptions_read_alike(name: str) -> None:
+    """Issue 32 item 10: half the descriptions were sentences (capital, full stop), half argparse's style."""
+    text = COMMANDS[name].description or ""
+    assert not text.endswith("."), text
+    first = text.split()[0]
+    assert first[0].islower() or first.isupper() or first == "Dynamic", text  # an acronym or a proper name may lead
+
+
+@pytest.mark.parametrize("name", list(FLAGGED), ids=list(FLAGGED))
+def test_each_flag_names_its_environment_variable_once_and_no_empty_default(name: str) -> None:
+    for action in _flags(FLAGGED[name]):
+        text = " ".join((action.help or "").split())
+        for variable in set(ENV_NAME.findall(text)):
+            assert text.count(f"env {variable}") == 1, f"{action.option_strings}: {text}"
+        assert "default )" not in text and not text.endswith("default"), f"{action.option_strings}: {text}"

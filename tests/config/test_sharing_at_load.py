@@ -56,12 +56,12 @@ def test_a_bad_sharing_section_is_refused_when_the_config_loads(raw: dict[str, A
 
 
 def test_one_pass_checks_keys_before_values_and_lists_the_known_keys() -> None:
-    # The entry has two faults: an unknown key and a name that cannot be shared. The sharing section is
+    # The entry has two faults: an unknown field and a name that cannot be shared. The sharing section is
     # checked once (config/sharing.py), keys first, and the message lists the keys that exist.
     with pytest.raises(ConfigError) as caught:
         parse_config(config_with({"name": "x", "replicas": 2, "speed": 3}))
     assert caught.value.field == f"{TS}.resources[0].speed"
-    assert caught.value.message.startswith("unknown key; known keys: name, replicas")
+    assert caught.value.message.startswith("unknown field; known fields: name, replicas")
 
 
 @pytest.mark.parametrize(
