@@ -20,6 +20,7 @@ import grpc
 
 from device_plugin.config.loader import load_config
 from device_plugin.kubelet.front_end import DevicePluginFrontEnd, device_plugin_runtime
+from device_plugin.kubelet.lifecycle import LifecycleTiming
 from device_plugin.kubelet.standin import AdmissionRefused, KubeletStandIn
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
@@ -32,12 +33,18 @@ POD_B = "0b6c2c4e-5d1f-4a2b-8c3d-00000000000b"
 SETTLE_ADMISSIONS = 20  # admitted after each step before the next, as pods keep arriving
 
 
-def plugin(plugin_dir: Path, pod_uid: str, socket_names: str, machine: str = "dgx1-v100") -> NodeRuntime:
+def plugin(
+    plugin_dir: Path,
+    pod_uid: str,
+    socket_names: str,
+    machine: str = "dgx1-v100",
+    timing: LifecycleTiming = FAST_LIFECYCLE,
+) -> NodeRuntime:
     """One plugin pod's daemon (not started): its own fake NVML on the same machine, POD_UID set."""
     env = {"DEVICE_PLUGIN_DIR": str(plugin_dir), "METRICS_ADDRESS": "", "SOCKET_NAMES": socket_names}
     env["POD_UID"] = pod_uid
     config = load_config(env=env)
-    return device_plugin_runtime(FakeNvml.from_machine(machine), config, timing=FAST_LIFECYCLE, env=env)
+    return device_plugin_runtime(FakeNvml.from_machine(machine), config, timing=timing, env=env)
 
 
 def wait_ready(daemon: NodeRuntime[DevicePluginFrontEnd], timeout_s: float = WAIT_S) -> None:

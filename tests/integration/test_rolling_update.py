@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from device_plugin.kubelet.lifecycle import LifecycleTiming
 from device_plugin.kubelet.standin import KubeletStandIn
+from tests.timing import FAST_LIFECYCLE
 
 from .rolling import GPU, POD_A, POD_B, WAIT_S, plugin, replace_plugin, wait_ready
 
@@ -105,7 +108,11 @@ def test_per_instance_names_on_a_kubelet_with_one_plugin_per_name_lose_the_gpus(
 def test_the_last_instance_leaving_still_sends_the_empty_list(plugin_dir: Path, names: str) -> None:
     """An uninstall: nobody else serves the resource, so the kubelet must hear that the GPUs are gone."""
     kubelet = new_kubelet(plugin_dir)
-    daemon = plugin(plugin_dir, POD_A, names)
+    # The default stop grace (1 s), not the suites' 0.2 s: on a loaded box the empty list must still get out
+    # before the stream is closed, as it does on a node.
+    daemon = plugin(
+        plugin_dir, POD_A, names, timing=replace(FAST_LIFECYCLE, stop_grace_s=LifecycleTiming().stop_grace_s)
+    )
     try:
         daemon.start()
         wait_ready(daemon)
