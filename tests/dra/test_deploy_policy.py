@@ -16,9 +16,16 @@ from device_plugin.dra.slices import API_VERSIONS, build_slices
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.deploy.kustomize import build as render
+from tests.deploy.kustomize import kustomizations
 from tests.dra.admission_policy import AdmissionPolicy, Request, Verdict, expressions
 
-KUSTOMIZATIONS = ("dra", "dra/extended-resource")  # the two that deploy the driver (dra/examples deploy none)
+# the DRA kustomizations that deploy the driver (its ClusterRole): each must bring the policy along
+KUSTOMIZATIONS = [
+    name
+    for name in kustomizations()
+    if (name == "dra" or name.startswith("dra/"))
+    and any(o["kind"] == "ClusterRole" and o["metadata"]["name"] == "gpu-device-plugin-dra" for o in render(name))
+]
 SA = "system:serviceaccount:gpu-device-plugin:gpu-device-plugin"
 NODE_KEY = "authentication.kubernetes.io/node-name"
 DRIVER = "gpu.gpu-device-plugin.io"
@@ -144,6 +151,10 @@ def test_the_policy_names_the_account_that_the_rbac_binds_and_the_daemonset_runs
     policy = one(objects, "ValidatingAdmissionPolicy")
     own = Request("CREATE", f"system:serviceaccount:{subject['namespace']}:{subject['name']}", {}, slice_on("n1"), None)
     assert AdmissionPolicy(policy).admit(own).matched  # renamed account or namespace: this policy would miss it
+
+
+def test_every_kustomization_that_deploys_the_driver_is_checked() -> None:
+    assert {"dra", "dra/driver", "dra/extended-resource"} <= set(KUSTOMIZATIONS)
 
 
 @pytest.mark.parametrize("name", KUSTOMIZATIONS)
