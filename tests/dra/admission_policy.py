@@ -10,7 +10,9 @@ gives no bool, follows `failurePolicy` (Fail denies, Ignore lets the request pas
 Boundary, and the gaps to Kubernetes, kept small on purpose:
 - the CEL is cel-python's (a real evaluator of the CEL spec), not cel-go with Kubernetes' libraries: no
   type check against the OpenAPI schema at creation, no cost limit, no Kubernetes extension functions
-  (the policy uses none); so the expressions stay within standard CEL that both accept;
+  (the policy uses none); so the expressions stay within standard CEL that both accept. One known
+  difference: cel-python answers `has()` on a null object with false where cel-go fails; the policy tests
+  the operation before it reads `object` or `oldObject`, so it never asks either;
 - the API server computes variables lazily; here they are computed before the validations (the policy's
   variables never fail, so the answers are the same);
 - no conversion between versions (matchPolicy Equivalent): a request matches only a version the rules
