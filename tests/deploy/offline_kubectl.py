@@ -46,6 +46,8 @@ DISCOVERY = (
     ("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False),
     ("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies", True),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", False),
     ("resource.k8s.io/v1", "DeviceClass", "deviceclasses", False),
     ("resource.k8s.io/v1", "ResourceClaimTemplate", "resourceclaimtemplates", True),
     ("monitoring.coreos.com/v1", "ServiceMonitor", "servicemonitors", True),

@@ -23,6 +23,7 @@ CLIENT_APIS = {
     "apps/v1": "AppsV1Api",
     "rbac.authorization.k8s.io/v1": "RbacAuthorizationV1Api",
     "networking.k8s.io/v1": "NetworkingV1Api",
+    "admissionregistration.k8s.io/v1": "AdmissionregistrationV1Api",
     "resource.k8s.io/v1": "ResourceV1Api",
 }
 KUSTOMIZATION = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": ["o.yaml"]}
