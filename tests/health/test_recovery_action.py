@@ -66,7 +66,10 @@ PROBES = {
     # id: (probe result, cause after or None)
     "a-reset-found-by-a-probe": (ProbeResult(3, False, "r", recovery_action=A.GPU_RESET), HealthCause.RECOVERY_ACTION),
     "lost-wins-over-the-action": (ProbeResult(3, False, "r", lost=True, recovery_action=1), HealthCause.LOST),
-    "rows-pending-with-none-is-a-probe-failure": (ProbeResult(3, False, "r", recovery_action=0), HealthCause.PROBE_FAILED),
+    "rows-pending-with-none-is-a-probe-failure": (
+        ProbeResult(3, False, "r", recovery_action=0),
+        HealthCause.PROBE_FAILED,
+    ),
     "imex-domain-recovery-passes": (ProbeResult(3, True, recovery_action=A.RECOVER_IMEX_DOMAIN), None),
 }
 
@@ -103,7 +106,12 @@ def machine_with_driver(tmp_path: Path, version: str, machine: str = "h100-mig-m
     return path
 
 
-DRIVERS = {"525": ("525.147.05", False), "560": ("560.35.03", False), "565": ("565.57.01", True), "580": ("580.1", True)}
+DRIVERS = {
+    "525": ("525.147.05", False),
+    "560": ("560.35.03", False),
+    "565": ("565.57.01", True),
+    "580": ("580.1", True),
+}
 
 
 @pytest.mark.parametrize(("version", "supported"), DRIVERS.values(), ids=DRIVERS.keys())
@@ -225,7 +233,7 @@ BAD_LINES = {
     "unknown-name": ('{"gpu": 2, "xid": 94, "recovery_action": "PANIC"}', '"recovery_action" must be one of NONE'),
     "out-of-range": ('{"gpu": 2, "xid": 94, "recovery_action": 8}', "got 8"),
     "a-bool": ('{"gpu": 2, "xid": 94, "recovery_action": true}', "got True"),
-    "without-an-xid": ('{"gpu": 2, "lost": true, "recovery_action": 1}', "goes with \"xid\" only"),
+    "without-an-xid": ('{"gpu": 2, "lost": true, "recovery_action": 1}', 'goes with "xid" only'),
 }
 
 
