@@ -12,6 +12,13 @@ probe-failed, health-unwatched); NVIDIA's `gpu.nvidia.com/unmonitored` is inform
 an unwatched GPU of ours is Unhealthy (fail closed), so that meaning is not NVIDIA's. Every taint of ours is
 NoSchedule: a transition to Unhealthy is by policy a fault (ignored Xids make none), and never NoExecute:
 evicting running work is the operator's decision (a DeviceTaintRule), not the driver's.
+
+The driver's recovery action (nvml/recovery_action.py) decides as NVIDIA's driver does: an action that takes
+the GPU out (reset, reboot, drain...) makes the fault NoSchedule, with the Xid's key when an Xid came with it
+and `<ownDomain>/unhealthy=recovery-<action>` when a probe found it; NONE and RECOVER_IMEX_DOMAIN leave the
+GPU Healthy, so no transition reaches here and no taint is written. NVIDIA publishes those as effect None;
+we do not: the API servers we support from 1.34 refuse that effect (it is 1.35's), and a Healthy GPU carries
+no taint here.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import time
 from device_plugin.core.names import NVIDIA_GPU_LOST_TAINT, NVIDIA_XID_TAINT, OWN_DOMAIN, own_name
 from device_plugin.health.state import HealthCause, HealthTransition
 from device_plugin.kubelet_plugin.api.devices import NO_SCHEDULE, DeviceTaint
+from device_plugin.nvml.recovery_action import RecoveryAction
 
 OWN_TAINT = "unhealthy"  # <ownDomain>/unhealthy
 
@@ -36,5 +44,9 @@ def taint_for(transition: HealthTransition, *, own_domain: str = OWN_DOMAIN, now
         return DeviceTaint(NVIDIA_XID_TAINT, str(transition.xid), NO_SCHEDULE, added)
     if transition.cause is HealthCause.LOST:
         return DeviceTaint(NVIDIA_GPU_LOST_TAINT, "", NO_SCHEDULE, added)
+    if transition.cause is HealthCause.RECOVERY_ACTION and transition.recovery_action is not None:
+        known = transition.recovery_action in set(RecoveryAction)  # a label value: no "unknown (9)"
+        action = RecoveryAction(transition.recovery_action).name.lower().replace("_", "-") if known else "unknown"
+        return DeviceTaint(own_name(own_domain, OWN_TAINT), f"recovery-{action}", NO_SCHEDULE, added)
     cause = transition.cause.value if transition.cause is not None else "unhealthy"
     return DeviceTaint(own_name(own_domain, OWN_TAINT), cause, NO_SCHEDULE, added)

@@ -2,9 +2,11 @@
 
 Boundary: reading and validating the file, nothing else; every valid line becomes a HealthEvent handed
 to an `inject` callable (FakeNvml.test_hooks.inject for `run --machine X --fake-events FILE`). One object
-per line, exactly one fault key besides "gpu" (the NVML index), and an optional "detail" text:
+per line, exactly one fault key besides "gpu" (the NVML index), and an optional "detail" text; an Xid may
+state the driver's recovery action (a name or number of device_plugin/nvml/recovery_action.py):
 
     {"gpu": 3, "xid": 79}
+    {"gpu": 3, "xid": 94, "recovery_action": "GPU_RESET"}
     {"gpu": 3, "ecc": "double_bit"}
     {"gpu": 3, "lost": true}
     {"gpu": 3, "recovered": true, "detail": "reset by operator"}
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
+from device_plugin.nvml.recovery_action import parse_recovery_action
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +43,12 @@ def parse_fault_line(text: str) -> HealthEvent:
         raise ValueError(f"not JSON: {exc.msg} at column {exc.colno}") from exc
     if not isinstance(record, dict):
         raise ValueError(f"expected a JSON object, got {type(record).__name__}")
-    unknown = sorted(set(record) - {"gpu", "detail", *_FAULT_KEYS})
+    unknown = sorted(set(record) - {"gpu", "detail", "recovery_action", *_FAULT_KEYS})
     if unknown:
-        raise ValueError(f"unknown key(s) {', '.join(unknown)}; expected gpu, one of {', '.join(_FAULT_KEYS)}, detail")
+        raise ValueError(
+            f"unknown key(s) {', '.join(unknown)}; expected gpu, one of {', '.join(_FAULT_KEYS)}, detail, "
+            "recovery_action"
+        )
     gpu = record.get("gpu")
     if isinstance(gpu, bool) or not isinstance(gpu, int) or gpu < 0:
         raise ValueError(f'"gpu" must be a non-negative integer (the NVML index), got {gpu!r}')
@@ -56,7 +62,11 @@ def parse_fault_line(text: str) -> HealthEvent:
     if key == "xid":
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f'"xid" must be a non-negative integer, got {value!r}')
-        return HealthEvent(gpu, HealthEventKind.XID, xid=value, detail=detail)
+        stated = record.get("recovery_action")
+        action = None if stated is None else parse_recovery_action(stated, "recovery_action")
+        return HealthEvent(gpu, HealthEventKind.XID, xid=value, detail=detail, recovery_action=action)
+    if "recovery_action" in record:
+        raise ValueError('"recovery_action" goes with "xid" only (it is what the driver asks for after an Xid)')
     if key == "ecc":
         if value != "double_bit":
             raise ValueError(f'"ecc" must be "double_bit" (single-bit errors are corrected), got {value!r}')

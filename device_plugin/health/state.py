@@ -10,6 +10,11 @@ Rules, per GPU:
 - Unhealthy -> Healthy once probes have passed for `quiet_period_s` with no critical event, and only
   while the event watch covers the GPU again. A critical event or failed probe restarts the period.
 - Ignored Xids and recovery hints never change health. When the config disables health checks, nothing does.
+- The driver's recovery action (device_plugin/nvml/recovery_action.py), where it reports one, decides an
+  Xid the policy calls critical: NONE or RECOVER_IMEX_DOMAIN make it informational (logged, the GPU stays
+  Healthy), any other action makes it a fault. An Xid forced critical (criticalXids, DP_ENABLE_HEALTHCHECKS)
+  stays a fault whatever the action; an Xid with no action known is judged by the Xid policy alone. A probe
+  that finds an action that takes the GPU out fails with cause RECOVERY_ACTION.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from types import MappingProxyType
 from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Health
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult
+from device_plugin.nvml.recovery_action import recovery_action_name, takes_gpu_out
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +41,7 @@ class HealthCause(StrEnum):
     DOUBLE_BIT_ECC = "double-bit-ecc"
     LOST = "gpu-lost"  # the GPU is lost or has fallen off the bus (an event said so)
     PROBE_FAILED = "probe-failed"
+    RECOVERY_ACTION = "recovery-action"  # a probe found the driver asking for a reset, reboot, drain...
     WATCH_FAILED = "health-unwatched"  # the event watch cannot cover the GPU (fail closed)
     RECOVERED = "recovered"
 
@@ -57,6 +64,7 @@ class HealthTransition:
     at_s: float
     xid: int | None = None  # the Xid code when an Xid event caused it, typed from the event (never parsed)
     cause: HealthCause | None = None  # None: not said (a transition made by hand, e.g. in a test)
+    recovery_action: int | None = None  # what the driver asked for, when it said (recovery_action.py's values)
 
     @property
     def healthy(self) -> bool:
@@ -74,6 +82,8 @@ class GpuHealthState:
     last_failure: str = ""  # the latest failure seen, which may differ from the one that made it Unhealthy
     cause: HealthCause | None = None  # what made it Unhealthy (a replay tells it again); None while Healthy
     xid: int | None = None  # the Xid that made it Unhealthy, when one did
+    recovery_action: int | None = None  # the driver's action with the fault that made it Unhealthy, when said
+    reported_action: int | None = None  # the latest action a probe read (to log a change once)
 
 
 class HealthStateMachine:
@@ -107,19 +117,29 @@ class HealthStateMachine:
         if event.kind is HealthEventKind.XID and not self._config.is_critical_xid(event.xid or 0):
             log.info("GPU %d: %s ignored (application-level Xid by policy)", event.gpu_index, event.describe())
             return None
+        if self._informational(event):
+            log.info("GPU %d: %s: informational, the GPU stays in service", event.gpu_index, event.describe())
+            return None
         state = replace(self._states[event.gpu_index], last_critical_s=now_s, passing_since_s=None)
-        return self._fail(event.gpu_index, state, event.describe(), now_s, _EVENT_CAUSE[event.kind], event.xid)
+        cause = _EVENT_CAUSE[event.kind]
+        return self._fail(event.gpu_index, state, event.describe(), now_s, cause, event.xid, event.recovery_action)
 
     def on_probe(self, result: ProbeResult, now_s: float) -> HealthTransition | None:
         if not self._config.enabled or not self._known(result.gpu_index, "probe"):
             return None
         index = result.gpu_index
-        state = self._states[index]
+        state = self._reported(index, result)
         if not result.ok:
             failed = replace(state, passing_since_s=None)
+            action = result.recovery_action
             # a probe that finds the GPU lost names the same fault as the lost-GPU event (the two race)
-            cause = HealthCause.LOST if result.lost else HealthCause.PROBE_FAILED
-            return self._fail(index, failed, f"probe failed: {result.reason}", now_s, cause)
+            if result.lost:
+                cause = HealthCause.LOST
+            elif action is not None and takes_gpu_out(action):
+                cause = HealthCause.RECOVERY_ACTION
+            else:
+                cause = HealthCause.PROBE_FAILED
+            return self._fail(index, failed, f"probe failed: {result.reason}", now_s, cause, None, action)
         if state.health is Health.HEALTHY or state.watch_failure is not None:
             return None  # nothing to recover, or not allowed to while the GPU is not watched
         passing_since = now_s if state.passing_since_s is None else state.passing_since_s
@@ -127,7 +147,15 @@ class HealthStateMachine:
             self._states[index] = replace(state, passing_since_s=passing_since)
             return None
         reason = f"recovered: probes passed for {now_s - passing_since:.1f} s with no critical event"
-        healthy = replace(state, health=Health.HEALTHY, reason=reason, passing_since_s=None, cause=None, xid=None)
+        healthy = replace(
+            state,
+            health=Health.HEALTHY,
+            reason=reason,
+            passing_since_s=None,
+            cause=None,
+            xid=None,
+            recovery_action=None,
+        )
         self._states[index] = healthy
         log.info("GPU %d: Unhealthy -> Healthy (%s; was: %s)", index, reason, state.reason)
         return HealthTransition(index, Health.UNHEALTHY, Health.HEALTHY, reason, now_s, cause=HealthCause.RECOVERED)
@@ -155,6 +183,25 @@ class HealthStateMachine:
 
     # ---- internals -----------------------------------------------------------------------------
 
+    def _informational(self, event: HealthEvent) -> bool:
+        """An Xid the driver says needs no recovery of this GPU (and the config does not force critical)."""
+        action, xid = event.recovery_action, event.xid
+        if action is None or xid is None or takes_gpu_out(action):
+            return False
+        return not (self._config.all_xids_critical or xid in self._config.critical_xids)
+
+    def _reported(self, index: int, result: ProbeResult) -> GpuHealthState:
+        """The state with the probe's recovery action noted; a new action is logged once."""
+        state = self._states[index]
+        action = result.recovery_action
+        if action is None or action == state.reported_action:
+            return state
+        if not takes_gpu_out(action) and action != 0:
+            log.warning("GPU %d: the driver asks for %s; the GPU stays in service", index, recovery_action_name(action))
+        state = replace(state, reported_action=action)
+        self._states[index] = state
+        return state
+
     def _known(self, index: int, what: str) -> bool:
         if index in self._states:
             return True
@@ -162,7 +209,14 @@ class HealthStateMachine:
         return False
 
     def _fail(
-        self, index: int, state: GpuHealthState, reason: str, now_s: float, cause: HealthCause, xid: int | None = None
+        self,
+        index: int,
+        state: GpuHealthState,
+        reason: str,
+        now_s: float,
+        cause: HealthCause,
+        xid: int | None = None,
+        action: int | None = None,
     ) -> HealthTransition | None:
         if state.health is Health.UNHEALTHY:
             if state.last_failure != reason:  # say so once per new cause, not on every failed probe
@@ -170,7 +224,13 @@ class HealthStateMachine:
             self._states[index] = replace(state, last_failure=reason)
             return None
         self._states[index] = replace(
-            state, health=Health.UNHEALTHY, reason=reason, last_failure=reason, cause=cause, xid=xid
+            state,
+            health=Health.UNHEALTHY,
+            reason=reason,
+            last_failure=reason,
+            cause=cause,
+            xid=xid,
+            recovery_action=action,
         )
         log.warning("GPU %d: Healthy -> Unhealthy (%s)", index, reason)
-        return HealthTransition(index, Health.HEALTHY, Health.UNHEALTHY, reason, now_s, xid, cause)
+        return HealthTransition(index, Health.HEALTHY, Health.UNHEALTHY, reason, now_s, xid, cause, action)

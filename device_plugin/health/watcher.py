@@ -92,7 +92,16 @@ class HealthWatcher:
         with self._lock:
             now_s = self._clock()
             replayed = [
-                HealthTransition(index, Health.HEALTHY, state.health, state.reason, now_s, state.xid, state.cause)
+                HealthTransition(
+                    index,
+                    Health.HEALTHY,
+                    state.health,
+                    state.reason,
+                    now_s,
+                    state.xid,
+                    state.cause,
+                    state.recovery_action,
+                )
                 for index, state in self._machine.states().items()
                 if state.health is not Health.HEALTHY
             ]

@@ -22,6 +22,7 @@ from device_plugin.nvml.health_types import ProbeResult
 from device_plugin.nvml.link_description import nvswitch_bus_id
 from device_plugin.nvml.machine_description import GpuDescription, MachineDescription
 from device_plugin.nvml.pcie_paths import pcie_level_of_paths
+from device_plugin.nvml.recovery_action import supported_by_driver
 from device_plugin.nvml.telemetry import GpuTelemetry
 from device_plugin.nvml.types import (
     GpuInfo,
@@ -108,7 +109,8 @@ class FakeNvml(FakeMigMixin):
         )
         # Test hooks, not NvmlBackend: faults injected by tests, the demo and --fake-events (fake_events.py);
         # open_event_watch and probe below read them (the health side).
-        self.test_hooks = FakeFaults(len(self._gpus))
+        supported = supported_by_driver(description.driver_version)  # the recovery-action field (565+)
+        self.test_hooks = FakeFaults(len(self._gpus), recovery_action_supported=supported)
 
     @classmethod
     def from_machine(cls, name_or_path: str | Path) -> FakeNvml:

@@ -8,7 +8,11 @@ what NVML would report, not policy: every Xid is delivered, ignored or not.
 Faults that real hardware keeps until repaired stay until recover():
 - Xid 79 (fallen off the bus) and set_lost() make the GPU lost: probes fail with GPU_IS_LOST;
 - a double-bit ECC error leaves page retirement pending, as on real GPUs until a reset;
-- set_probe_failure() makes probes fail with any reason (remapped rows failed, a recovery action...).
+- set_probe_failure() makes probes fail with any reason (remapped rows failed, a timeout...);
+- the driver's recovery action (recovery_action.py), where the machine's driver has it (565+): stated
+  with set_recovery_action() or with an Xid event, it stays until recover() or another is stated. Probes
+  report it (one that takes the GPU out fails them) and each Xid event carries the action current when it
+  arrives, as the real backend reads it then. On an older driver there is none, and stating one is refused.
 Other Xids are one-off events. Events for GPUs no open watch covers wait in a bounded backlog, handed to
 the next watch that covers them, so a fault injected just before the watcher starts is not lost.
 Thread-safe: one Condition guards everything; a watch's wait() wakes as soon as an event is delivered.
@@ -19,14 +23,16 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from device_plugin.core.errors import NvmlError
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult, frozen_failures
+from device_plugin.nvml.recovery_action import RecoveryAction, recovery_action_name, takes_gpu_out
 
 # NVML return codes (nvmlReturn_t), so callers see the same `code` as with the real library.
 NVML_ERROR_UNINITIALIZED = 1
 NVML_ERROR_INVALID_ARGUMENT = 2
+NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_UNKNOWN = 999
 
 XID_FALLEN_OFF_BUS = 79
@@ -40,6 +46,7 @@ class _FaultState:
     lost: bool = False
     retired_pages_pending: bool = False
     probe_failure: str | None = None
+    recovery_action: int | None = None  # None: the driver has no such field
 
 
 class FakeEventWatch:
@@ -81,9 +88,10 @@ class FakeEventWatch:
 
 
 class FakeFaults:
-    def __init__(self, gpu_count: int) -> None:
+    def __init__(self, gpu_count: int, *, recovery_action_supported: bool = False) -> None:
         self._cond = threading.Condition()
-        self._gpus = [_FaultState() for _ in range(gpu_count)]
+        self._recovery_supported = recovery_action_supported
+        self._gpus = [_FaultState(recovery_action=self._no_action()) for _ in range(gpu_count)]
         self._watches: list[FakeEventWatch] = []
         self._backlog: deque[HealthEvent] = deque(maxlen=BACKLOG_LIMIT)
         self._create_failure: str | None = None
@@ -93,15 +101,21 @@ class FakeFaults:
     # ---- injection API -------------------------------------------------------------------------
 
     def inject(self, event: HealthEvent) -> None:
-        """Deliver `event` as NVML would, with the sticky side effects real hardware has."""
+        """Deliver `event` as NVML would, with the sticky side effects real hardware has. An Xid event's
+        recovery action becomes the GPU's; one without takes the GPU's current action (none once lost)."""
         with self._cond:
             state = self._gpu(event.gpu_index)
+            if event.recovery_action is not None:
+                self._check_supported(event.gpu_index)
+                state.recovery_action = event.recovery_action
             if event.kind is HealthEventKind.LOST or event.xid == XID_FALLEN_OFF_BUS:
                 state.lost = True
             elif event.kind is HealthEventKind.DOUBLE_BIT_ECC:
                 state.retired_pages_pending = True
             elif event.kind is HealthEventKind.RECOVERED:
                 self._clear(state)
+            if event.kind is HealthEventKind.XID and event.recovery_action is None and not state.lost:
+                event = replace(event, recovery_action=state.recovery_action)
             self._deliver(event)
 
     def set_lost(self, index: int, detail: str = "") -> None:
@@ -110,6 +124,14 @@ class FakeFaults:
     def recover(self, index: int, detail: str = "") -> None:
         """Clear every sticky fault of GPU `index` and tell the watches (probes pass from now on)."""
         self.inject(HealthEvent(index, HealthEventKind.RECOVERED, detail=detail))
+
+    def set_recovery_action(self, index: int, action: int) -> None:
+        """Make the driver report `action` for GPU `index` (no event, as when a fault came and went unseen).
+        Raises NvmlError (NOT_SUPPORTED) where the machine's driver is older than 565."""
+        with self._cond:
+            state = self._gpu(index)
+            self._check_supported(index)
+            state.recovery_action = action
 
     def set_probe_failure(self, index: int, reason: str | None) -> None:
         """Make probes of GPU `index` fail with `reason` (None: pass again) without any event."""
@@ -164,11 +186,16 @@ class FakeFaults:
             state = self._gpu(index)
             if state.lost:
                 return ProbeResult(index, False, "nvmlDeviceGetHandleByUUID failed: GPU is lost", lost=True)
+            action = state.recovery_action
+            if action is not None and takes_gpu_out(action):
+                reason = f"driver asks for recovery action {recovery_action_name(action)}"
+                return ProbeResult(index, False, reason, recovery_action=action)
             if state.retired_pages_pending:
-                return ProbeResult(index, False, "retired pages pending (nvmlDeviceGetRetiredPagesPendingStatus)")
+                reason = "retired pages pending (nvmlDeviceGetRetiredPagesPendingStatus)"
+                return ProbeResult(index, False, reason, recovery_action=action)
             if state.probe_failure is not None:
-                return ProbeResult(index, False, state.probe_failure)
-            return ProbeResult(index, True)
+                return ProbeResult(index, False, state.probe_failure, recovery_action=action)
+            return ProbeResult(index, True, recovery_action=action)
 
     # ---- internals -----------------------------------------------------------------------------
 
@@ -182,11 +209,23 @@ class FakeFaults:
             )
         return self._gpus[index]
 
-    @staticmethod
-    def _clear(state: _FaultState) -> None:
+    def _no_action(self) -> int | None:
+        return RecoveryAction.NONE if self._recovery_supported else None
+
+    def _check_supported(self, index: int) -> None:
+        if not self._recovery_supported:
+            raise NvmlError(
+                "fake fault injection",
+                "this machine's driver reports no recovery action (drivers 565 and later do)",
+                device=f"GPU {index}",
+                code=NVML_ERROR_NOT_SUPPORTED,
+            )
+
+    def _clear(self, state: _FaultState) -> None:
         state.lost = False
         state.retired_pages_pending = False
         state.probe_failure = None
+        state.recovery_action = self._no_action()
 
     def _deliver(self, event: HealthEvent) -> None:  # caller holds the condition
         watching = [w for w in self._watches if event.gpu_index in w.indices]

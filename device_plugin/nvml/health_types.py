@@ -14,6 +14,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
+from device_plugin.nvml.recovery_action import recovery_action_name
+
 NVML_ERROR_GPU_IS_LOST = 15  # nvmlReturn_t: the GPU is lost or has fallen off the bus
 
 
@@ -26,23 +28,32 @@ class HealthEventKind(StrEnum):
 
 @dataclass(frozen=True)
 class HealthEvent:
-    """One fault (or recovery hint) reported for physical GPU `gpu_index` (NVML index)."""
+    """One fault (or recovery hint) reported for physical GPU `gpu_index` (NVML index).
+
+    `recovery_action` is what the driver asked for when an Xid arrived (recovery_action.py's values); None
+    where the driver does not say (before 565, a lost GPU) or the event is not an Xid."""
 
     gpu_index: int
     kind: HealthEventKind
     xid: int | None = None
     detail: str = ""
+    recovery_action: int | None = None
 
     def __post_init__(self) -> None:
         if (self.kind is HealthEventKind.XID) != (self.xid is not None):
             raise ValueError(f"HealthEvent: an Xid code goes with kind 'xid' and only with it ({self!r})")
         if self.xid is not None and self.xid < 0:
             raise ValueError(f"HealthEvent: Xid must be >= 0, got {self.xid}")
+        if self.recovery_action is not None and self.xid is None:
+            raise ValueError(f"HealthEvent: a recovery action goes with an Xid event only ({self!r})")
 
     def describe(self) -> str:
         """Human text used as the device's health reason; keeps "Xid N" literal for the metrics classifier."""
         base = f"Xid {self.xid}" if self.kind is HealthEventKind.XID else _KIND_TEXT[self.kind]
-        return f"{base} ({self.detail})" if self.detail else base
+        base = f"{base} ({self.detail})" if self.detail else base
+        if self.recovery_action is None:
+            return base
+        return f"{base}; driver asks for recovery action {recovery_action_name(self.recovery_action)}"
 
 
 _KIND_TEXT = {
@@ -60,6 +71,7 @@ class ProbeResult:
     ok: bool
     reason: str = ""
     lost: bool = False  # NVML said the GPU is lost (NVML_ERROR_GPU_IS_LOST): the same fault an event calls "lost"
+    recovery_action: int | None = None  # what the driver reported in this probe; None: not read or not supported
 
     def __post_init__(self) -> None:
         if not self.ok and not self.reason:

@@ -10,8 +10,10 @@ it supports (single-bit ECC is never registered: it is corrected). An event name
 registered for it, not by asking NVML: a GPU that fell off the bus answers GPU_IS_LOST to every call, its
 UUID query included, and its own Xid 79 must still reach the watcher as that GPU's event. Probes: the
 handle by UUID still resolves, memory info answers, no retired pages pending, no remapped rows pending
-or failed, and the driver's recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) is NONE where it
-reports one.
+or failed, and the driver's recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, drivers 565+) does not
+take the GPU out (recovery_action.py). The action is also read when an Xid arrives, so the event says what
+the driver asked for. A driver without the field (NOT_SUPPORTED) gives no information: logged once per GPU,
+never a failure.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ from device_plugin.nvml.health_types import (
     ProbeResult,
     frozen_failures,
 )
+from device_plugin.nvml.recovery_action import (
+    FI_DEV_GET_GPU_RECOVERY_ACTION,
+    recovery_action_name,
+    takes_gpu_out,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,18 +50,7 @@ EVENT_DOUBLE_BIT_ECC = 0x2  # nvmlEventTypeDoubleBitEccError
 EVENT_XID_CRITICAL = 0x8  # nvmlEventTypeXidCriticalError
 WATCHED_EVENTS = EVENT_XID_CRITICAL | EVENT_DOUBLE_BIT_ECC
 NVML_FEATURE_ENABLED = 1
-FI_DEV_GET_GPU_RECOVERY_ACTION = 230  # field id; answered by R570+ drivers
 NO_INSTANCE = 0xFFFFFFFF  # gpuInstanceId / computeInstanceId of an event that is not MIG-scoped
-RECOVERY_ACTIONS = {
-    0: "NONE",
-    1: "GPU_RESET",
-    2: "NODE_REBOOT",
-    3: "DRAIN_P2P",
-    4: "DRAIN_AND_RESET",
-    5: "RECOVER_IMEX_DOMAIN",
-    6: "BUS_RESET",
-    7: "SYSTEM_REBOOT",
-}
 # nvmlValueType_t -> the c_nvmlValue_t union member holding the value.
 _VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
 _UNSUPPORTED = frozenset({NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND})
@@ -141,11 +137,23 @@ class RealEventWatch:
                 return None
         detail = _instance_detail(data)
         if data.eventType & EVENT_XID_CRITICAL:
-            return HealthEvent(index, HealthEventKind.XID, xid=int(data.eventData), detail=detail)
+            action = self._action_after_xid(data.device, index)
+            return HealthEvent(
+                index, HealthEventKind.XID, xid=int(data.eventData), detail=detail, recovery_action=action
+            )
         if data.eventType & EVENT_DOUBLE_BIT_ECC:
             return HealthEvent(index, HealthEventKind.DOUBLE_BIT_ECC, detail=detail)
         log.debug("GPU %d: NVML event type 0x%x not watched; ignored", index, data.eventType)
         return None
+
+    def _action_after_xid(self, handle: Any, index: int) -> int | None:
+        """What the driver asks for now; None where it cannot say (no field, or a GPU that no longer answers:
+        the Xid is then judged by the Xid policy alone)."""
+        try:
+            return read_recovery_action(self._call, handle, f"GPU {index}")
+        except NvmlError as exc:
+            log.info("GPU %d: recovery action unreadable after an Xid (%s); the Xid policy decides", index, exc)
+            return None
 
     def close(self) -> None:
         if self._closed:
@@ -170,18 +178,19 @@ class RealHealth:
     def __init__(self, call: NvmlCall) -> None:
         self._call = call
         self._uuids: dict[int, str] = {}
+        self._no_action_logged: set[int] = set()  # GPUs whose driver answered NOT_SUPPORTED (said once each)
 
     def open_event_watch(self, indices: tuple[int, ...]) -> RealEventWatch:
         return RealEventWatch.open(self._call, indices)
 
     def probe(self, index: int) -> ProbeResult:
         try:
-            failure = self._probe(index)
+            failure, action = self._probe(index)
         except NvmlError as exc:
             return ProbeResult(index, False, str(exc), lost=exc.code == NVML_ERROR_GPU_IS_LOST)
-        return ProbeResult(index, failure is None, failure or "")
+        return ProbeResult(index, failure is None, failure or "", recovery_action=action)
 
-    def _probe(self, index: int) -> str | None:
+    def _probe(self, index: int) -> tuple[str | None, int | None]:
         where = f"GPU {index}"
         uuid = self._uuids.get(index)
         if uuid is None:
@@ -189,38 +198,53 @@ class RealHealth:
             uuid = self._uuids.setdefault(index, _text(self._call("nvmlDeviceGetUUID", handle, device=where)))
         handle = self._call("nvmlDeviceGetHandleByUUID", uuid.encode(), device=where)
         self._call("nvmlDeviceGetMemoryInfo", handle, device=where)
+        # The driver's verdict first: a failed probe then says which recovery the driver wants.
+        action = read_recovery_action(self._call, handle, where)
+        if action is None and index not in self._no_action_logged:
+            self._no_action_logged.add(index)
+            log.info(
+                "%s: the driver reports no recovery action (NOT_SUPPORTED; drivers 565+ do); probed without", where
+            )
+        if action is not None and takes_gpu_out(action):
+            name = recovery_action_name(action)
+            return f"driver asks for recovery action {name} (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION)", action
         if self._optional("nvmlDeviceGetRetiredPagesPendingStatus", handle, where) == NVML_FEATURE_ENABLED:
-            return "retired pages pending (nvmlDeviceGetRetiredPagesPendingStatus); a GPU reset is needed"
+            return "retired pages pending (nvmlDeviceGetRetiredPagesPendingStatus); a GPU reset is needed", action
         rows = self._optional("nvmlDeviceGetRemappedRows", handle, where)
         if rows is not None:
             _, _, pending, failed = rows
             if failed:
-                return "row remapping failed (nvmlDeviceGetRemappedRows)"
+                return "row remapping failed (nvmlDeviceGetRemappedRows)", action
             if pending:
-                return "row remapping pending (nvmlDeviceGetRemappedRows); a GPU reset is needed"
-        action = self._recovery_action(handle, where)
-        if action is not None and action != 0:
-            return f"driver asks for recovery action {RECOVERY_ACTIONS.get(action, action)} (GPU_RECOVERY_ACTION)"
-        return None
+                return "row remapping pending (nvmlDeviceGetRemappedRows); a GPU reset is needed", action
+        return None, action
 
     def _optional(self, function: str, handle: Any, where: str, *args: Any) -> Any:
-        try:
-            return self._call(function, handle, *args, device=where)
-        except NvmlError as exc:
-            if exc.code in _UNSUPPORTED:
-                return None
-            raise
+        return _optional(self._call, function, handle, where, *args)
 
-    def _recovery_action(self, handle: Any, where: str) -> int | None:
-        values = self._optional("nvmlDeviceGetFieldValues", handle, where, [FI_DEV_GET_GPU_RECOVERY_ACTION])
-        if values is None:
+
+def _optional(call: NvmlCall, function: str, handle: Any, where: str, *args: Any) -> Any:
+    """`function`'s answer, or None where the GPU or driver does not support it."""
+    try:
+        return call(function, handle, *args, device=where)
+    except NvmlError as exc:
+        if exc.code in _UNSUPPORTED:
             return None
-        field = values[0]
-        if field.nvmlReturn in _UNSUPPORTED:
-            return None
-        if field.nvmlReturn != NVML_SUCCESS:
-            raise NvmlError(
-                "nvmlDeviceGetFieldValues", "GPU_RECOVERY_ACTION unreadable", device=where, code=field.nvmlReturn
-            )
-        member = _VALUE_MEMBERS[field.valueType] if 0 <= field.valueType < len(_VALUE_MEMBERS) else "uiVal"
-        return int(getattr(field.value, member))
+        raise
+
+
+def read_recovery_action(call: NvmlCall, handle: Any, where: str) -> int | None:
+    """The GPU's recovery action (recovery_action.py's values); None where the driver lacks the field.
+    Raises NvmlError for any other failure (the GPU lost, NVML gone)."""
+    values = _optional(call, "nvmlDeviceGetFieldValues", handle, where, [FI_DEV_GET_GPU_RECOVERY_ACTION])
+    if values is None:
+        return None
+    field = values[0]
+    if field.nvmlReturn in _UNSUPPORTED:
+        return None
+    if field.nvmlReturn != NVML_SUCCESS:
+        raise NvmlError(
+            "nvmlDeviceGetFieldValues", "GPU_RECOVERY_ACTION unreadable", device=where, code=field.nvmlReturn
+        )
+    member = _VALUE_MEMBERS[field.valueType] if 0 <= field.valueType < len(_VALUE_MEMBERS) else "uiVal"
+    return int(getattr(field.value, member))

@@ -32,7 +32,7 @@ class GpuFaults:
     lost: bool = False
     retired_pages_pending: int | None = 0  # None: NOT_SUPPORTED (A100 and later)
     remapped_rows: tuple[int, int, int, int] | None = (0, 0, 0, 0)  # None: NOT_SUPPORTED (before A100)
-    recovery_action: int | None = 0  # None: the field answers NOT_SUPPORTED (drivers before R570)
+    recovery_action: int | None = None  # None: the field answers NOT_SUPPORTED (drivers before 565)
 
 
 @dataclass
