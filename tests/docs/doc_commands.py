@@ -145,8 +145,9 @@ SKIP_RULES: tuple[tuple[str, str, Callable[[str], bool]], ...] = (
     ),
     (
         "cluster",
-        "kubectl, kind and image pushes need a cluster or a registry; deploy/ is validated offline by tests/deploy",
-        lambda c: bool(re.match(r"(kubectl|kind|docker|podman|buildah)\b", c)) or "kubectl" in c,
+        "kubectl, kind, helm and image pushes need a cluster or a registry; deploy/ is validated offline by "
+        "tests/deploy",
+        lambda c: bool(re.match(r"(kubectl|kind|helm|docker|podman|buildah)\b", c)) or "kubectl" in c,
     ),
     (
         "node-set-up",
