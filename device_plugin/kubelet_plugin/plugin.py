@@ -5,7 +5,8 @@ checkpoint, the registration and DRA gRPC servers, the devices' health feed) for
 the driver hands it its Driver (kubelet_plugin/driver.py) and, whenever they change, the devices to
 publish (`publisher.request`) and their health (`health.set`). Probes answer (ok, detail); what a probe
 result is to the HTTP endpoint is the caller's. The checkpoint is `<kubelet>/plugins/<driver>/`, beside
-the DRA socket; a kubelet (re)registration asks the publisher to reconcile (it may have wiped our slices).
+the DRA socket, read by the server once it holds the instance lock and the endpoint (never at
+construction); a kubelet (re)registration asks the publisher to reconcile (it may have wiped our slices).
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ class KubeletPlugin:
             driver_name=name,
             fetcher=self._claims,
             driver=driver,
-            checkpoint=Checkpoint(options.kubelet_dir / "plugins" / name / "checkpoint.json"),
+            # Read only once the sockets are ours (the server's keeper opens it): another live driver's
+            # folder is never read, migrated or compacted.
+            checkpoint=Checkpoint(options.kubelet_dir / "plugins" / name / "checkpoint.json", deferred=True),
         )
         self.server = DraGrpcServer(
             name,

@@ -70,6 +70,14 @@ class Preparer:
         self.holders = DeviceHolders()
         self.holders.load(self._checkpointed())
 
+    def open(self) -> None:
+        """Read a deferred checkpoint (once the sockets are ours) and hold its claims' devices; again after
+        another instance changed it. ConfigError: the checkpoint folder cannot be used."""
+        self._checkpoint.open()
+        holders = DeviceHolders()
+        holders.load(self._checkpointed())
+        self.holders = holders
+
     def _checkpointed(self) -> list[tuple[str, str, tuple[Hold, ...]]]:
         claims = ((uid, self._checkpoint.get(uid)) for uid in self._checkpoint.uids())
         return [(uid, claim_label(c.namespace, c.name, uid), _holds(c)) for uid, c in claims if c is not None]
