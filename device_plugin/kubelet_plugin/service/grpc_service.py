@@ -18,6 +18,7 @@ be sent to an endpoint we cannot serve. stop() removes only sockets that are sti
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import threading
@@ -35,12 +36,12 @@ from device_plugin.core.errors import ConfigError
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed
 from device_plugin.kubelet_plugin.service.health_service import HEALTH_VERSIONS, HEARTBEAT_S, add_health_servicers
-from device_plugin.kubelet_plugin.service.instance_lock import INSTANCE_LOCK, FileLock
+from device_plugin.kubelet_plugin.service.instance_lock import INSTANCE_LOCK, CallLock, FileLock
 from device_plugin.kubelet_plugin.service.offload import WEDGED_AFTER_S, Offload
 from device_plugin.kubelet_plugin.service.servicers import SERVED, SUPPORTED_VERSIONS, Registration, dra_servicer
 from device_plugin.serving.kept_socket import KeptSocket
 from device_plugin.serving.probe import SocketProbe
-from device_plugin.serving.socket_files import describe_os_error, too_long
+from device_plugin.serving.socket_files import describe_os_error, served_by_someone, too_long
 
 __all__ = ["SUPPORTED_VERSIONS", "DraGrpcServer", "SocketPaths", "check_socket_paths"]
 
@@ -58,11 +59,21 @@ class SocketPaths:
     endpoint: Path
 
     @classmethod
-    def for_driver(cls, driver_name: str, kubelet_dir: Path = Path("/var/lib/kubelet")) -> SocketPaths:
+    def for_driver(
+        cls, driver_name: str, kubelet_dir: Path = Path("/var/lib/kubelet"), instance: str = ""
+    ) -> SocketPaths:
+        """The fixed names, or with `instance` (the pod UID: rolling-update mode, kubelet 1.33+) the names
+        the kubelet-plugin helper of Kubernetes gives each instance: `<driver>-<uid>-reg.sock`, `dra-<uid>.sock`."""
+        part = f"-{instance}" if instance else ""
         return cls(
-            kubelet_dir / "plugins_registry" / f"{driver_name}-reg.sock",
-            kubelet_dir / "plugins" / driver_name / "dra.sock",
+            kubelet_dir / "plugins_registry" / f"{driver_name}{part}-reg.sock",
+            kubelet_dir / "plugins" / driver_name / f"dra{part}.sock",
         )
+
+    def others_served(self, driver_name: str) -> list[Path]:
+        """Registration sockets of other instances of this driver that a live process serves now."""
+        found = self.registration.parent.glob(f"{glob.escape(driver_name)}*-reg.sock")
+        return [p for p in found if p != self.registration and served_by_someone(p)]
 
 
 def check_socket_paths(driver_name: str, paths: SocketPaths) -> None:
@@ -101,11 +112,15 @@ class DraGrpcServer:
         wedged_after_s: float = WEDGED_AFTER_S,
         health: DeviceHealthFeed | None = None,
         health_heartbeat_s: float = HEARTBEAT_S,
+        calls: CallLock | None = None,
     ) -> None:
+        """`calls`: rolling-update mode (per-instance socket names): no instance lock; the checkpoint is
+        read, and each claim change made, under this lock shared with the other instance."""
         self.driver_name = driver_name
         self._paths = paths
         self._poll_s = poll_s
         self._preparer = preparer
+        self._calls = calls
         self._instance = FileLock(paths.endpoint.parent / INSTANCE_LOCK)
         self._opened = False  # the checkpoint read and the claim pools open: claims are served
         self._open_problem = ""  # why the checkpoint could not be read (the keeper tries again)
@@ -163,7 +178,7 @@ class DraGrpcServer:
     def socket_taken(self) -> str:
         """Why we wait instead of serving: another instance holds the instance lock, or another process
         serves one of our paths; "" when neither is so."""
-        if self._thread is not None and not self._opened and not self._instance.held():
+        if self._calls is None and self._thread is not None and not self._opened and not self._instance.held():
             return self._instance.waiting()
         return self._endpoint.taken() or self._registrar.taken()
 
@@ -227,7 +242,12 @@ class DraGrpcServer:
         """Read the checkpoint and open the claim pools. The first attempt (in start()) raises ConfigError;
         later ones log it once and are tried again at the next poll."""
         try:
-            self._preparer.open()
+            if self._calls is None:
+                self._preparer.open()
+            else:
+                self._paths.endpoint.parent.mkdir(parents=True, exist_ok=True)  # the endpoint is bound there
+                with self._calls.held():
+                    self._preparer.open()
         except ConfigError as error:
             if self._thread is None:
                 raise
@@ -243,6 +263,8 @@ class DraGrpcServer:
     def _own_instance(self) -> bool:
         """We hold the instance lock (taken now if free). Lost while serving (its file removed and locked
         afresh by a newcomer): the sockets are withdrawn for good, since what we hold may be stale by now."""
+        if self._calls is not None:  # two instances serve at once by design: the call lock guards them
+            return True
         if self._lost:
             return False
         was_open = self._opened
