@@ -129,9 +129,10 @@ def _run(args: argparse.Namespace) -> int:
         log.info("received %s during start-up; exiting", signals.received)
         _close(tail, backend)
         return 0
-    if not _start_runtime(runtime):
+    refused = _start_runtime(runtime)
+    if refused:
         _close(tail, backend)
-        return 1
+        return refused
     if watch is not None:
         watch.start()
     signals.on_hangup = runtime.request_rescan
@@ -219,11 +220,15 @@ def _start_fake_events(args: argparse.Namespace, backend: NvmlBackend) -> FakeEv
     return tail
 
 
-def _start_runtime(runtime: NodeRuntime) -> bool:
-    """Start serving; False (logged) when it could not, after the runtime stopped what it had started."""
+def _start_runtime(runtime: NodeRuntime) -> int:
+    """Start serving; the exit code (logged) when it could not, after the runtime stopped what it had
+    started: 2 for a config error (a DRA checkpoint folder that cannot be used), else 1. 0: serving."""
     try:
         runtime.start()
     except Exception as error:  # the runtime stopped what it had started
+        if isinstance(error, ConfigError):
+            log.error("config error: %s", error)
+            return 2
         if isinstance(error, EndpointBindError):
             log.error(
                 "%s. Free the port, or set gpuDevicePlugin.metricsAddress (METRICS_ADDRESS) to another "
@@ -232,8 +237,8 @@ def _start_runtime(runtime: NodeRuntime) -> bool:
             )
         else:
             log.error("cannot start serving: %s", error)
-        return False
-    return True
+        return 1
+    return 0
 
 
 def _close(tail: FakeEventsTail | None, backend: NvmlBackend) -> None:

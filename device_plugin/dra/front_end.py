@@ -23,6 +23,8 @@ endpoint and labels. What it decides:
 from __future__ import annotations
 
 import logging
+import os
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -34,6 +36,7 @@ from kubernetes import client as k8s
 from kubernetes.config.config_exception import ConfigException
 
 from device_plugin.config.model import Config
+from device_plugin.config.schema import PER_INSTANCE_SOCKET_NAMES
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import OWN_DOMAIN
@@ -53,6 +56,10 @@ from device_plugin.observability.labels import LabelOptions
 
 log = logging.getLogger(__name__)
 
+POD_UID_ENV = "POD_UID"
+SOCKET_NAMES_FIELD = "gpuDevicePlugin.socketNames"
+_POD_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
 
 def front_end_maker(config: Config, environ: Mapping[str, str]) -> Callable[[], DraFrontEnd]:
     """What `run --mode dra` needs before it opens NVML: the node name (NODE_NAME, from the downward API's
@@ -62,17 +69,33 @@ def front_end_maker(config: Config, environ: Mapping[str, str]) -> Callable[[], 
     if not node_name:
         raise ConfigError("mode dra", "NODE_NAME is not set; set it from the downward API (fieldRef spec.nodeName)")
     driver_name = config.daemon.driver_name  # sockets too long to bind: a config error now, not at serving time
-    check_socket_paths(driver_name, SocketPaths.for_driver(driver_name, _kubelet_dir(config)))
+    instance = _instance(config, environ)
+    check_socket_paths(driver_name, SocketPaths.for_driver(driver_name, _kubelet_dir(config), instance))
     try:
         client = api_client()
     except ConfigException as error:
         reason = f"no API server to talk to (KUBECONFIG or in-cluster service account): {error}"
         raise ConfigError("mode dra", reason) from None
-    return lambda: DraFrontEnd.for_config(config, client, node_name=node_name)
+    return lambda: DraFrontEnd.for_config(config, client, node_name=node_name, instance=instance)
 
 
 def _kubelet_dir(config: Config) -> Path:
     return Path(config.daemon.device_plugin_dir).parent
+
+
+def _instance(config: Config, env: Mapping[str, str]) -> str:
+    """The pod UID with `socketNames: per-instance` (rolling-update mode), else "" (fixed socket names).
+    ConfigError when POD_UID is not a pod UID: a made-up id would change at each restart, and a crashed
+    instance's sockets, which no newcomer may remove, would pile up."""
+    if config.daemon.socket_names != PER_INSTANCE_SOCKET_NAMES:
+        return ""
+    uid = env.get(POD_UID_ENV, "").strip().lower()
+    if not _POD_UID.fullmatch(uid):
+        shown = f"{uid[:60]!r}" if uid else "unset"
+        raise ConfigError(
+            SOCKET_NAMES_FIELD, f"per-instance needs POD_UID, the pod's UID (downward API metadata.uid); it is {shown}"
+        )
+    return uid
 
 
 class DraFrontEnd:
@@ -89,6 +112,7 @@ class DraFrontEnd:
         own_domain: str = OWN_DOMAIN,
         backoff_max_s: float = 5.0,
         health_heartbeat_s: float = HEARTBEAT_S,
+        instance: str = "",
     ) -> None:
         self.driver_name = driver_name
         self.own_domain = own_domain  # of our own attributes (bestSetK, nvlinkDomain, NIC ones)
@@ -102,7 +126,7 @@ class DraFrontEnd:
         self._unhealthy_names: frozenset[str] = frozenset()
         self._health_checked = True  # False: health checks are off, the kubelet hears Unknown
         self._started = False
-        options = PluginOptions(driver_name, node_name, kubelet_dir, backoff_max_s, health_heartbeat_s)
+        options = PluginOptions(driver_name, node_name, kubelet_dir, backoff_max_s, health_heartbeat_s, instance)
         self.plugin = KubeletPlugin(
             client, options, PrepareDecision(driver_name=driver_name, pool_name=node_name, devices=self)
         )
@@ -111,14 +135,24 @@ class DraFrontEnd:
         self.preparer, self.server = self.plugin.preparer, self.plugin.server
 
     @classmethod
-    def for_config(cls, config: Config, client: k8s.ApiClient, *, node_name: str, **options: Any) -> DraFrontEnd:
-        """The driver name, own domain and kubelet directory (the parent of devicePluginDir) from `config`."""
+    def for_config(
+        cls,
+        config: Config,
+        client: k8s.ApiClient,
+        *,
+        node_name: str,
+        instance: str | None = None,
+        **options: Any,
+    ) -> DraFrontEnd:
+        """The driver name, own domain, kubelet directory (the parent of devicePluginDir) and, with
+        `socketNames: per-instance`, the instance (POD_UID, unless `instance` is given) from `config`."""
         return cls(
             client,
             node_name=node_name,
             driver_name=config.daemon.driver_name,
             kubelet_dir=_kubelet_dir(config),
             own_domain=config.daemon.own_domain,
+            instance=_instance(config, os.environ) if instance is None else instance,
             **options,
         )
 

@@ -5,7 +5,8 @@ checkpoint, the registration and DRA gRPC servers, the devices' health feed) for
 the driver hands it its Driver (kubelet_plugin/driver.py) and, whenever they change, the devices to
 publish (`publisher.request`) and their health (`health.set`). Probes answer (ok, detail); what a probe
 result is to the HTTP endpoint is the caller's. The checkpoint is `<kubelet>/plugins/<driver>/`, beside
-the DRA socket; a kubelet (re)registration asks the publisher to reconcile (it may have wiped our slices).
+the DRA socket, read by the server once it holds the instance lock and the endpoint (never at
+construction); a kubelet (re)registration asks the publisher to reconcile (it may have wiped our slices).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from device_plugin.kubelet_plugin.driver import Driver
 from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed
 from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.kubelet_plugin.service.health_service import HEARTBEAT_S
+from device_plugin.kubelet_plugin.service.instance_lock import CALL_LOCK, CallLock
 from device_plugin.serving import event_loop
 
 log = logging.getLogger(__name__)
@@ -42,6 +45,7 @@ class PluginOptions:
     kubelet_dir: Path  # plugins_registry/ (registration) and plugins/<driver>/ (DRA socket, checkpoint)
     backoff_max_s: float = 5.0  # the publisher's retries
     health_heartbeat_s: float = HEARTBEAT_S  # DRAResourceHealth streams resend this often
+    instance: str = ""  # the pod UID: rolling-update mode (per-instance sockets, kubelet 1.33+); "" fixed names
 
 
 class KubeletPlugin:
@@ -52,19 +56,31 @@ class KubeletPlugin:
             client, driver_name=name, node_name=options.node_name, backoff_max_s=options.backoff_max_s
         )
         self._claims = ApiClaimFetcher(client, lambda: self.publisher.api_version)
+        self._instance = options.instance
+        folder = options.kubelet_dir / "plugins" / name
+        # Read only once the sockets are ours (the server's keeper opens it): another live driver's folder
+        # is never read, migrated or compacted. Rolling-update mode: shared with the other instance.
+        checkpoint = Checkpoint(folder / "checkpoint.json", deferred=True, shared=bool(options.instance))
+        calls = None
+        if options.instance:
+            calls = CallLock(
+                folder / CALL_LOCK, reload=lambda: self.preparer.reload(), rounds=lambda: checkpoint.rounds
+            )
         self.preparer = Preparer(
             driver_name=name,
             fetcher=self._claims,
             driver=driver,
-            checkpoint=Checkpoint(options.kubelet_dir / "plugins" / name / "checkpoint.json"),
+            checkpoint=checkpoint,
+            serialized=calls.held if calls is not None else nullcontext,
         )
         self.server = DraGrpcServer(
             name,
-            SocketPaths.for_driver(name, options.kubelet_dir),
+            SocketPaths.for_driver(name, options.kubelet_dir, options.instance),
             self.preparer,
             on_registered=self.publisher.resync,
             health=self.health,
             health_heartbeat_s=options.health_heartbeat_s,
+            calls=calls,
         )
 
     def liveness(self) -> tuple[bool, str]:
@@ -104,8 +120,9 @@ class KubeletPlugin:
         left of the budget; the sockets are removed meanwhile whatever the API server does."""
         deadline = time.monotonic() + timeout_s
         unpublished: list[bool] = []
+        unpublish = not self._replaced()
         unpublishing = threading.Thread(
-            target=lambda: unpublished.append(self.publisher.stop(max(0.5, timeout_s - 0.1), unpublish=True)),
+            target=lambda: unpublished.append(self.publisher.stop(max(0.5, timeout_s - 0.1), unpublish=unpublish)),
             name="dra-unpublish",
             daemon=True,
         )
@@ -117,6 +134,16 @@ class KubeletPlugin:
             log.warning("deleting our ResourceSlices did not finish within %.1f s; stopping without it", timeout_s)
             return False
         return unpublished == [True]
+
+    def _replaced(self) -> bool:
+        """Rolling-update mode: another instance of this driver serves its registration socket now (a
+        rolling replacement), so it takes the pool over and our slices stay. Fixed names: never."""
+        if not self._instance:
+            return False
+        others = self.server.paths.others_served(self.server.driver_name)
+        if others:
+            log.info("%s serves beside us: leaving the ResourceSlices to it", others[0].name)
+        return bool(others)
 
     def _close_claim_reads(self) -> None:
         """The claim reads' connections, closed on the loop they were made on (after the server stopped)."""

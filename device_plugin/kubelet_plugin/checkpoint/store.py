@@ -56,11 +56,15 @@ class Checkpoint:
     """Thread-safe map claim UID -> PreparedClaim, persisted on every change.
 
     `path` is the old single-file checkpoint (`plugins/<driver>/checkpoint.json`): migrated at start
-    into the `claims/` folder beside it, then removed.
+    into the `claims/` folder beside it, then removed. `deferred`: nothing is read until open(), and no
+    change is accepted before it. `shared` (rolling-update mode): every change is made under a lock the
+    caller holds across instances, so compaction runs in the change's round, never in the background, and
+    reload() reads what the other instance wrote.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, deferred: bool = False, shared: bool = False) -> None:
         self.legacy_path = path
+        self.shared = shared  # another instance writes too (under the call lock): compaction runs inline
         self.folder = ClaimsFolder(path.parent / CLAIMS_FOLDER)
         self._group = GroupSync(self.folder.sync)
         self._lock = threading.Lock()  # guards _claims, held only for dict operations
@@ -69,10 +73,25 @@ class Checkpoint:
         self._background: threading.Thread | None = None
         self._journal: Journal | None = None  # opened by the first change
         self._queue: CommitQueue[_Changes, frozenset[str]] = CommitQueue(self._commit)
-        self._claims, self._closed, self._next = load(self.folder, self._group, path)
+        self._claims: dict[str, PreparedClaim] = {}
+        self._closed: list[Leftover] = []
+        self._next = 1
+        self._compact_soon = False
+        self.opened = False
+        if not deferred:
+            self.open()
+
+    def open(self) -> None:
+        """Read the folder (migrating the old file): at construction, or, `deferred`, once the caller owns
+        the sockets (so nothing in another live driver's folder is read, renamed or compacted). Once only.
+        ConfigError: the folder cannot be made or listed (checkpoint/load.py)."""
+        if self.opened:
+            return
+        self._claims, self._closed, self._next = load(self.folder, self._group, self.legacy_path)
         # The journals found are compacted at the first change, in the background: a Checkpoint that only
         # reads (a tool, a test reading back what a live driver wrote) removes nothing.
         self._compact_soon = bool(self._closed)
+        self.opened = True
 
     @property
     def directory(self) -> Path:
@@ -107,6 +126,7 @@ class Checkpoint:
         """Checkpoint every claim, all or none: raises OSError (and remembers none) when the disk fails."""
         if not claims:
             return
+        self._check_open()
         records = []
         for uid, claim in claims.items():
             record = encode(uid, claim)
@@ -119,12 +139,30 @@ class Checkpoint:
     def delete_many(self, uids: Collection[str]) -> frozenset[str]:
         """Forget `uids`; the ones that were checkpointed. Raises OSError (and forgets none) when the disk
         fails."""
+        self._check_open()  # before it, an unknown claim may be one on disk: never "nothing to forget"
         with self._lock:
             present = [uid for uid in dict.fromkeys(uids) if uid in self._claims]
         if not present:
             return frozenset()
         records = b"".join(delete_record(uid) for uid in present)
         return self._queue.submit(_Changes(records, tuple((uid, None) for uid in present)))
+
+    def reload(self) -> None:
+        """Read the folder again (another instance changed it; the caller holds the lock both take):
+        our open journal is closed (it is durable), the journals found are compacted at our next change."""
+        with self._compacting, self._journal_lock:
+            if self._journal is not None:
+                self._journal.close()
+                self._journal = None
+            claims, self._closed, self._next = load(self.folder, self._group, self.legacy_path)
+            with self._lock:
+                self._claims = claims
+            self._compact_soon = bool(self._closed)
+            self.opened = True
+
+    def _check_open(self) -> None:
+        if not self.opened:  # a bug of ours: a write before the read would compact away what is on disk
+            raise OSError(errno.EAGAIN, f"the checkpoint in {self.folder.path} is not read yet")
 
     def compact(self) -> None:
         """Write every claim the journals name as its own file (fsynced), then remove those journals; the
@@ -172,12 +210,17 @@ class Checkpoint:
                         elif self._claims.pop(uid, None) is not None:
                             gone.add(uid)
                     removed.append(frozenset(gone))
-            if (full or self._compact_soon) and (self._background is None or not self._background.is_alive()):
+            inline = self.shared and (full or self._compact_soon)
+            if inline:
+                self._compact_soon = False
+            elif (full or self._compact_soon) and (self._background is None or not self._background.is_alive()):
                 self._compact_soon = False
                 self._background = threading.Thread(
                     target=self._compact_logged, name="dra-checkpoint-compact", daemon=True
                 )
                 self._background.start()
+        if inline:  # under the caller's cross-instance lock: the other instance never sees it half done
+            self._compact_logged()
         return removed
 
     def _compact_logged(self) -> None:

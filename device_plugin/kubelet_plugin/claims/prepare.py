@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 from device_plugin.core.short_text import one_line
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim
@@ -61,14 +62,29 @@ class Preparer:
         fetcher: ClaimFetcher,
         driver: Driver,
         checkpoint: Checkpoint,
+        serialized: Callable[[], AbstractContextManager[None]] = nullcontext,
     ) -> None:
         self._driver_name = driver_name
+        self._serialized = serialized  # rolling-update mode: the lock both instances take for a change
         self._decide = driver.decide
         self._fetcher = fetcher
         self._checkpoint = checkpoint
         self._locks = ClaimLocks()
         self.holders = DeviceHolders()
         self.holders.load(self._checkpointed())
+
+    def reload(self) -> None:
+        """Another instance changed the checkpoint: read it again, and hold what it holds now."""
+        self._checkpoint.reload()
+        self.open()
+
+    def open(self) -> None:
+        """Read a deferred checkpoint (once the sockets are ours) and hold its claims' devices; again after
+        another instance changed it. ConfigError: the checkpoint folder cannot be used."""
+        self._checkpoint.open()
+        holders = DeviceHolders()
+        holders.load(self._checkpointed())
+        self.holders = holders
 
     def _checkpointed(self) -> list[tuple[str, str, tuple[Hold, ...]]]:
         claims = ((uid, self._checkpoint.get(uid)) for uid in self._checkpoint.uids())
@@ -100,7 +116,8 @@ class Preparer:
         blocks on the checkpoint's write."""
         label = claim_label(claim.namespace, claim.name, claim.uid)
         try:
-            result = self._settle(claim, label, ticket, read, gave_up)
+            with self._serialized():
+                result = self._settle(claim, label, ticket, read, gave_up)
         except Exception as error:  # a bug of ours or a broken device view: still this claim's error only
             log.exception("preparing %s failed", label)
             result = PrepareResult(error=f"{label}: internal error: {type(error).__name__}: {error}")
@@ -108,7 +125,7 @@ class Preparer:
 
     def unprepare_claim(self, claim: ClaimRef) -> str:
         """Forget the claim (no Prepare of it that is in flight will write it again); "" on success."""
-        with self._locks.ticket(claim.uid) as ticket, ticket.locked():
+        with self._serialized(), self._locks.ticket(claim.uid) as ticket, ticket.locked():  # settle's order
             ticket.supersede()
             try:
                 self._checkpoint.remove(claim.uid)

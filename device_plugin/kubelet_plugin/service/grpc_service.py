@@ -18,6 +18,7 @@ be sent to an endpoint we cannot serve. stop() removes only sockets that are sti
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import threading
@@ -35,11 +36,12 @@ from device_plugin.core.errors import ConfigError
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed
 from device_plugin.kubelet_plugin.service.health_service import HEALTH_VERSIONS, HEARTBEAT_S, add_health_servicers
+from device_plugin.kubelet_plugin.service.instance_lock import INSTANCE_LOCK, CallLock, FileLock
 from device_plugin.kubelet_plugin.service.offload import WEDGED_AFTER_S, Offload
 from device_plugin.kubelet_plugin.service.servicers import SERVED, SUPPORTED_VERSIONS, Registration, dra_servicer
 from device_plugin.serving.kept_socket import KeptSocket
 from device_plugin.serving.probe import SocketProbe
-from device_plugin.serving.socket_files import too_long
+from device_plugin.serving.socket_files import describe_os_error, served_by_someone, too_long
 
 __all__ = ["SUPPORTED_VERSIONS", "DraGrpcServer", "SocketPaths", "check_socket_paths"]
 
@@ -57,11 +59,21 @@ class SocketPaths:
     endpoint: Path
 
     @classmethod
-    def for_driver(cls, driver_name: str, kubelet_dir: Path = Path("/var/lib/kubelet")) -> SocketPaths:
+    def for_driver(
+        cls, driver_name: str, kubelet_dir: Path = Path("/var/lib/kubelet"), instance: str = ""
+    ) -> SocketPaths:
+        """The fixed names, or with `instance` (the pod UID: rolling-update mode, kubelet 1.33+) the names
+        the kubelet-plugin helper of Kubernetes gives each instance: `<driver>-<uid>-reg.sock`, `dra-<uid>.sock`."""
+        part = f"-{instance}" if instance else ""
         return cls(
-            kubelet_dir / "plugins_registry" / f"{driver_name}-reg.sock",
-            kubelet_dir / "plugins" / driver_name / "dra.sock",
+            kubelet_dir / "plugins_registry" / f"{driver_name}{part}-reg.sock",
+            kubelet_dir / "plugins" / driver_name / f"dra{part}.sock",
         )
+
+    def others_served(self, driver_name: str) -> list[Path]:
+        """Registration sockets of other instances of this driver that a live process serves now."""
+        found = self.registration.parent.glob(f"{glob.escape(driver_name)}*-reg.sock")
+        return [p for p in found if p != self.registration and served_by_someone(p)]
 
 
 def check_socket_paths(driver_name: str, paths: SocketPaths) -> None:
@@ -100,10 +112,20 @@ class DraGrpcServer:
         wedged_after_s: float = WEDGED_AFTER_S,
         health: DeviceHealthFeed | None = None,
         health_heartbeat_s: float = HEARTBEAT_S,
+        calls: CallLock | None = None,
     ) -> None:
+        """`calls`: rolling-update mode (per-instance socket names): no instance lock; the checkpoint is
+        read, and each claim change made, under this lock shared with the other instance."""
         self.driver_name = driver_name
         self._paths = paths
         self._poll_s = poll_s
+        self._preparer = preparer
+        self._calls = calls
+        self._instance = FileLock(paths.endpoint.parent / INSTANCE_LOCK)
+        self._opened = False  # the checkpoint read and the claim pools open: claims are served
+        self._open_problem = ""  # why the checkpoint could not be read (the keeper tries again)
+        self._lock_problem = ""  # why the instance lock could not be made
+        self._lost = False  # another instance took the instance lock while we served: never serve again
         served = SUPPORTED_VERSIONS + (HEALTH_VERSIONS if health is not None else ())
         self.registration = Registration(driver_name, str(paths.endpoint), on_registered, served)
         self._offload = Offload(wedged_after_s=wedged_after_s)
@@ -131,7 +153,6 @@ class DraGrpcServer:
     def start(self) -> None:
         """Serve both sockets now (the endpoint first) and keep them served. ConfigError: a path too long."""
         check_socket_paths(self.driver_name, self._paths)
-        self._offload.open()
         self._stopping.clear()
         self._keep()
         self._thread = threading.Thread(target=self._keep_loop, name="dra-sockets", daemon=True)
@@ -147,13 +168,18 @@ class DraGrpcServer:
         self._endpoint.stop(grace_s)
         self._probe.close()
         self._offload.close()
+        self._opened = False
+        self._instance.release()
 
     @property
     def paths(self) -> SocketPaths:
         return self._paths
 
     def socket_taken(self) -> str:
-        """Why we wait instead of serving: another process serves one of our paths; "" when none does."""
+        """Why we wait instead of serving: another instance holds the instance lock, or another process
+        serves one of our paths; "" when neither is so."""
+        if self._calls is None and self._thread is not None and not self._opened and not self._instance.held():
+            return self._instance.waiting()
         return self._endpoint.taken() or self._registrar.taken()
 
     def serving(self) -> tuple[bool, str]:
@@ -161,6 +187,9 @@ class DraGrpcServer:
         Prepare or Unprepare work has been stuck past the offload's limit."""
         if self._thread is None or not self._thread.is_alive():
             return False, f"the DRA sockets of {self.driver_name} are not kept (not started, or stopped)"
+        for problem in (self._lost_problem(), self._lock_problem, self._open_problem):
+            if problem:
+                return False, problem
         for kept in (self._endpoint, self._registrar):
             problem = kept.problem()
             if problem:
@@ -187,6 +216,10 @@ class DraGrpcServer:
                 log.exception("keeping the DRA sockets of %s failed; trying again", self.driver_name)
 
     def _keep(self) -> None:
+        """The instance lock, then the endpoint, then the checkpoint (read only once both are ours), then
+        the registration socket: the kubelet is sent to us only once claims can be answered."""
+        if not self._own_instance():
+            return
         self._endpoint.keep()
         if not self._endpoint.intact():
             if self._registrar.intact():
@@ -195,5 +228,63 @@ class DraGrpcServer:
                 )
             self._registrar.stop(0.0, problem="not registering while the DRA endpoint is not served")
             return
+        if not self._opened and not self._open():
+            return
         if self._registrar.keep():
             self.registration.status = None  # a fresh socket: the kubelet registers us anew
+
+    def _lost_problem(self) -> str:
+        if not self._lost:
+            return ""
+        return f"another instance took {self._instance.path} while we served; restart to read the checkpoint afresh"
+
+    def _open(self) -> bool:
+        """Read the checkpoint and open the claim pools. The first attempt (in start()) raises ConfigError;
+        later ones log it once and are tried again at the next poll."""
+        try:
+            if self._calls is None:
+                self._preparer.open()
+            else:
+                self._paths.endpoint.parent.mkdir(parents=True, exist_ok=True)  # the endpoint is bound there
+                with self._calls.held():
+                    self._preparer.open()
+        except ConfigError as error:
+            if self._thread is None:
+                raise
+            if str(error) != self._open_problem:
+                log.error("%s: cannot read the checkpoint: %s", self.driver_name, error)
+            self._open_problem = str(error)
+            return False
+        self._open_problem = ""
+        self._offload.open()
+        self._opened = True
+        return True
+
+    def _own_instance(self) -> bool:
+        """We hold the instance lock (taken now if free). Lost while serving (its file removed and locked
+        afresh by a newcomer): the sockets are withdrawn for good, since what we hold may be stale by now."""
+        if self._calls is not None:  # two instances serve at once by design: the call lock guards them
+            return True
+        if self._lost:
+            return False
+        was_open = self._opened
+        try:
+            if self._instance.try_acquire():
+                self._lock_problem = ""
+                return True
+        except OSError as error:  # e.g. a file where plugins/ was: the sockets could not be bound either
+            problem = f"cannot take the instance lock {self._instance.path}: {describe_os_error(error)}"
+            if problem != self._lock_problem:
+                log.error("%s: %s", self.driver_name, problem)
+            self._lock_problem = problem
+            return False
+        if was_open:  # another instance holds the fresh lock file now: it reads the checkpoint afresh
+            self._lost = True
+            log.error(
+                "%s: %s was locked afresh by another instance; withdrawing our sockets",
+                self.driver_name,
+                self._instance.path,
+            )
+            self._registrar.stop(0.0, problem="withdrawn: another instance took the instance lock")
+            self._endpoint.stop(0.0, problem="withdrawn: another instance took the instance lock")
+        return False

@@ -126,7 +126,8 @@ def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offloa
             if not claims:
                 return response
             if not offload.running():
-                await _abort(context, "NodePrepareResources", RuntimeError("the DRA driver is stopping"))
+                not_serving = RuntimeError("the DRA driver is not serving claims (starting or stopping)")
+                await _abort(context, "NodePrepareResources", not_serving)
             for claim, result in zip(claims, await prepare_all(claims, context), strict=True):
                 entry = response.claims[claim.uid]
                 entry.error = result.error

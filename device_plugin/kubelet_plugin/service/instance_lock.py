@@ -1,0 +1,119 @@
+"""An advisory file lock (flock) in the plugin data directory: which live instance may use the checkpoint.
+
+Boundary: one lock file, taken and given back; who waits for it and what it guards is the caller's
+(service/grpc_service.py). With fixed socket names an instance holds `instance.lock` for as long as it
+serves: a second daemon on the same kubelet directory waits for it before it binds a socket or reads
+the checkpoint, so it never acts on a snapshot the first one has moved past, and never writes beside
+it. The kernel gives the lock back when its holder dies (kill -9 included), so a crashed daemon never
+blocks the next one. In rolling-update mode (per-instance socket names) two instances serve at once
+and CallLock serialises their claim changes instead. Taken (held) means "the file at the path is the
+one we locked": a lock file removed behind our back (`rm -rf <kubelet>/plugins`) is not held any
+more, since a newcomer would lock a fresh file at the path; `held()` tells, and the owner takes the
+fresh one again.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import logging
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from device_plugin.core.short_text import short_path
+
+log = logging.getLogger(__name__)
+
+INSTANCE_LOCK = "instance.lock"  # beside the DRA socket; not a name the kubelet-plugin helper of Go uses
+CALL_LOCK = "serialize.lock"  # the Go helper's name for the same job, in the same directory
+STAMP_BYTES = 64
+
+
+class FileLock:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def try_acquire(self) -> bool:
+        """Take the lock unless another open file holds it; True when we hold it now. OSError: the folder
+        or the file cannot be made (named by the caller)."""
+        if self.held():
+            return True
+        self.release()  # ours was removed from the path: the fresh file is the one that counts
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            os.close(fd)
+            if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                return False
+            raise
+        self._fd = fd
+        if not self.held():  # the file we locked was replaced between our open and our lock: next time
+            self.release()
+            return False
+        return True
+
+    def held(self) -> bool:
+        """We hold the lock on the file that is at the path now."""
+        fd = self._fd
+        if fd is None:
+            return False
+        try:
+            here = os.stat(self.path, follow_symlinks=False)
+        except OSError:
+            return False
+        mine = os.fstat(fd)
+        return (here.st_dev, here.st_ino) == (mine.st_dev, mine.st_ino)
+
+    def release(self) -> None:
+        """Give the lock back (closing the file does); the file stays, for the next holder."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def waiting(self) -> str:
+        """What /readyz says while another instance holds the lock."""
+        return (
+            f"another instance of this DRA driver holds {short_path(self.path)} (a second copy on this kubelet "
+            "directory); waiting for it to stop before binding a socket or reading the checkpoint"
+        )
+
+
+class CallLock:
+    """Rolling-update mode: two instances share one checkpoint, so each claim change of either runs under
+    flock(`serialize.lock`), a fresh open file per call (threads of one process exclude each other too).
+    The file holds a stamp that the instance which last changed the checkpoint wrote: a stamp other than
+    the one this instance last saw means the other changed it, and `reload` reads it again first."""
+
+    def __init__(self, path: Path, *, reload: Callable[[], None], rounds: Callable[[], int]) -> None:
+        self.path = path
+        self._reload = reload
+        self._rounds = rounds  # the checkpoint's write rounds so far: a change made under the lock shows in it
+        self._token = secrets.token_hex(8)
+        self._count = 0
+        self._seen = b""
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # blocks: run in a worker thread, never on the serving loop
+            stamp = os.pread(fd, STAMP_BYTES, 0)
+            if stamp != self._seen:
+                self._reload()
+                self._seen = stamp
+            before = self._rounds()
+            yield
+            if self._rounds() != before:
+                self._count += 1
+                stamp = f"{self._token} {self._count}\n".encode()
+                os.pwrite(fd, stamp, 0)
+                os.ftruncate(fd, len(stamp))
+                self._seen = stamp
+        finally:
+            os.close(fd)  # and the lock with it
