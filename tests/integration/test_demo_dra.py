@@ -82,7 +82,7 @@ CASES = {
             "2. The pool demo-node (generation 1): 1 ResourceSlice, 8 devices:",
             "3. A pod's claim demo/gpu-claim is allocated gpu-0",
             f"   gpu-0: nvidia.com/gpu={uuid_of('dgx1-v100', 0)}\n",
-            "4. GPU 7 reports Xid 79 (fallen off the bus). Its 1 device get a taint:",
+            "4. GPU 7 reports Xid 79 (fallen off the bus). Its device gets a taint:",
             *fault("gpu-7"),
             "the taint is gone: after ",
             "   The health stream says gpu-7 is healthy again.",
