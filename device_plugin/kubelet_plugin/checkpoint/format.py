@@ -35,7 +35,7 @@ class PreparedDevice:
     pool_name: str
     device_name: str
     cdi_device_ids: tuple[str, ...]
-    admin_access: bool = False  # the allocation's adminAccess (claims/holders.py lets two such holders share)
+    admin_access: bool = False  # the allocation's adminAccess (claims/holders.py: such a holder shares the device)
 
 
 @dataclass(frozen=True)
