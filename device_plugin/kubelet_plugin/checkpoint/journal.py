@@ -10,7 +10,13 @@ answered for: replay ignores it. A failed append is cut back off the file (ftrun
 before the error is raised, so a claim answered with an error is not replayed after a restart (best
 effort when the disk keeps failing: logged, as the per-file undo is).
 
-A new journal's name is made durable (folder fsync) before the first record goes in. Journals are read
+A new journal's name is made durable (folder fsync) before the first record goes in. The `.log` name
+invites log cleaners: a journal removed, renamed (logrotate), replaced or truncated (copytruncate) while
+open would take every later record into a file no restart reads. So each append first checks that the
+name still leads to our file at the size we wrote (an fstat and an lstat), and if not writes the journal
+again from the copy of its records kept in memory (at most about a journal's rotation size) under its
+name, fsynced, before the new records go in: a change is acknowledged only once it is in the named file.
+Journals are read
 at start with the config reader's limits (a regular file only, O_NONBLOCK, MAX_JOURNAL_BYTES) and each
 line with a depth cap; a bad complete line is skipped and counted, never fatal.
 """
@@ -42,6 +48,7 @@ PREFIX, SUFFIX = "journal-", ".log"
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024  # read at start; a journal is rotated past checkpoint.COMPACT_AFTER_BYTES
 MAX_RECORD_BYTES = MAX_ENTRY_BYTES  # a claim's record is what its file would hold, and as bounded
 
+_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_DSYNC | os.O_NOFOLLOW | os.O_CLOEXEC
 _NAME = re.compile(rf"{PREFIX}([0-9]{{1,12}}){re.escape(SUFFIX)}")
 
 Change = tuple[str, PreparedClaim | None]  # (uid, claim) for a put, (uid, None) for a delete
@@ -68,8 +75,8 @@ class Journal:
     def __init__(self, folder: ClaimsFolder, number: int) -> None:
         self.number = number
         self.path = folder.path / journal_name(number)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_DSYNC | os.O_NOFOLLOW | os.O_CLOEXEC
-        self._fd = os.open(self.path, flags, 0o600)
+        self._folder = folder
+        self._fd = os.open(self.path, _FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
         self._closer = weakref.finalize(self, os.close, self._fd)  # a Checkpoint dropped unclosed leaks no fd
         try:
             folder.sync()  # the name must survive a crash before any acknowledged record in it does
@@ -79,9 +86,13 @@ class Journal:
             raise
         self.size = 0
         self.uids: set[str] = set()
+        self._kept = bytearray()  # every record in the file: written again from here if the file is lost
 
     def append(self, data: bytes, uids: Iterable[str]) -> None:
-        """Write `data` (whole lines), durable on return (O_DSYNC); on failure cut it off again and raise."""
+        """Write `data` (whole lines), durable on return (O_DSYNC); on failure cut it off again and raise.
+        The journal is first written again if its file was removed or replaced (see the module docstring)."""
+        if self._lost():
+            self._write_again()
         good = self.size
         try:
             view = memoryview(data)
@@ -91,7 +102,32 @@ class Journal:
             self._cut_back(good)
             raise
         self.size = good + len(data)
+        self._kept += data
         self.uids.update(uids)
+
+    def _lost(self) -> bool:
+        """Whether the name no longer leads to our file with what we wrote in it."""
+        ours = os.fstat(self._fd)
+        try:
+            named = os.lstat(self.path)
+        except FileNotFoundError:
+            return True
+        return (named.st_ino, named.st_dev) != (ours.st_ino, ours.st_dev) or ours.st_size != self.size
+
+    def _write_again(self) -> None:
+        """Put the records kept in memory back under the journal's name (fsynced, name durable), and
+        append to that file from now on; raises OSError (the round fails, the next one tries again)."""
+        self._folder.write(self.path.name, bytes(self._kept))
+        fd = os.open(self.path, _FLAGS)
+        self.close()
+        self._fd, self._closer = fd, weakref.finalize(self, os.close, fd)
+        self._folder.sync()
+        log.warning(
+            "DRA checkpoint: %s was removed, replaced or cut short while in use (a log cleaner?); "
+            "written again from memory (%d bytes)",
+            self.path.name,
+            self.size,
+        )
 
     def _cut_back(self, good: int) -> None:
         try:
