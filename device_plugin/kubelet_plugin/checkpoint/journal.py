@@ -18,7 +18,9 @@ again from the copy of its records kept in memory (at most about a journal's rot
 name, fsynced, before the new records go in: a change is acknowledged only once it is in the named file.
 Journals are read
 at start with the config reader's limits (a regular file only, O_NONBLOCK, MAX_JOURNAL_BYTES) and each
-line with a depth cap; a bad complete line is skipped and counted, never fatal.
+line with a depth cap; a bad complete line (not JSON, the wrong shape, a checksum that does not match:
+format.verify) is skipped and counted, never fatal, and the claim it names, when a uid can still be read
+from it, is reported to the caller as spoiled: its state from that record on is unknown.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from device_plugin.kubelet_plugin.checkpoint.format import (
     EntryError,
     PreparedClaim,
     decode,
+    sealed,
+    verify,
 )
 
 log = logging.getLogger(__name__)
@@ -50,6 +54,7 @@ MAX_RECORD_BYTES = MAX_ENTRY_BYTES  # a claim's record is what its file would ho
 
 _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_DSYNC | os.O_NOFOLLOW | os.O_CLOEXEC
 _NAME = re.compile(rf"{PREFIX}([0-9]{{1,12}}){re.escape(SUFFIX)}")
+_UID_IN_LINE = re.compile(rb'"uid":"((?:[^"\\]|\\.){1,256})"')  # a bad line's claim, if it still says
 
 Change = tuple[str, PreparedClaim | None]  # (uid, claim) for a put, (uid, None) for a delete
 
@@ -65,8 +70,7 @@ def journal_number(name: str) -> int | None:
 
 
 def delete_record(uid: str) -> bytes:
-    body = {"version": FORMAT_VERSION, "uid": uid, "deleted": True}
-    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("ascii") + b"\n"
+    return sealed({"version": FORMAT_VERSION, "uid": uid, "deleted": True}) + b"\n"
 
 
 class Journal:
@@ -141,9 +145,12 @@ class Journal:
         self._fd = -1
 
 
-def replay(path: Path, apply: Callable[[str, PreparedClaim | None], None]) -> tuple[set[str], int]:
-    """apply() every complete record of the journal at `path`, in order; (uids it names, bad lines).
-    Raises ConfigError when the file is not a regular file or is too large (the caller sets it aside)."""
+def replay(
+    path: Path, apply: Callable[[str, PreparedClaim | None], None], spoiled: Callable[[str], None]
+) -> tuple[set[str], int]:
+    """apply() every complete record of the journal at `path`, in order, and spoiled(uid) in its place
+    for a bad record whose uid can be read; (uids it names, bad lines). Raises ConfigError when the file
+    is not a regular file or is too large (the caller sets it aside)."""
     data = read_regular_file(path, limit=MAX_JOURNAL_BYTES, field="DRA checkpoint")
     lines = data.split(b"\n")
     if lines[-1]:  # no newline after the last record: a batch cut short by a crash, never acknowledged
@@ -155,10 +162,25 @@ def replay(path: Path, apply: Callable[[str, PreparedClaim | None], None]) -> tu
             uid, claim = _record(line)
         except (EntryError, ValueError, RecursionError):
             bad += 1
+            named = _uid_in(line)
+            if named is not None:
+                spoiled(named)
+                uids.add(named)
             continue
         apply(uid, claim)
         uids.add(uid)
     return uids, bad
+
+
+def _uid_in(line: bytes) -> str | None:
+    match = _UID_IN_LINE.search(line[:MAX_RECORD_BYTES])
+    if match is None:
+        return None
+    try:
+        uid = json.loads(b'"%s"' % match.group(1))
+    except ValueError:
+        return None
+    return uid if isinstance(uid, str) else None
 
 
 def _record(line: bytes) -> Change:
@@ -169,6 +191,7 @@ def _record(line: bytes) -> Change:
         uid = value.get("uid")
         if value.get("version") != FORMAT_VERSION or not isinstance(uid, str):
             raise EntryError("malformed delete record")
+        verify(value)
         return uid, None
     if _too_deep(value):
         raise EntryError(f"nested deeper than {MAX_DEPTH}")
