@@ -1,9 +1,11 @@
 """checkpoint/format.py's encode writes what dataclasses.asdict would, byte for byte (it builds the dict by hand for
-speed): a field added to PreparedClaim or PreparedDevice and not to encode fails here, not after a restart."""
+speed), then its CRC-32 as the last key: a field added to PreparedClaim or PreparedDevice and not to encode fails
+here, not after a restart."""
 
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import asdict
 
 import pytest
@@ -28,5 +30,5 @@ CLAIMS = {
 def test_encode_is_asdict_byte_for_byte_and_decodes_back(claim: PreparedClaim) -> None:
     body = {"version": 2, "uid": "u1", "claim": asdict(claim)}
     expected = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8", "surrogatepass")
-    assert encode("u1", claim) == expected
+    assert encode("u1", claim) == expected[:-1] + b',"crc32":"%08x"}' % zlib.crc32(expected)
     assert decode(json.loads(encode("u1", claim).decode("utf-8", "surrogatepass"))) == ("u1", claim)

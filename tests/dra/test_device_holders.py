@@ -1,38 +1,63 @@
-"""DeviceHolders with many claims on one device: adminAccess holders share it, a plain holder excludes all
-others, and a refusal names a holder that really is in the way (the check looks at one or two holders only)."""
+"""DeviceHolders with many claims on one device: an adminAccess holder shares it with every other holder
+(admin access is access to an in-use device), ordinary holders exclude each other, and a refusal names a
+holder that really is in the way (the check looks at one or two holders only)."""
 
 from __future__ import annotations
+
+import pytest
 
 from device_plugin.kubelet_plugin.claims.holders import DeviceHolders, Hold
 
 ADMIN, PLAIN = Hold("gpu-0", admin_access=True), Hold("gpu-0", admin_access=False)
 
+# (what the first claim holds, what the second asks, the second's answer)
+PAIRS = [
+    (PLAIN, PLAIN, "device gpu-0 is already prepared for claim a, not for claim b"),
+    (PLAIN, ADMIN, None),
+    (ADMIN, PLAIN, None),
+    (ADMIN, ADMIN, None),
+    (PLAIN, Hold("gpu-1", admin_access=False), None),
+]
 
-def test_many_admin_holders_share_and_a_plain_one_is_refused_naming_one_of_them() -> None:
+
+@pytest.mark.parametrize(
+    ("first", "second", "answer"),
+    PAIRS,
+    ids=["plain-then-plain-refused", "plain-then-admin-shares", "admin-then-plain-shares", "admin-both", "other-gpu"],
+)
+def test_two_claims_on_one_device(first: Hold, second: Hold, answer: str | None) -> None:
+    holders = DeviceHolders()
+    assert holders.take("a", "claim a", (first,)) is None
+    assert holders.take("b", "claim b", (second,)) == answer
+    expected = ("a",) if answer or second.device != "gpu-0" else ("a", "b")
+    assert holders.holders("gpu-0") == expected
+
+
+def test_many_admin_holders_and_one_plain_share_and_a_second_plain_is_refused_naming_the_first() -> None:
     holders = DeviceHolders()
     for n in range(50):
         assert holders.take(f"a{n}", f"claim a{n}", (ADMIN,)) is None
-    assert holders.take("p", "claim p", (PLAIN,)) == "device gpu-0 is already prepared for claim a0, not for claim p"
-    assert holders.take("a0", "claim a0", (ADMIN,)) is None  # taking again what it holds is no conflict
-    for n in range(50):
-        holders.release(f"a{n}")
     assert holders.take("p", "claim p", (PLAIN,)) is None
-    assert holders.holders("gpu-0") == ("p",)
+    assert holders.take("q", "claim q", (PLAIN,)) == "device gpu-0 is already prepared for claim p, not for claim q"
+    assert holders.take("a50", "claim a50", (ADMIN,)) is None  # admins still join beside the plain holder
+    holders.release("p")
+    assert holders.take("q", "claim q", (PLAIN,)) is None
+    assert len(holders.holders("gpu-0")) == 52 and "p" not in holders.holders("gpu-0")
 
 
-def test_an_admin_take_is_refused_by_the_plain_holder_among_admin_ones() -> None:
+def test_a_conflict_kept_from_the_checkpoint_refuses_a_third_plain_claim_naming_one_holder() -> None:
     holders = DeviceHolders()
-    assert holders.take("a1", "claim a1", (ADMIN,)) is None
-    holders.load([("p", "claim p", (PLAIN,))])  # a conflict kept from the checkpoint
-    assert holders.take("a2", "claim a2", (ADMIN,)) == "device gpu-0 is already prepared for claim p, not for claim a2"
-    assert holders.take("p", "claim p", (ADMIN,)) is None  # now admin itself: the others may share
-    assert holders.take("a2", "claim a2", (ADMIN,)) is None
-    assert holders.holders("gpu-0") == ("a1", "a2", "p")
+    holders.load([("p1", "claim p1", (PLAIN,)), ("p2", "claim p2", (PLAIN,))])  # kept, not resolved
+    assert holders.take("p3", "claim p3", (PLAIN,)) == "device gpu-0 is already prepared for claim p1, not for claim p3"
+    assert holders.take("p1", "claim p1", (PLAIN,)) == "device gpu-0 is already prepared for claim p2, not for claim p1"
+    assert holders.take("a", "claim a", (ADMIN,)) is None
+    assert holders.holders("gpu-0") == ("a", "p1", "p2")
 
 
 def test_a_claim_that_changes_from_plain_to_admin_stops_excluding() -> None:
     holders = DeviceHolders()
     assert holders.take("p", "claim p", (PLAIN,)) is None
-    assert holders.take("a", "claim a", (ADMIN,)) is not None
+    assert holders.take("q", "claim q", (PLAIN,)) is not None
     assert holders.take("p", "claim p", (ADMIN,)) is None
-    assert holders.take("a", "claim a", (ADMIN,)) is None
+    assert holders.take("q", "claim q", (PLAIN,)) is None
+    assert holders.holders("gpu-0") == ("p", "q")

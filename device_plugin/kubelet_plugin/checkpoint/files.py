@@ -46,6 +46,20 @@ def set_aside(path: Path, why: str, *, logged: bool = True) -> Path:
     return target
 
 
+def keep_aside(path: Path, why: str) -> None:
+    """Hard-link `path` as `<path>.bad` (replacing an older one) and log why ("has ..."): the file stays
+    in use under its own name (a journal with bad records still replays), the link keeps what it held
+    after the name goes. Never raises."""
+    target = path.with_name(path.name + BAD_SUFFIX)
+    try:
+        target.unlink(missing_ok=True)
+        os.link(path, target, follow_symlinks=False)
+    except OSError as error:
+        log.error("DRA checkpoint: %s %s and cannot be kept aside: %s", short_path(path), why, error.strerror)
+        return
+    log.warning("DRA checkpoint: %s %s; a copy kept as %s", short_path(path), why, target.name)
+
+
 class ClaimsFolder:
     """The folder of claim files; every operation is by name inside it."""
 

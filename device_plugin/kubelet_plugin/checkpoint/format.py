@@ -8,6 +8,13 @@ One claim file holds {"version": 2, "uid": ..., "claim": {namespace, name, devic
 is the claim UID plus ".json" when the UID is a plain token (Kubernetes UIDs are), and "_" plus a hash
 of the UID otherwise, so no UID can name a path outside the folder, a temp file or a set-aside file.
 The old format is {"version": 1, "claims": {uid: claim, ...}} in one checkpoint.json.
+
+Every entry written (a claim file, a journal record) ends in "crc32": the CRC-32 of the entry's other
+keys as encode writes them (sorted keys, no spaces), so a torn or edited entry is told from a good one
+even when it is still JSON of the right shape: verify() raises EntryError and the loader sets the entry
+aside. An entry without "crc32" was written by the release before (it wrote none): it is taken unchecked
+as long as it holds only that release's keys (a bit flipped in the "crc32" key itself does not pass),
+and gains a checksum when its claim is next written.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +34,8 @@ SUFFIX = ".json"
 MAX_ENTRY_BYTES = 64 * 1024  # one claim: a few hundred bytes; a claim has at most 32 results upstream
 MAX_LEGACY_BYTES = 32 * 1024 * 1024  # the old single file: ~300 bytes a claim, 100,000 claims
 
+CHECKSUM = "crc32"
+_UNCHECKED_KEYS = (frozenset({"version", "uid", "claim"}), frozenset({"version", "uid", "deleted"}))  # before crc32
 _PLAIN_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 
@@ -35,7 +45,7 @@ class PreparedDevice:
     pool_name: str
     device_name: str
     cdi_device_ids: tuple[str, ...]
-    admin_access: bool = False  # the allocation's adminAccess (claims/holders.py lets two such holders share)
+    admin_access: bool = False  # the allocation's adminAccess (claims/holders.py: such a holder shares the device)
 
 
 @dataclass(frozen=True)
@@ -57,8 +67,30 @@ def file_name(uid: str) -> str:
 
 
 def encode(uid: str, claim: PreparedClaim) -> bytes:
-    body = {"version": FORMAT_VERSION, "uid": uid, "claim": _claim_value(claim)}
-    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return sealed({"version": FORMAT_VERSION, "uid": uid, "claim": _claim_value(claim)})
+
+
+def sealed(body: dict[str, Any]) -> bytes:
+    """`body` as one line of JSON (ASCII: non-ASCII is escaped), its checksum appended as the last key."""
+    raw = _canonical(body)
+    return b'%s,"%s":"%08x"}' % (raw[:-1], CHECKSUM.encode(), zlib.crc32(raw))
+
+
+def verify(body: dict[str, Any]) -> None:
+    """EntryError unless `body` (an entry's parsed JSON) carries the checksum of the rest of it, or is an
+    entry of the release before checksums (see the module docstring)."""
+    if CHECKSUM not in body:
+        if frozenset(body) not in _UNCHECKED_KEYS:
+            raise EntryError(f"no {CHECKSUM} and keys {short(sorted(body))}: neither a checked nor an old entry")
+        return
+    stated = body[CHECKSUM]
+    actual = f"{zlib.crc32(_canonical({k: v for k, v in body.items() if k != CHECKSUM})):08x}"
+    if stated != actual:
+        raise EntryError(f"{CHECKSUM} {short(stated)} does not match its content ({actual}): torn or edited")
+
+
+def _canonical(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("ascii")
 
 
 def _claim_value(claim: PreparedClaim) -> dict[str, Any]:
@@ -82,6 +114,7 @@ def decode(value: Any) -> tuple[str, PreparedClaim]:
     body = _mapping(value, "the file")
     if body.get("version") != FORMAT_VERSION:
         raise EntryError(f"version {short(body.get('version'))}, expected {FORMAT_VERSION}")
+    verify(body)
     return _string(body.get("uid"), "uid"), claim_from(body.get("claim"), "claim")
 
 

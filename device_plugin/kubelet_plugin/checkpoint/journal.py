@@ -10,9 +10,16 @@ answered for: replay ignores it. A failed append is cut back off the file (ftrun
 before the error is raised, so a claim answered with an error is not replayed after a restart (best
 effort when the disk keeps failing: logged, as the per-file undo is).
 
-A new journal's name is made durable (folder fsync) before the first record goes in. Journals are read
-at start with the config reader's limits (a regular file only, O_NONBLOCK, MAX_JOURNAL_BYTES) and each
-line with a depth cap; a bad complete line is skipped and counted, never fatal.
+A new journal's name is made durable (folder fsync) before the first record goes in. The `.log` name
+invites log cleaners: a journal removed, renamed (logrotate), replaced or truncated (copytruncate) while
+open would take every later record into a file no restart reads. So each append first checks that the
+name still leads to our file at the size we wrote (an fstat and an lstat), and if not writes the journal
+again from the copy of its records kept in memory (at most about a journal's rotation size) under its
+name, fsynced, before the new records go in: a change is acknowledged only once it is in the named file.
+Journals are read at start with the config reader's limits (a regular file only, O_NONBLOCK,
+MAX_JOURNAL_BYTES) and each line with a depth cap; a bad complete line (not JSON, the wrong shape, a checksum that does not match:
+format.verify) is skipped and counted, never fatal, and the claim it names, when a uid can still be read
+from it, is reported to the caller as spoiled: its state from that record on is unknown.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from device_plugin.kubelet_plugin.checkpoint.format import (
     EntryError,
     PreparedClaim,
     decode,
+    sealed,
+    verify,
 )
 
 log = logging.getLogger(__name__)
@@ -42,7 +51,9 @@ PREFIX, SUFFIX = "journal-", ".log"
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024  # read at start; a journal is rotated past checkpoint.COMPACT_AFTER_BYTES
 MAX_RECORD_BYTES = MAX_ENTRY_BYTES  # a claim's record is what its file would hold, and as bounded
 
+_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_DSYNC | os.O_NOFOLLOW | os.O_CLOEXEC
 _NAME = re.compile(rf"{PREFIX}([0-9]{{1,12}}){re.escape(SUFFIX)}")
+_UID_IN_LINE = re.compile(rb'"uid":"((?:[^"\\]|\\.){1,256})"')  # a bad line's claim, if it still says
 
 Change = tuple[str, PreparedClaim | None]  # (uid, claim) for a put, (uid, None) for a delete
 
@@ -58,8 +69,7 @@ def journal_number(name: str) -> int | None:
 
 
 def delete_record(uid: str) -> bytes:
-    body = {"version": FORMAT_VERSION, "uid": uid, "deleted": True}
-    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("ascii") + b"\n"
+    return sealed({"version": FORMAT_VERSION, "uid": uid, "deleted": True}) + b"\n"
 
 
 class Journal:
@@ -68,8 +78,8 @@ class Journal:
     def __init__(self, folder: ClaimsFolder, number: int) -> None:
         self.number = number
         self.path = folder.path / journal_name(number)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_DSYNC | os.O_NOFOLLOW | os.O_CLOEXEC
-        self._fd = os.open(self.path, flags, 0o600)
+        self._folder = folder
+        self._fd = os.open(self.path, _FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
         self._closer = weakref.finalize(self, os.close, self._fd)  # a Checkpoint dropped unclosed leaks no fd
         try:
             folder.sync()  # the name must survive a crash before any acknowledged record in it does
@@ -79,9 +89,13 @@ class Journal:
             raise
         self.size = 0
         self.uids: set[str] = set()
+        self._kept = bytearray()  # every record in the file: written again from here if the file is lost
 
     def append(self, data: bytes, uids: Iterable[str]) -> None:
-        """Write `data` (whole lines), durable on return (O_DSYNC); on failure cut it off again and raise."""
+        """Write `data` (whole lines), durable on return (O_DSYNC); on failure cut it off again and raise.
+        The journal is first written again if its file was removed or replaced (see the module docstring)."""
+        if self._lost():
+            self._write_again()
         good = self.size
         try:
             view = memoryview(data)
@@ -91,7 +105,32 @@ class Journal:
             self._cut_back(good)
             raise
         self.size = good + len(data)
+        self._kept += data
         self.uids.update(uids)
+
+    def _lost(self) -> bool:
+        """Whether the name no longer leads to our file with what we wrote in it."""
+        ours = os.fstat(self._fd)
+        try:
+            named = os.lstat(self.path)
+        except FileNotFoundError:
+            return True
+        return (named.st_ino, named.st_dev) != (ours.st_ino, ours.st_dev) or ours.st_size != self.size
+
+    def _write_again(self) -> None:
+        """Put the records kept in memory back under the journal's name (fsynced, name durable), and
+        append to that file from now on; raises OSError (the round fails, the next one tries again)."""
+        self._folder.write(self.path.name, bytes(self._kept))
+        fd = os.open(self.path, _FLAGS)
+        self.close()
+        self._fd, self._closer = fd, weakref.finalize(self, os.close, fd)
+        self._folder.sync()
+        log.warning(
+            "DRA checkpoint: %s was removed, replaced or cut short while in use (a log cleaner?); "
+            "written again from memory (%d bytes)",
+            self.path.name,
+            self.size,
+        )
 
     def _cut_back(self, good: int) -> None:
         try:
@@ -105,9 +144,12 @@ class Journal:
         self._fd = -1
 
 
-def replay(path: Path, apply: Callable[[str, PreparedClaim | None], None]) -> tuple[set[str], int]:
-    """apply() every complete record of the journal at `path`, in order; (uids it names, bad lines).
-    Raises ConfigError when the file is not a regular file or is too large (the caller sets it aside)."""
+def replay(
+    path: Path, apply: Callable[[str, PreparedClaim | None], None], spoiled: Callable[[str], None]
+) -> tuple[set[str], int]:
+    """apply() every complete record of the journal at `path`, in order, and spoiled(uid) in its place
+    for a bad record whose uid can be read; (uids it names, bad lines). Raises ConfigError when the file
+    is not a regular file or is too large (the caller sets it aside)."""
     data = read_regular_file(path, limit=MAX_JOURNAL_BYTES, field="DRA checkpoint")
     lines = data.split(b"\n")
     if lines[-1]:  # no newline after the last record: a batch cut short by a crash, never acknowledged
@@ -119,10 +161,25 @@ def replay(path: Path, apply: Callable[[str, PreparedClaim | None], None]) -> tu
             uid, claim = _record(line)
         except (EntryError, ValueError, RecursionError):
             bad += 1
+            named = _uid_in(line)
+            if named is not None:
+                spoiled(named)
+                uids.add(named)
             continue
         apply(uid, claim)
         uids.add(uid)
     return uids, bad
+
+
+def _uid_in(line: bytes) -> str | None:
+    match = _UID_IN_LINE.search(line[:MAX_RECORD_BYTES])
+    if match is None:
+        return None
+    try:
+        uid = json.loads(b'"%s"' % match.group(1))
+    except ValueError:
+        return None
+    return uid if isinstance(uid, str) else None
 
 
 def _record(line: bytes) -> Change:
@@ -133,6 +190,7 @@ def _record(line: bytes) -> Change:
         uid = value.get("uid")
         if value.get("version") != FORMAT_VERSION or not isinstance(uid, str):
             raise EntryError("malformed delete record")
+        verify(value)
         return uid, None
     if _too_deep(value):
         raise EntryError(f"nested deeper than {MAX_DEPTH}")

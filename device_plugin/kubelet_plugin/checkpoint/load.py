@@ -4,9 +4,12 @@ Boundary: disk -> {uid: PreparedClaim}, once, before the driver serves. Every fi
 config reader's limits (core.bounded_json: a regular file only, O_NONBLOCK, a size cap, a depth cap),
 so a FIFO, a symlink to /dev/zero or `[` x 100,000 is refused at once. A bad entry is not fatal: it is
 renamed to `<name>.bad` (kept for whoever investigates) and logged, and the driver starts without it;
-the kubelet's next NodePrepareResources for that claim prepares it afresh. The journals are replayed over
-the files, oldest first (a bad line is skipped and counted, a torn last line ignored); they are handed to
-the Checkpoint, which compacts them. Temp files left by a crash
+the kubelet's next NodePrepareResources for that claim prepares it afresh. A claim file whose checksum
+does not match (format.verify: torn or edited) is such a bad entry. The journals are replayed over
+the files, oldest first (a torn last line ignored); they are handed to the Checkpoint, which compacts
+them. A bad complete line is skipped and counted, the journal is kept aside as `<journal>.bad` (a hard
+link: the original still replays and is compacted), and the claim the line names is set aside unless a
+later good record settles it: dropped from the claims, its file (if any) renamed `.bad`. Temp files left by a crash
 (ours, and the old format's `.checkpoint-*`) are removed. Fatal (ConfigError) only when the folder
 itself cannot be made or listed, or the old file's claims cannot be written out: starting then would
 forget prepared claims.
@@ -22,9 +25,9 @@ from typing import NamedTuple
 
 from device_plugin.core.bounded_json import load_json_file
 from device_plugin.core.errors import ConfigError
-from device_plugin.core.short_text import short_path
+from device_plugin.core.short_text import one_line, short_path
 from device_plugin.kubelet_plugin.checkpoint.commit import GroupSync, replace_files
-from device_plugin.kubelet_plugin.checkpoint.files import BAD_SUFFIX, TEMP_PREFIX, ClaimsFolder, set_aside
+from device_plugin.kubelet_plugin.checkpoint.files import BAD_SUFFIX, TEMP_PREFIX, ClaimsFolder, keep_aside, set_aside
 from device_plugin.kubelet_plugin.checkpoint.format import (
     MAX_ENTRY_BYTES,
     MAX_LEGACY_BYTES,
@@ -70,29 +73,54 @@ def _replay_journals(folder: ClaimsFolder, claims: dict[str, PreparedClaim]) -> 
     with os.scandir(folder.path) as entries:
         found = sorted((n, e.name, e.is_symlink()) for e in entries if (n := journal_number(e.name)) is not None)
     leftovers = []
+    spoiled: dict[str, str] = {}  # uid -> the journal of its last record, a bad one: its state is unknown
+
+    def apply(uid: str, claim: PreparedClaim | None) -> None:
+        spoiled.pop(uid, None)
+        if claim is None:
+            claims.pop(uid, None)
+        else:
+            claims[uid] = claim
+
     for _, name, is_symlink in found:
         path = folder.path / name
         if is_symlink:
             set_aside(path, "is a symbolic link")
             continue
 
-        def apply(uid: str, claim: PreparedClaim | None) -> None:
-            if claim is None:
-                claims.pop(uid, None)
-            else:
-                claims[uid] = claim
+        def spoil(uid: str, journal: str = name) -> None:
+            claims.pop(uid, None)
+            spoiled[uid] = journal
 
         try:
-            uids, bad = replay(path, apply)
+            uids, bad = replay(path, apply, spoil)
         except ConfigError as error:
             set_aside(path, _why(path, error))
             continue
         if bad:
-            log.warning("DRA checkpoint: %s: %d bad records skipped", name, bad)
+            keep_aside(path, f"has {bad} bad records (skipped)")
         leftovers.append(Leftover(path, frozenset(uids)))
+    _set_aside_spoiled(folder, spoiled)
     if leftovers:
         log.info("DRA checkpoint: replayed %d journals", len(leftovers))
     return leftovers, (found[-1][0] + 1 if found else 1)
+
+
+def _set_aside_spoiled(folder: ClaimsFolder, spoiled: dict[str, str]) -> None:
+    """The claims whose last record was bad: not loaded (the kubelet's next Prepare prepares them afresh),
+    their older files set aside, each named in the log (the first LOGGED_PROBLEMS)."""
+    for count, (uid, journal) in enumerate(sorted(spoiled.items())):
+        path = folder.path / file_name(uid)
+        kept = path.exists() and set_aside(path, "", logged=False) != path
+        if count < LOGGED_PROBLEMS:
+            log.warning(
+                "DRA checkpoint: claim %s has a bad record in %s; set aside%s",
+                one_line(uid, 64),
+                journal,
+                f" (its older file as {path.name}{BAD_SUFFIX})" if kept else "",
+            )
+    if len(spoiled) > LOGGED_PROBLEMS:
+        log.warning("DRA checkpoint: %d claims set aside for bad journal records in all", len(spoiled))
 
 
 def _read_folder(folder: ClaimsFolder) -> dict[str, PreparedClaim]:

@@ -16,7 +16,11 @@ client's default headers (its User-Agent) and cookie. Auth is read from the conf
 service-account token, a kubeconfig exec plugin), but never on the loop: the hook may run an exec
 plugin or an OIDC request for seconds, and the loop serves every socket. It runs in a thread, once for
 all the reads that want it (single flight), at most once every AUTH_REFRESH_S; reads in between carry
-the token it gave. A hook that fails, or runs past the read timeout, is each waiting read's error. A
+the token it gave. A hook that fails, or runs past the read timeout, is each waiting read's error; a
+hook that hung is not waited on again: the read after the one that gave up on it starts a fresh attempt
+(a hook that hangs once, on a dead exec plugin or a lost OIDC connection, then answers). Threads of the
+loop's default executor are shared with every other blocking call, so at most MAX_HUNG_REFRESHES hung
+attempts are left running at once; past that a read fails at once until one of them returns. A
 SOCKS proxy is not supported here: every read fails naming it. An answer is read up to MAX_ANSWER_BYTES
 (decompressed), no further. At most READS_IN_FLIGHT reads are sent at once (further ones wait their
 turn before their own REQUEST_TIMEOUT_S starts); the session is made on first use on the running loop,
@@ -51,6 +55,7 @@ from device_plugin.kubelet_plugin.api.slices import GROUP
 READS_IN_FLIGHT = 16  # claim reads sent at once, all calls together
 MAX_ANSWER_BYTES = 4 * 1024 * 1024  # a claim is at most ~1.5 MiB (etcd's object limit); past this, no claim
 AUTH_REFRESH_S = 1.0  # the token is asked of the client's configuration at most this often (a thread hop)
+MAX_HUNG_REFRESHES = 2  # token hook attempts that ran past the read timeout, left running at once
 _CLAIM_PATH = "/apis/{group}/{version}/namespaces/{namespace}/resourceclaims/{name}"  # names checked first
 
 
@@ -84,6 +89,7 @@ class ApiClaimFetcher:
         self._auth: dict[str, str] = {}  # the auth headers last read, at _auth_at (monotonic)
         self._auth_at = -math.inf
         self._auth_reading: asyncio.Future[dict[str, str]] | None = None  # the read in flight, if any
+        self._auth_hung: set[asyncio.Future[dict[str, str]]] = set()  # given up on by a read, still running
 
     async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The claim, or None when it does not exist. ValueError: a name no claim can have (not sent);
@@ -135,15 +141,27 @@ class ApiClaimFetcher:
     async def _auth_headers(self) -> dict[str, str]:
         """The auth headers, read again in a thread once they are AUTH_REFRESH_S old; one read at a time,
         awaited by every caller that comes meanwhile (shielded: a caller that leaves does not cancel it),
-        each for the read timeout at most (a hook that hangs fails the reads, it does not hold them)."""
+        each for the read timeout at most (a hook that hangs fails the reads, it does not hold them). The
+        first read that gives up on a read sets it aside as hung, so the next one starts afresh."""
         if time.monotonic() - self._auth_at < self._auth_refresh_s:
             return self._auth
-        if self._auth_reading is None or self._auth_reading.get_loop() is not asyncio.get_running_loop():
-            self._auth_reading = asyncio.ensure_future(self._read_auth())
-            self._auth_reading.add_done_callback(_retrieved)  # its failure is its waiters', never "unretrieved"
+        loop = asyncio.get_running_loop()
+        reading = self._auth_reading
+        if reading is None or reading.get_loop() is not loop:
+            self._auth_hung = {hung for hung in self._auth_hung if hung.get_loop() is loop}  # of this loop only
+            if len(self._auth_hung) >= MAX_HUNG_REFRESHES:
+                raise RuntimeError(
+                    f"the API client's refresh hook hangs: {len(self._auth_hung)} calls have not returned; "
+                    "no new one is started until one does"
+                )
+            reading = self._auth_reading = asyncio.ensure_future(self._read_auth())
+            reading.add_done_callback(_retrieved)  # its failure is its waiters', never "unretrieved"
         try:
-            return await asyncio.wait_for(asyncio.shield(self._auth_reading), self._timeout_s)
+            return await asyncio.wait_for(asyncio.shield(reading), self._timeout_s)
         except TimeoutError:
+            if self._auth_reading is reading:  # the first read to give up on it: the next read starts afresh
+                self._auth_reading = None
+                self._auth_hung.add(reading)
             raise RuntimeError(f"no token from the API client's refresh hook within {self._timeout_s:g} s") from None
 
     async def _read_auth(self) -> dict[str, str]:
@@ -151,8 +169,11 @@ class ApiClaimFetcher:
             headers = await asyncio.to_thread(auth_headers, self._configuration)  # may refresh the token
         except Exception as error:  # the hook's failure (an exec plugin that fails): each read's error
             raise RuntimeError(f"cannot get a token for the API server: {type(error).__name__}: {error}") from error
-        finally:
-            self._auth_reading = None
+        finally:  # this task is done: no read waits on it any more (a later one may have replaced it)
+            this = asyncio.current_task()
+            if self._auth_reading is this:
+                self._auth_reading = None
+            self._auth_hung.discard(this)  # type: ignore[arg-type]
         self._auth, self._auth_at = headers, time.monotonic()
         return headers
 

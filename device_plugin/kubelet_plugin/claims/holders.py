@@ -5,8 +5,10 @@ a claim's lock. The scheduler should never allocate one device to two claims, bu
 claim re-allocated while the kubelet was away, or a scheduler bug would otherwise hand one GPU (or one
 MIG device: each is a device of its own name here, and a GPU in MIG mode is published only through
 them) to two pods. So a device already prepared for another claim is refused, naming both claims,
-unless both sides hold it with adminAccess (monitoring access, which Kubernetes lets share a device).
-This driver supports no other sharing mode in DRA mode.
+unless one of the two holds it with adminAccess: Kubernetes' admin access (an allocation result's
+`adminAccess: true`, per device) grants access to devices that are in use, so the scheduler allocates
+an in-use device to an admin claim on purpose. An admin holder shares with every other holder, ordinary
+or admin; ordinary holders exclude each other. This driver supports no other sharing mode in DRA mode.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ class DeviceHolders:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_device: dict[str, dict[str, tuple[str, bool]]] = {}  # device -> {claim uid: (label, admin)}
-        # device -> {claim uid: None} of the holders without adminAccess: an adminAccess take checks these
-        # only, so a take costs O(1) however many adminAccess claims share the device (O(n) per take was
-        # O(n^2) for n claims of one GPU).
+        # device -> {claim uid: None} of the holders without adminAccess: an ordinary take checks these
+        # only (an admin take checks none), so a take costs O(1) however many adminAccess claims share the
+        # device (O(n) per take was O(n^2) for n claims of one GPU).
         self._exclusive: dict[str, dict[str, None]] = {}
         self._by_claim: dict[str, tuple[Hold, ...]] = {}
 
@@ -42,11 +44,13 @@ class DeviceHolders:
         """Record `uid` as holding `holds` (replacing what it held), or say which claim holds one already."""
         with self._lock:
             for hold in holds:
-                held = self._by_device.get(hold.device, {})
-                rivals = self._exclusive.get(hold.device, {}) if hold.admin_access else held  # admin + admin: shared
+                if hold.admin_access:  # admin access is access to an in-use device: it shares with anyone
+                    continue
+                rivals = self._exclusive.get(hold.device, {})
                 other = next((o for o in rivals if o != uid), None)  # at most two looks: `uid` itself, then one
                 if other is not None:
-                    return f"device {hold.device} is already prepared for {held[other][0]}, not for {label}"
+                    label_of_other = self._by_device[hold.device][other][0]
+                    return f"device {hold.device} is already prepared for {label_of_other}, not for {label}"
             self._remove(uid)
             self._add(uid, label, tuple(holds))
             return None

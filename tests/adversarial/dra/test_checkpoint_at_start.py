@@ -143,8 +143,9 @@ def test_bad_journal_lines_are_skipped_and_counted_and_a_torn_last_line_ignored(
         checkpoint = started_within_guard(tmp_path / "checkpoint.json")
     assert checkpoint.uids() == ("u1", "u2")
     checkpoint.compact()
-    assert sorted(p.name for p in (tmp_path / "claims").iterdir()) == ["u1.json", "u2.json"]  # compacted
-    assert "4 bad records skipped" in caplog.text and "torn record" in caplog.text
+    listing = sorted(p.name for p in (tmp_path / "claims").iterdir())
+    assert listing == [f"{journal_name(3)}.bad", "u1.json", "u2.json"]  # compacted; the bad lines' journal kept
+    assert "has 4 bad records (skipped)" in caplog.text and "torn record" in caplog.text
 
 
 LEGACY_CASES = [

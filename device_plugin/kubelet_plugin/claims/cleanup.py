@@ -1,0 +1,109 @@
+"""Forget checkpointed claims the API server says are no longer this node's: the clean-up after a restart.
+
+Boundary: deciding, from one read of each checkpointed claim's ResourceClaim, which ones to unprepare,
+and unpreparing them through the Preparer (its claim lock, its checkpoint delete, its device holders);
+no gRPC, no timers. The kubelet calls NodeUnprepareResources for a claim it no longer needs, but not
+always: a kubelet restarted, or a node rebooted, while a pod went away may never call it, and the
+claim's devices would stay held here (refusing the next claim that is given them) for ever. So at start,
+after the checkpoint is loaded, each claim is read once, and dropped only on the API server's word:
+
+- 404: the claim is gone;
+- a claim of that name with another UID: ours was deleted, and this is a new one;
+- no `status.allocation`: deallocated;
+- allocated, but none of this driver's results in the pools the claim was prepared from: allocated to
+  another node;
+- allocated here, but `status.reservedFor` empty: no pod uses it (a pod that reserves it later makes the
+  kubelet call NodePrepareResources, which prepares it afresh).
+
+A read that fails (an error, a timeout, a body of the wrong shape) keeps the claim: on doubt, the claim
+stays until the kubelet unprepares it. Run it before the sockets serve: a Prepare that answers a claim
+from the checkpoint while its read is in flight would not be seen. Not yet called by the driver (the
+wiring belongs in plugin.py, after the checkpoint is loaded and before the sockets serve).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from device_plugin.core.short_text import one_line
+from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim
+from device_plugin.kubelet_plugin.claims.body import ClaimBodyError, read_allocation
+from device_plugin.kubelet_plugin.claims.prepare import Preparer, claim_label
+from device_plugin.kubelet_plugin.claims.types import ClaimFetcher, ClaimRef
+
+log = logging.getLogger(__name__)
+
+MAX_RESERVED = 256  # the API's limit on status.reservedFor
+
+
+@dataclass(frozen=True)
+class CleanUp:
+    dropped: Mapping[str, str]  # uid -> why the API server's answer says the claim is no longer ours
+    kept: Mapping[str, str]  # uid -> why the claim could not be judged (kept, on doubt); absent: still ours
+    failed: Mapping[str, str]  # uid -> the unprepare's error (a disk error: it stays checkpointed)
+
+
+def why_stale(uid: str, claim: PreparedClaim, body: Mapping[str, Any] | None, driver_name: str) -> str:
+    """Why the ResourceClaim read for checkpointed `claim` shows it is no longer this node's ("" when it
+    is still ours). ClaimBodyError: the body has the wrong shape (the caller keeps the claim)."""
+    if body is None:
+        return "the ResourceClaim is gone (404)"
+    allocation = read_allocation(body, driver_name)
+    if allocation.uid and allocation.uid != uid:
+        return f"the ResourceClaim of that name is another claim now (uid {one_line(allocation.uid, 64)})"
+    status = body.get("status")
+    if not isinstance(status, Mapping) or status.get("allocation") is None:
+        return "the ResourceClaim is no longer allocated"
+    pools = {device.pool_name for device in claim.devices}
+    if pools and not any(device.pool in pools for device in allocation.devices):
+        return "the ResourceClaim is allocated to another node"
+    if not _reserved(body):
+        return "the ResourceClaim is reserved for no pod"
+    return ""
+
+
+def _reserved(body: Mapping[str, Any]) -> bool:
+    status = body.get("status")
+    reserved = status.get("reservedFor") if isinstance(status, Mapping) else None
+    if reserved is None:
+        return False
+    if not isinstance(reserved, list) or len(reserved) > MAX_RESERVED:
+        raise ClaimBodyError("status.reservedFor is not a list of at most 256 consumers")
+    return bool(reserved)
+
+
+async def clean_up(preparer: Preparer, checkpoint: Checkpoint, fetcher: ClaimFetcher, driver_name: str) -> CleanUp:
+    """Read every checkpointed claim (all at once: the fetcher bounds the reads in flight) and unprepare
+    those the API server says are no longer this node's. Never raises for a claim's sake."""
+    claims = {uid: claim for uid in checkpoint.uids() if (claim := checkpoint.get(uid)) is not None}
+    verdicts = await asyncio.gather(*(_verdict(uid, claim, fetcher, driver_name) for uid, claim in claims.items()))
+    dropped, kept, failed = {}, {}, {}
+    for (uid, claim), (stale, doubt) in zip(claims.items(), verdicts, strict=True):
+        label = claim_label(claim.namespace, claim.name, uid)
+        if doubt:
+            kept[uid] = doubt
+            log.warning("DRA clean-up: keeping %s: cannot tell whether it is still ours: %s", label, doubt)
+        elif stale:
+            error = preparer.unprepare_claim(ClaimRef(claim.namespace, uid, claim.name))
+            if error:
+                failed[uid] = error
+                log.warning("DRA clean-up: %s: %s, but unpreparing it failed: %s", label, stale, error)
+            else:
+                dropped[uid] = stale
+                log.info("DRA clean-up: unprepared %s: %s", label, stale)
+    return CleanUp(dropped, kept, failed)
+
+
+async def _verdict(uid: str, claim: PreparedClaim, fetcher: ClaimFetcher, driver_name: str) -> tuple[str, str]:
+    """(why it is stale or "", why it cannot be judged or "")."""
+    try:
+        body = await fetcher.fetch_claim(claim.namespace, claim.name)
+        return why_stale(uid, claim, body, driver_name), ""
+    except ClaimBodyError as error:
+        return "", f"malformed ResourceClaim: {error}"
+    except Exception as error:  # an error or a timeout of the read: the claim stays
+        return "", one_line(str(error) or type(error).__name__, 200)
