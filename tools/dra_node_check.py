@@ -29,6 +29,7 @@ sys.path.insert(0, str(REPO))
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME  # noqa: E402
 from device_plugin.core.names import OWN_DOMAIN  # noqa: E402
+from device_plugin.core.short_text import counted  # noqa: E402
 from device_plugin.dra.inventory import build_devices  # noqa: E402
 from device_plugin.kubelet_plugin.api.devices import MAX_ATTRIBUTES_AND_CAPACITIES  # noqa: E402
 from device_plugin.kubelet_plugin.api.slices import build_slices  # noqa: E402
@@ -83,7 +84,7 @@ def check_slices(slices: Sequence[dict[str, Any]], backend: NvmlBackend) -> list
         for name, value in d["attributes"].items()
         if (size := best_set_size(name)) is not None
     )
-    failures += [f"{name}={value} has {n} GPUs" for (name, size, value), n in groups.items() if n != size]
+    failures += [f"{name}={value} has {counted(n, 'GPU')}" for (name, size, value), n in groups.items() if n != size]
     return failures
 
 
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         info = backend.system_info()
         topology = build_topology(backend)
-        print(f"driver {info.driver_version}, CUDA {info.cuda_driver_version}; {topology.gpu_count} GPUs")
+        print(f"driver {info.driver_version}, CUDA {info.cuda_driver_version}; {counted(topology.gpu_count, 'GPU')}")
         print(f"RDMA NICs: {', '.join(topology.nic_names) or 'none seen'}")
         devices, _ = build_devices(backend, topology)
         slices = build_slices(devices, node_name=args.node_name, driver_name=DEFAULT_DRA_DRIVER_NAME, generation=1)

@@ -18,6 +18,7 @@ from device_plugin.commands._machine import add_machine_argument, fail, parse_in
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import InvalidRequestError, PluginError
 from device_plugin.core.names import GPU_RESOURCE
+from device_plugin.core.short_text import counted
 
 NAME = "allocate"
 HELP = "choose GPUs for a request as GetPreferredAllocation would (--explain: why these)"
@@ -58,7 +59,7 @@ def _text(explanation: Explanation, explain: bool) -> str:
     lines = [
         f"GPUs: {','.join(map(str, d.chosen))}",
         f"predicted ring bandwidth: {d.ring_bandwidth_gbps:g} GB/s "
-        f"(best for {d.size} GPUs on an empty node: {d.best_possible_gbps:g} GB/s)",
+        f"(best for {counted(d.size, 'GPU')} on an empty node: {d.best_possible_gbps:g} GB/s)",
     ]
     if explain:
         c = explanation.chosen

@@ -72,8 +72,8 @@ def _too_many_attributes(slices: list[dict[str, Any]]) -> None:
     [
         (_drop_first_device, "not published as gpu-"),
         (_duplicate_first_device, "published 2 times"),
-        (_break_a_partition, f"{OWN_DOMAIN}/bestSet2=99 has 1 GPUs"),
-        (_break_a_ranked_group, f"{OWN_DOMAIN}/rankedSet4B=99 has 1 GPUs"),
+        (_break_a_partition, f"{OWN_DOMAIN}/bestSet2=99 has 1 GPU"),
+        (_break_a_ranked_group, f"{OWN_DOMAIN}/rankedSet4B=99 has 1 GPU"),
         (_too_many_attributes, "attributes and capacities (limit 32)"),
     ],
     ids=[
