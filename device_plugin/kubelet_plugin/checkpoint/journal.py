@@ -18,8 +18,8 @@ again from the copy of its records kept in memory (at most about a journal's rot
 name, fsynced, before the new records go in: a change is acknowledged only once it is in the named file.
 Journals are read at start with the config reader's limits (a regular file only, O_NONBLOCK,
 MAX_JOURNAL_BYTES) and each line with a depth cap; a bad complete line (not JSON, the wrong shape, a
-checksum that does not match: format.verify) is skipped and counted, never fatal, and the claim it names, when a uid can still be read
-from it, is reported to the caller as spoiled: its state from that record on is unknown.
+checksum that does not match: format.verify) is skipped and counted, never fatal, and the claim it names,
+when a uid can still be read from it, is reported to the caller as spoiled: its state from that record on is unknown.
 """
 
 from __future__ import annotations
