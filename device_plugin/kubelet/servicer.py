@@ -201,12 +201,15 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
             log.info("%s ListAndWatch: sending %d devices (version %d)", name, len(snapshot.devices), snapshot.version)
             await context.write(pb.ListAndWatchResponse(devices=devices_to_pb(snapshot.devices)))
             while not snapshot.closed:
-                if self._shutting_down.is_set():
-                    ended_here = True
-                    return
                 changed = self._changed
                 latest = self.resource.snapshot()
                 if latest.version == snapshot.version:
+                    # Shutting down ends the stream only with nothing left to send: a stop closes the resource
+                    # and then the server, and the empty list it closed with must go out first (under load
+                    # the stream woke after both and ended without it).
+                    if self._shutting_down.is_set():
+                        ended_here = True
+                        return
                     assert changed is not None
                     await changed.wait()  # the feeder or shutdown() sets it
                     continue
