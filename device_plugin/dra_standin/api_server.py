@@ -40,22 +40,15 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 
 from device_plugin.dra_standin.api_http import Server, handler_for
-from device_plugin.dra_standin.api_objects import (
-    GROUP,
-    RELEASE_OF,
-    api_group,
-    field_of,
-    matches,
-    taints_as_stored,
-    too_many_tainted,
-)
+from device_plugin.dra_standin.api_objects import GROUP, api_group, field_of, matches
 from device_plugin.dra_standin.api_objects import status_body as _status
+from device_plugin.dra_standin.api_writes import SliceWrites
 
 # Raises when `obj` is not valid for the Kubernetes release (e.g. "1.34"); the message says why.
 Validator = Callable[[dict[str, Any], str], None]
 
 
-class ApiStandin:
+class ApiStandin(SliceWrites):
     def __init__(
         self, versions: tuple[str, ...] = ("v1", "v1beta2", "v1beta1"), validate: Validator | None = None
     ) -> None:
@@ -224,71 +217,3 @@ class ApiStandin:
             if rest[0] != "resourceslices":
                 return 404, _status(404, f"no such path {path}")
             return self._slices(method, version, rest[1] if len(rest) > 1 else None, query, body, schema_error)
-
-    def _slices(
-        self, method: str, version: str, name: str | None, query: dict[str, str], body: Any, schema_error: str | None
-    ) -> tuple[int, Any]:
-        if name is None and method == "GET":
-            fields = "" if self.ignore_field_selector else query.get("fieldSelector", "")
-            items = [o for _, o in sorted(self.slices.items()) if matches(o, fields, query.get("labelSelector", ""))]
-            listed = {"resourceVersion": str(self._events[-1][0] if self._events else 0)}
-            kind = "ResourceSliceList"
-            return 200, {"apiVersion": f"{GROUP}/{version}", "kind": kind, "metadata": listed, "items": items}
-        if name is None and method == "POST":
-            if schema_error is not None:
-                self.invalid.append(schema_error)
-                return 422, _status(422, "invalid object")
-            new = body["metadata"]["name"]
-            if new in self.slices:
-                return 409, _status(409, f'resourceslices "{new}" already exists', "AlreadyExists")
-            return 201, self._store(body)
-        if name not in self.slices:
-            return 404, _status(404, f'resourceslices "{name}" not found')
-        if method == "GET":
-            return 200, self.slices[name]
-        if method == "DELETE":
-            self._remove(name)
-            return 200, _status(200, "deleted", "", "Success")
-        if method == "PUT":
-            if name in self._races:
-                self._races.discard(name)
-                self._concurrent_write(name)
-            if schema_error is not None:
-                self.invalid.append(schema_error)
-                return 422, _status(422, "invalid object")
-            if body["metadata"].get("resourceVersion") != self.slices[name]["metadata"]["resourceVersion"]:
-                return 409, _status(
-                    409, "the object has been modified; please apply your changes to the latest version"
-                )
-            return 200, self._store(body)
-        return 405, _status(405, f"{method} not allowed")
-
-    def _schema_error(self, obj: Any, path: str) -> str | None:
-        """Why `obj`, written to `path` (/apis/resource.k8s.io/<version>/...), is refused with 422; None when it
-        is valid, or when the path names no version we serve (404 then). Drops or stamps taints first."""
-        parts = [p for p in path.split("/") if p]
-        if len(parts) < 3 or parts[:2] != ["apis", GROUP] or parts[2] not in RELEASE_OF:
-            return None
-        version = parts[2]
-        if isinstance(obj, dict) and isinstance(obj.get("spec"), dict):
-            taints_as_stored(obj["spec"], version, self.keeps_taints)
-        if not self.schema_check:
-            return None
-        try:
-            if self.validate is not None:
-                self.validate(obj, RELEASE_OF[version])
-            too_many = too_many_tainted(obj["spec"]) if isinstance(obj.get("spec"), dict) else None
-            if too_many is not None:
-                raise ValueError(too_many)
-        except Exception as error:
-            return f"{obj.get('metadata', {}).get('name') if isinstance(obj, dict) else obj!r}: {error}"
-        return None
-
-    def _store(self, obj: dict[str, Any]) -> dict[str, Any]:
-        stored = json.loads(json.dumps(obj))
-        stored["metadata"]["resourceVersion"] = str(next(self._rv))
-        stored["metadata"].setdefault("uid", str(uuid.uuid4()))
-        kind = "MODIFIED" if stored["metadata"]["name"] in self.slices else "ADDED"
-        self.slices[stored["metadata"]["name"]] = stored
-        self._event(kind, stored)
-        return stored
