@@ -3,7 +3,8 @@
 Boundary: the slice requests once ApiStandin (api_server.py) has routed them, under its lock: the
 resourceVersion rules (409 on a stale PUT, AlreadyExists on a second POST), the schema check of every write,
 and how taints are stored (api_objects.taints_as_stored). Lifecycle, faults that touch every request, watch
-streams and the other endpoints stay in api_server.py.
+streams and the other endpoints stay in api_server.py. Misbehaving on purpose: `writes_lost` answers a
+PUT with 200 and keeps the old object (a server whose answer is not what it stored).
 """
 
 from __future__ import annotations
@@ -29,6 +30,16 @@ class SliceWrites:
     _events: list[tuple[int, str, dict[str, Any]]]
     _races: set[str]
     _rv: itertools.count[int]
+    # A PUT answered 200 but not stored (the object stays as it was): "old" answers with the object kept,
+    # "echo" with the body sent and a fresh resourceVersion, as if it had been stored; "" stores every write.
+    writes_lost: str = ""
+
+    def _lost_write(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.writes_lost == "old":
+            return self.slices[name]
+        answer = json.loads(json.dumps(body))
+        answer["metadata"]["resourceVersion"] = str(next(self._rv))
+        return answer
 
     def _event(self, kind: str, obj: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -74,6 +85,8 @@ class SliceWrites:
                 return 409, _status(
                     409, "the object has been modified; please apply your changes to the latest version"
                 )
+            if self.writes_lost:
+                return 200, self._lost_write(name, body)
             return 200, self._store(body)
         return 405, _status(405, f"{method} not allowed")
 

@@ -28,7 +28,8 @@ from device_plugin.core.short_text import one_line
 from device_plugin.kubelet_plugin.api.devices import SliceDevice
 from device_plugin.kubelet_plugin.api.kube import UnsupportedApiError, is_transient, newest_resource_version
 from device_plugin.kubelet_plugin.api.kube import node_uid as read_node_uid
-from device_plugin.kubelet_plugin.api.slice_store import SliceStore
+from device_plugin.kubelet_plugin.api.pool_compare import generation_of, held_summary, same_pool, taints_dropped
+from device_plugin.kubelet_plugin.api.slice_store import SliceStore, UnconfirmedWrite
 from device_plugin.kubelet_plugin.api.slice_watch import WATCH_S, SliceWatch
 from device_plugin.kubelet_plugin.api.slices import GROUP, build_slices
 
@@ -174,7 +175,9 @@ class SlicePublisher:
             except Exception as error:
                 self.error = _describe(error)
                 delay_s = next(delays)
-                if not is_transient(error):
+                if isinstance(error, UnconfirmedWrite):
+                    log.warning("%s; writing it again in %.1f s", self.error, delay_s)
+                elif not is_transient(error):
                     log.error("publishing ResourceSlices failed (will retry): %s", self.error)
                 else:
                     log.warning("API server unavailable (%s); retrying in %.1f s", self.error, delay_s)
@@ -207,16 +210,19 @@ class SlicePublisher:
                 taints_kept=self.taints_kept,
             )
 
-        current = {_generation(o) for o in existing.values()}
-        if len(current) == 1 and _same(existing, build(next(iter(current)))):
+        current = {generation_of(o) for o in existing.values()}
+        if len(current) == 1 and same_pool(existing, build(next(iter(current)))):
             self.generation = next(iter(current))
             self._store.adopt(existing.values())  # an earlier run's slices, as we would write them: ours now
             return self.generation
         generation = max([self.generation, *current]) + 1
         desired = build(generation)
         for obj in desired:
-            stored = self._store.write(version, obj, existing.get(obj["metadata"]["name"]))
-            if self.taints_kept and _taints_dropped(obj, stored):
+            try:
+                stored = self._store.write(version, obj, existing.get(obj["metadata"]["name"]))
+            except UnconfirmedWrite as error:
+                raise UnconfirmedWrite(f"pool generation {generation} not confirmed: {error}") from None
+            if self.taints_kept and taints_dropped(obj, stored):
                 self.taints_kept = False
                 log.warning(
                     "the API server dropped the device taints of slice %s (feature gate DRADeviceTaints off, or "
@@ -224,46 +230,21 @@ class SlicePublisher:
                     obj["metadata"]["name"],
                 )
                 return self.reconcile(devices)  # at once, without the tainted devices (once: taints_kept is False)
+            if not isinstance(stored, dict) or stored.get("spec") != obj["spec"]:
+                name = obj["metadata"]["name"]
+                raise UnconfirmedWrite(
+                    f"pool generation {generation} not confirmed: slice {name}: answered with another spec"
+                )
         for name in sorted(set(existing) - {o["metadata"]["name"] for o in desired}):
             self._store.delete(version, name)
+        # Read back: a 200 whose answer looked right may still not be what is stored (a proxy, a cache).
+        held = {o["metadata"]["name"]: o for o in self._store.list(version)}
+        if not same_pool(held, desired):
+            summary = held_summary(held, desired)
+            raise UnconfirmedWrite(f"pool generation {generation} not confirmed: the API server holds {summary}")
         self.generation = generation
         log.info("pool %s: generation %d, %d devices in %d slices", self._node, generation, len(devices), len(desired))
         return generation
-
-
-def _generation(obj: dict[str, Any]) -> int:
-    """The pool generation a listed slice carries; 0 when it carries none (it is rewritten then)."""
-    pool = obj["spec"].get("pool")
-    generation = pool.get("generation") if isinstance(pool, dict) else None
-    return generation if isinstance(generation, int) and not isinstance(generation, bool) else 0
-
-
-def _same(existing: dict[str, dict[str, Any]], desired: list[dict[str, Any]]) -> bool:
-    """The server holds exactly these slices: same names, specs and owner."""
-    if set(existing) != {o["metadata"]["name"] for o in desired}:
-        return False
-    for obj in desired:
-        held = existing[obj["metadata"]["name"]]
-        owners = held.get("metadata", {}).get("ownerReferences")
-        if held.get("spec") != obj["spec"] or owners != obj["metadata"].get("ownerReferences"):
-            return False
-    return True
-
-
-def _taints_dropped(sent: dict[str, Any], stored: object) -> bool:
-    """We sent device taints and the stored object holds fewer (the server does not keep the field)."""
-    if not isinstance(stored, dict) or not isinstance(stored.get("spec"), dict):
-        return False
-    return _taint_count(sent["spec"]) > _taint_count(stored["spec"])
-
-
-def _taint_count(spec: dict[str, Any]) -> int:
-    count = 0
-    for device in spec.get("devices") or ():
-        body = device.get("basic", device) if isinstance(device, dict) else {}  # v1beta1 nests under `basic`
-        taints = body.get("taints") if isinstance(body, dict) else None
-        count += len(taints) if isinstance(taints, list) else 0
-    return count
 
 
 def _describe(error: BaseException) -> str:

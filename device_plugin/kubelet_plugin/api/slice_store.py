@@ -8,7 +8,8 @@ generic object calls); what to write is the publisher's job. Rules kept here:
 - writes say `Content-Type: application/json` (the client sends none for a plain dict body, and a real
   API server refuses a body of unknown format with 415);
 - an update carries the resourceVersion it read; a 409 Conflict (or a 404: deleted meanwhile) re-reads
-  and tries again, a few times;
+  and tries again, a few times; a success whose answer is no object, or carries the resourceVersion the
+  update replaced, was not stored (UnconfirmedWrite), whatever its status said;
 - what we write (name -> spec and owner, remembered before the request goes out: the watch event can
   arrive before the answer) and what we delete is remembered, so the watch (kubelet_plugin/api/slice_watch.py) can
   tell our own changes from someone else's; the resourceVersions our writes produced are kept too (a few
@@ -33,6 +34,10 @@ PLURAL = "resourceslices"
 CONFLICT_RETRIES = 5
 JSON_BODY = (("Content-Type", "application/json"),)  # the generated client ignores _content_type here
 VERSIONS_KEPT = 8  # resourceVersions of our own writes remembered per slice (events arrive late under load)
+
+
+class UnconfirmedWrite(Exception):
+    """A write answered as a success that its answer, or a read after it, shows the server did not store."""
 
 
 def is_ours(obj: object, *, driver_name: str, node_name: str) -> bool:
@@ -85,6 +90,7 @@ class SliceStore:
             self._written[name] = _content(obj)
         for _ in range(CONFLICT_RETRIES):
             try:
+                replaced = _version_of(current).get("resourceVersion") if current is not None else None
                 if current is None:
                     answer = self.objects.create_cluster_custom_object(
                         GROUP, version, PLURAL, obj, _headers=dict(JSON_BODY), _request_timeout=REQUEST_TIMEOUT_S
@@ -94,6 +100,10 @@ class SliceStore:
                     answer = self.objects.replace_cluster_custom_object(
                         GROUP, version, PLURAL, name, body, _headers=dict(JSON_BODY), _request_timeout=REQUEST_TIMEOUT_S
                     )
+                stored = _version_of(answer).get("resourceVersion") if isinstance(answer, Mapping) else None
+                if stored is None or stored == replaced:
+                    what = "no object" if stored is None else f"resourceVersion {stored}, the one it replaced"
+                    raise UnconfirmedWrite(f"slice {name}: the API server answered the write with {what}: not stored")
                 self._remember_version(name, answer)
                 return answer
             except ApiException as error:
