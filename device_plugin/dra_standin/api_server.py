@@ -194,12 +194,15 @@ class ApiStandin(SliceWrites):
     ) -> tuple[int, Any]:
         # Checked before the lock: a strict schema check takes ~20 ms in Python, and a real API server does
         # not hold up other requests (a claim read by NodePrepareResources) while it validates a write.
-        schema_error = self._schema_error(body, path) if method in ("POST", "PUT") else None
+        refused = self._refusal(body) if method in ("POST", "PUT") else None
+        schema_error = self._schema_error(body, path) if method in ("POST", "PUT") and refused is None else None
         with self._lock:
             self.requests.append((method, path))
             if self._faults:
                 status = self._faults.pop(0)
                 return status, _status(status, "injected fault")
+            if refused is not None:
+                return refused
             if body is not None and content_type.split(";")[0].strip() != "application/json":
                 return 415, _status(415, f"the body of the request was in an unknown format: {content_type!r}")
             parts = [p for p in path.split("/") if p]

@@ -4,7 +4,8 @@ Boundary: the slice requests once ApiStandin (api_server.py) has routed them, un
 resourceVersion rules (409 on a stale PUT, AlreadyExists on a second POST), the schema check of every write,
 and how taints are stored (api_objects.taints_as_stored). Lifecycle, faults that touch every request, watch
 streams and the other endpoints stay in api_server.py. Misbehaving on purpose: `writes_lost` answers a
-PUT with 200 and keeps the old object (a server whose answer is not what it stored).
+PUT with 200 and keeps the old object (a server whose answer is not what it stored); `refuses_taints`
+answers a write with device taints 400 (strict decoding on a server without the field).
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ import json
 import uuid
 from typing import Any
 
-from device_plugin.dra_standin.api_objects import GROUP, RELEASE_OF, matches, taints_as_stored, too_many_tainted
+from device_plugin.dra_standin.api_objects import (
+    GROUP,
+    RELEASE_OF,
+    device_body,
+    matches,
+    taints_as_stored,
+    too_many_tainted,
+)
 from device_plugin.dra_standin.api_objects import status_body as _status
 
 
@@ -33,6 +41,19 @@ class SliceWrites:
     # A PUT answered 200 but not stored (the object stays as it was): "old" answers with the object kept,
     # "echo" with the body sent and a fresh resourceVersion, as if it had been stored; "" stores every write.
     writes_lost: str = ""
+    # True: a write whose devices carry taints is refused with 400, as a server without the field that
+    # decodes strictly does (the taints are not dropped: the whole write fails).
+    refuses_taints: bool = False
+
+    def _refusal(self, body: Any) -> tuple[int, Any] | None:
+        """The 400 a server that refuses the taints field answers `body` with; None when it is not refused."""
+        spec = body.get("spec") if isinstance(body, dict) else None
+        devices = spec.get("devices") if isinstance(spec, dict) else None
+        for index, device in enumerate(devices if self.refuses_taints and isinstance(devices, list) else ()):
+            if "taints" in device_body(device):
+                message = f'strict decoding error: unknown field "spec.devices[{index}].taints"'
+                return 400, _status(400, message, "BadRequest")
+        return None
 
     def _lost_write(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
         if self.writes_lost == "old":

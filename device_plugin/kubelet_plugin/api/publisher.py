@@ -9,12 +9,18 @@ run). When nothing differs it writes nothing. A watch (kubelet_plugin/api/slice_
 whenever someone else adds, changes or deletes one of our slices, so the kubelet's start-up wipe
 (which may land after our reconcile on its re-registration) is repaired at once. Failures that may
 pass (server down, 5xx, 429) are retried with exponential backoff, always with the newest requested
-devices; a server without a usable resource.k8s.io version is refused once, clearly. stop() ends the
+devices; so is a write the server answered as done but did not store: each write's answer must carry a
+new resourceVersion and the spec sent, and the pool is listed again after writing (`generation` is the one
+the server was seen to hold; `error`, shown by /readyz, says what is not confirmed yet). A 400 on a write
+with device taints, or an answer without them, switches the pool to leaving tainted devices out
+(kubelet_plugin/api/taint_support.py) and writes it again at once. A server without a usable
+resource.k8s.io version is refused once, clearly. stop() ends the
 watch and deletes our slices, and says what it did (nothing when the API server was never reached).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -22,16 +28,24 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
 from device_plugin.kubelet_plugin.api.devices import SliceDevice
 from device_plugin.kubelet_plugin.api.kube import UnsupportedApiError, is_transient, newest_resource_version
 from device_plugin.kubelet_plugin.api.kube import node_uid as read_node_uid
-from device_plugin.kubelet_plugin.api.pool_compare import generation_of, held_summary, same_pool, taints_dropped
+from device_plugin.kubelet_plugin.api.pool_compare import (
+    generation_of,
+    held_summary,
+    same_pool,
+    taint_count,
+    taints_dropped,
+)
 from device_plugin.kubelet_plugin.api.slice_store import SliceStore, UnconfirmedWrite
 from device_plugin.kubelet_plugin.api.slice_watch import WATCH_S, SliceWatch
 from device_plugin.kubelet_plugin.api.slices import GROUP, build_slices
+from device_plugin.kubelet_plugin.api.taint_support import TaintSupport
 
 log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 1024  # `error` is shown by /readyz and logged: an API server's answer can be megabytes
@@ -56,9 +70,7 @@ class SlicePublisher:
         self.api_version: str | None = None
         self._node_uid: str | None = None
         self.generation = 0  # the pool generation last written by us
-        # Device taints are written until the API server drops them (DRADeviceTaints off, or older than
-        # 1.33); from then on (until a restart) a device that a taint keeps from scheduling leaves the pool.
-        self.taints_kept = True
+        self.taints = TaintSupport()  # whether the server keeps device taints (found out from its answers)
         self.error: str = ""  # the last failure, "" after a success
         self._cond = threading.Condition()
         self._devices: tuple[SliceDevice, ...] | None = None
@@ -75,6 +87,11 @@ class SlicePublisher:
         )
 
     # ---- public --------------------------------------------------------------------------------
+
+    @property
+    def taints_kept(self) -> bool:
+        """Whether taints are written (until the server showed it keeps none: then sick devices leave the pool)."""
+        return self.taints.usable
 
     def request(self, devices: Sequence[SliceDevice]) -> None:
         """Publish these devices (in listing order) soon; a newer request replaces a pending one."""
@@ -218,20 +235,20 @@ class SlicePublisher:
         generation = max([self.generation, *current]) + 1
         desired = build(generation)
         for obj in desired:
+            name = obj["metadata"]["name"]
             try:
-                stored = self._store.write(version, obj, existing.get(obj["metadata"]["name"]))
+                stored = self._store.write(version, obj, existing.get(name))
             except UnconfirmedWrite as error:
                 raise UnconfirmedWrite(f"pool generation {generation} not confirmed: {error}") from None
+            except ApiException as error:
+                if error.status != 400 or not taint_count(obj["spec"]):
+                    raise
+                self.taints.found_off("refused", name, f"HTTP 400: {_server_message(error)}")
+                return self.reconcile(devices)  # at once, without the tainted devices (once: taints are off now)
             if self.taints_kept and taints_dropped(obj, stored):
-                self.taints_kept = False
-                log.warning(
-                    "the API server dropped the device taints of slice %s (feature gate DRADeviceTaints off, or "
-                    "Kubernetes older than 1.33): unhealthy devices leave the pool instead until the driver restarts",
-                    obj["metadata"]["name"],
-                )
-                return self.reconcile(devices)  # at once, without the tainted devices (once: taints_kept is False)
+                self.taints.found_off("dropped", name, "the stored object has none")
+                return self.reconcile(devices)  # at once, without the tainted devices (once: taints are off now)
             if not isinstance(stored, dict) or stored.get("spec") != obj["spec"]:
-                name = obj["metadata"]["name"]
                 raise UnconfirmedWrite(
                     f"pool generation {generation} not confirmed: slice {name}: answered with another spec"
                 )
@@ -245,6 +262,15 @@ class SlicePublisher:
         self.generation = generation
         log.info("pool %s: generation %d, %d devices in %d slices", self._node, generation, len(devices), len(desired))
         return generation
+
+
+def _server_message(error: ApiException) -> str:
+    """The `message` of the Status an ApiException carries (its body), else its reason; one line, bounded."""
+    try:
+        message = json.loads(error.body or "").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return one_line(str(message if isinstance(message, str) else error.reason), 300)
 
 
 def _describe(error: BaseException) -> str:
