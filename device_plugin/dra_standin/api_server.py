@@ -19,8 +19,9 @@ refused meanwhile); `fail_next(n, status)` answers the next n requests with that
 `race_next_put(name)` changes a slice just before the client's next PUT of it (409 Conflict);
 `ignore_field_selector` answers every list with all slices (a server or proxy that drops the selector);
 `wipe_node(node)` deletes every slice of a node, as the kubelet does at its start; `delay_s` holds every
-answer that long. `schema_check = False` skips every check of a write (a benchmark timing the driver: a real
-API server validates out of our process, in far less than the ~20 ms jsonschema takes here).
+answer that long, `answer_delay_s` only a write's answer, after it is stored. `schema_check = False` skips
+every check of a write (a benchmark timing the driver: a real API server validates out of our process, in
+far less than the ~20 ms jsonschema takes here).
 Device taints (KEP-5055) as the API server treats them: kept when `keeps_taints` (DRADeviceTaints on, the
 default from 1.36), with `timeAdded` set where the writer left it out; otherwise dropped from every device
 before the object is validated and stored, as a server with the gate off does (and v1beta1, whose 1.32
@@ -68,6 +69,7 @@ class ApiStandin(SliceWrites):
         self.watch_status = 200  # any other: every watch is answered with it
         self.keeps_taints = True  # False: device taints are dropped (DRADeviceTaints off)
         self.schema_check = True  # False: writes skip the strict schema check (~20 ms of Python a slice; benchmarks)
+        self.answer_delay_s = 0.0  # a write is stored at once but answered this late (after its watch event)
         self.claim_read_delay_s = 0.0  # a slow API server: each ResourceClaim GET waits this long first
         self._rv = itertools.count(1)
         self._faults: list[int] = []
@@ -165,6 +167,11 @@ class ApiStandin(SliceWrites):
                 for _, o in sorted(self.slices.items())
                 if matches(o, f"spec.driver={driver},spec.nodeName={node}", "")
             ]
+
+    def snapshots(self) -> list[dict[str, Any]]:
+        """Every slice as stored by each write so far (ADDED and MODIFIED events), oldest first."""
+        with self._lock:
+            return [json.loads(json.dumps(o)) for _, kind, o in self._events if kind != "DELETED"]
 
     @property
     def changes(self) -> int:

@@ -5,7 +5,8 @@ resourceVersion rules (409 on a stale PUT, AlreadyExists on a second POST), the 
 and how taints are stored (api_objects.taints_as_stored). Lifecycle, faults that touch every request, watch
 streams and the other endpoints stay in api_server.py. Misbehaving on purpose: `writes_lost` answers a
 PUT with 200 and keeps the old object (a server whose answer is not what it stored); `refuses_taints`
-answers a write with device taints 400 (strict decoding on a server without the field).
+answers a write with device taints 400 (strict decoding on a server without the field). `dryRun=All` on
+a POST or PUT answers what would be stored, through every check, and stores nothing.
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ class SliceWrites:
                 return 400, _status(400, message, "BadRequest")
         return None
 
+    def _dry(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A dry run's answer: the object as it would be stored (checked, taints dropped or stamped), not stored."""
+        answer = json.loads(json.dumps(body))
+        answer["metadata"].setdefault("uid", str(uuid.uuid4()))
+        return answer
+
     def _lost_write(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
         if self.writes_lost == "old":
             return self.slices[name]
@@ -87,7 +94,7 @@ class SliceWrites:
             new = body["metadata"]["name"]
             if new in self.slices:
                 return 409, _status(409, f'resourceslices "{new}" already exists', "AlreadyExists")
-            return 201, self._store(body)
+            return 201, self._dry(body) if query.get("dryRun") == "All" else self._store(body)
         if name not in self.slices:
             return 404, _status(404, f'resourceslices "{name}" not found')
         if method == "GET":
@@ -106,6 +113,8 @@ class SliceWrites:
                 return 409, _status(
                     409, "the object has been modified; please apply your changes to the latest version"
                 )
+            if query.get("dryRun") == "All":
+                return 200, self._dry(body)
             if self.writes_lost:
                 return 200, self._lost_write(name, body)
             return 200, self._store(body)

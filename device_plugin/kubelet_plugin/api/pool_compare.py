@@ -63,3 +63,17 @@ def taint_count(spec: Mapping[str, Any]) -> int:
         taints = body.get("taints") if isinstance(body, dict) else None
         count += len(taints) if isinstance(taints, list) else 0
     return count
+
+
+def without_taints(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a slice spec whose devices carry no taints (the rest shared, not copied)."""
+    devices = []
+    for device in spec.get("devices") or ():
+        if isinstance(device, dict) and isinstance(device.get("basic"), dict):
+            basic = {k: v for k, v in device["basic"].items() if k != "taints"}
+            devices.append({**device, "basic": basic})  # v1beta1
+        elif isinstance(device, dict):
+            devices.append({k: v for k, v in device.items() if k != "taints"})
+        else:
+            devices.append(device)
+    return {**spec, "devices": devices}

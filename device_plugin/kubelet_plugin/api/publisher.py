@@ -13,14 +13,15 @@ devices; so is a write the server answered as done but did not store: each write
 new resourceVersion and the spec sent, and the pool is listed again after writing (`generation` is the one
 the server was seen to hold; `error`, shown by /readyz, says what is not confirmed yet). A 400 on a write
 with device taints, or an answer without them, switches the pool to leaving tainted devices out
-(kubelet_plugin/api/taint_support.py) and writes it again at once. A server without a usable
+(kubelet_plugin/api/taint_support.py) and writes it again at once; the first write with a taint goes out
+as a dry run first, so that switch is made before a sick device could be stored untainted. The log counts
+the devices written. A server without a usable
 resource.k8s.io version is refused once, clearly. stop() ends the
 watch and deletes our slices, and says what it did (nothing when the API server was never reached).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -33,7 +34,12 @@ from kubernetes.client.exceptions import ApiException
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
 from device_plugin.kubelet_plugin.api.devices import SliceDevice
-from device_plugin.kubelet_plugin.api.kube import UnsupportedApiError, is_transient, newest_resource_version
+from device_plugin.kubelet_plugin.api.kube import (
+    UnsupportedApiError,
+    is_transient,
+    newest_resource_version,
+    status_message,
+)
 from device_plugin.kubelet_plugin.api.kube import node_uid as read_node_uid
 from device_plugin.kubelet_plugin.api.pool_compare import (
     generation_of,
@@ -234,24 +240,13 @@ class SlicePublisher:
             return self.generation
         generation = max([self.generation, *current]) + 1
         desired = build(generation)
+        probe = next((o for o in desired if taint_count(o["spec"])), None) if self.taints.kept is None else None
+        # Whether the server keeps taints is found out before a sick device is published: a dry run stores nothing.
+        if probe is not None and not self._write(version, probe, existing, generation, dry_run=True):
+            return self.reconcile(devices)  # at once, without the tainted devices (once: taints are off now)
         for obj in desired:
-            name = obj["metadata"]["name"]
-            try:
-                stored = self._store.write(version, obj, existing.get(name))
-            except UnconfirmedWrite as error:
-                raise UnconfirmedWrite(f"pool generation {generation} not confirmed: {error}") from None
-            except ApiException as error:
-                if error.status != 400 or not taint_count(obj["spec"]):
-                    raise
-                self.taints.found_off("refused", name, f"HTTP 400: {_server_message(error)}")
-                return self.reconcile(devices)  # at once, without the tainted devices (once: taints are off now)
-            if self.taints_kept and taints_dropped(obj, stored):
-                self.taints.found_off("dropped", name, "the stored object has none")
-                return self.reconcile(devices)  # at once, without the tainted devices (once: taints are off now)
-            if not isinstance(stored, dict) or stored.get("spec") != obj["spec"]:
-                raise UnconfirmedWrite(
-                    f"pool generation {generation} not confirmed: slice {name}: answered with another spec"
-                )
+            if not self._write(version, obj, existing, generation):
+                return self.reconcile(devices)  # the server changed its mind since the dry run (a restart)
         for name in sorted(set(existing) - {o["metadata"]["name"] for o in desired}):
             self._store.delete(version, name)
         # Read back: a 200 whose answer looked right may still not be what is stored (a proxy, a cache).
@@ -260,17 +255,35 @@ class SlicePublisher:
             summary = held_summary(held, desired)
             raise UnconfirmedWrite(f"pool generation {generation} not confirmed: the API server holds {summary}")
         self.generation = generation
-        log.info("pool %s: generation %d, %d devices in %d slices", self._node, generation, len(devices), len(desired))
+        written = sum(len(o["spec"]["devices"]) for o in desired)  # without those left out (taints not kept)
+        log.info("pool %s: generation %d, %d devices in %d slices", self._node, generation, written, len(desired))
         return generation
 
-
-def _server_message(error: ApiException) -> str:
-    """The `message` of the Status an ApiException carries (its body), else its reason; one line, bounded."""
-    try:
-        message = json.loads(error.body or "").get("message")
-    except (ValueError, AttributeError):
-        message = None
-    return one_line(str(message if isinstance(message, str) else error.reason), 300)
+    def _write(
+        self, version: str, obj: dict[str, Any], existing: dict[str, Any], generation: int, *, dry_run: bool = False
+    ) -> bool:
+        """Write one slice (or dry-run it) and check the answer; False when it shows that the server keeps no
+        taints (the pool must be built again without the tainted devices)."""
+        name = obj["metadata"]["name"]
+        try:
+            stored = self._store.write(version, obj, existing.get(name), dry_run=dry_run)
+        except UnconfirmedWrite as error:
+            raise UnconfirmedWrite(f"pool generation {generation} not confirmed: {error}") from None
+        except ApiException as error:
+            if error.status != 400 or not taint_count(obj["spec"]):
+                raise
+            self.taints.found_off("refused", name, f"HTTP 400: {status_message(error)}")
+            return False
+        if taint_count(obj["spec"]):
+            if taints_dropped(obj, stored):
+                self.taints.found_off("dropped", name, "a dry run came back without them" if dry_run else "")
+                return False
+            self.taints.found_kept()
+        if not dry_run and (not isinstance(stored, dict) or stored.get("spec") != obj["spec"]):
+            raise UnconfirmedWrite(
+                f"pool generation {generation} not confirmed: slice {name}: answered with another spec"
+            )
+        return True
 
 
 def _describe(error: BaseException) -> str:

@@ -4,7 +4,8 @@ Boundary: state and log lines only; the publisher (kubelet_plugin/api/publisher.
 server's answers and builds the slices accordingly (kubelet_plugin/api/slices.py: `taints_kept`). Taints
 are written until the server shows it does not keep them: it drops them from what it stores (the
 DRADeviceTaints gate off, or Kubernetes older than 1.33), or refuses a write that has them with 400 (a
-server without the field that decodes strictly). Either is logged once and remembered for the process:
+server without the field that decodes strictly). The publisher asks with a dry run of its first write
+that has a taint, before any sick device is stored. Either is logged once and remembered for the process:
 from then on a device that a taint keeps from scheduling leaves the pool instead, and `note` says so for
 /readyz (which stays green: the pool is published, the sick GPUs are just left out).
 """
@@ -41,12 +42,12 @@ class TaintSupport:
             return
         self.kept = False
         words = HOW[how]
-        self.note = f"the API server {words} ({detail}): {FALLBACK}"
+        self.note = f"the API server {words}{f' ({detail})' if detail else ''}: {FALLBACK}"
         log.warning(
-            "the API server %s of slice %s (%s; feature gate DRADeviceTaints off, or Kubernetes older than 1.33): "
+            "the API server %s of slice %s (%sfeature gate DRADeviceTaints off, or Kubernetes older than 1.33): "
             "%s until the driver restarts",
             words,
             slice_name,
-            detail,
+            f"{detail}; " if detail else "",
             FALLBACK,
         )
