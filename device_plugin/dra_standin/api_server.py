@@ -22,6 +22,7 @@ refused meanwhile); `fail_next(n, status)` answers the next n requests with that
 answer that long, `answer_delay_s` only a write's answer, after it is stored. `schema_check = False` skips
 every check of a write (a benchmark timing the driver: a real API server validates out of our process, in
 far less than the ~20 ms jsonschema takes here).
+Writes that misbehave on purpose (`writes_lost`, `refuses_taints`) and `dryRun=All`: api_writes.py.
 Device taints (KEP-5055) as the API server treats them: kept when `keeps_taints` (DRADeviceTaints on, the
 default from 1.36), with `timeAdded` set where the writer left it out; otherwise dropped from every device
 before the object is validated and stored, as a server with the gate off does (and v1beta1, whose 1.32

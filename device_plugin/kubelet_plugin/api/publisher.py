@@ -15,9 +15,8 @@ the server was seen to hold; `error`, shown by /readyz, says what is not confirm
 with device taints, or an answer without them, switches the pool to leaving tainted devices out
 (kubelet_plugin/api/taint_support.py) and writes it again at once; the first write with a taint goes out
 as a dry run first, so that switch is made before a sick device could be stored untainted. The log counts
-the devices written. A server without a usable
-resource.k8s.io version is refused once, clearly. stop() ends the
-watch and deletes our slices, and says what it did (nothing when the API server was never reached).
+the devices written. A server without a usable resource.k8s.io version is refused once, clearly. stop()
+ends the watch and deletes our slices, and says what it did (nothing when the API server was never reached).
 """
 
 from __future__ import annotations
@@ -75,7 +74,7 @@ class SlicePublisher:
         self._backoff = Backoff(initial_s=backoff_initial_s, max_s=backoff_max_s)
         self.api_version: str | None = None
         self._node_uid: str | None = None
-        self.generation = 0  # the pool generation last written by us
+        self.generation = 0  # the pool generation the server was last seen to hold (written by us)
         self.taints = TaintSupport()  # whether the server keeps device taints (found out from its answers)
         self.error: str = ""  # the last failure, "" after a success
         self._cond = threading.Condition()

@@ -61,7 +61,7 @@ class SliceStore:
         self._written: dict[str, object] = {}  # name -> what our last write of it said (spec and owner)
         self._deleted: set[str] = set()  # names we deleted whose DELETED event has not been seen yet
         self._versions: dict[str, deque[str]] = {}  # name -> resourceVersions our writes of it produced
-        self._recent: dict[str, deque[object]] = {}  # name -> what our last writes of it said, without taints
+        self._recent: dict[str, deque[object]] = {}  # name -> our last writes of it with taints, without them
         self.listed = threading.Condition()
         self.list_count = 0  # LISTs answered so far
         self.list_version = ""  # the collection resourceVersion of the latest LIST ("" if the server sent none)
@@ -95,7 +95,8 @@ class SliceStore:
             with self._lock:
                 self._deleted.discard(name)
                 self._written[name] = _content(obj)
-                self._recent.setdefault(name, deque(maxlen=VERSIONS_KEPT)).append(_content(obj, taints=False))
+                if taint_count(obj["spec"]):  # how it looks stored by a server that drops taints
+                    self._recent.setdefault(name, deque(maxlen=VERSIONS_KEPT)).append(_content(obj, taints=False))
         for _ in range(CONFLICT_RETRIES):
             try:
                 replaced = _version_of(current).get("resourceVersion") if current is not None else None
