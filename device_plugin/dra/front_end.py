@@ -246,7 +246,11 @@ class DraFrontEnd:
         return EndpointProbeResult(*self.plugin.liveness())
 
     def readiness(self) -> EndpointProbeResult:
-        return EndpointProbeResult(*self.plugin.readiness())
+        """The helper's readiness; when the API server keeps no taints, ready with a note saying so (the pool
+        is published, its sick GPUs left out: nothing an operator must fix for the node to serve)."""
+        ready, detail = self.plugin.readiness()
+        note = self.publisher.taints.note
+        return EndpointProbeResult(ready, f"{detail}; {note}" if ready and note else detail)
 
     def start(self) -> None:
         with self._lock:

@@ -20,6 +20,7 @@ from device_plugin.dra_standin.api_objects import status_body
 class ApiSide(Protocol):
     delay_s: float
     claim_read_delay_s: float
+    answer_delay_s: float
     watch_status: int
 
     def serving(self, server: object) -> bool: ...
@@ -68,6 +69,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length)) if length else None
         content_type = self.headers.get("Content-Type") or ""
         status, answer = self.api.handle(self.command, url.path, query, body, content_type)
+        if self.command in ("POST", "PUT") and self.api.answer_delay_s > 0:
+            time.sleep(self.api.answer_delay_s)  # stored, but answered late: its watch event arrives first
         self._answer(status, answer)
 
     def _answer(self, status: int, answer: Any) -> None:

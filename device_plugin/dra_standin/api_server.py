@@ -19,8 +19,10 @@ refused meanwhile); `fail_next(n, status)` answers the next n requests with that
 `race_next_put(name)` changes a slice just before the client's next PUT of it (409 Conflict);
 `ignore_field_selector` answers every list with all slices (a server or proxy that drops the selector);
 `wipe_node(node)` deletes every slice of a node, as the kubelet does at its start; `delay_s` holds every
-answer that long. `schema_check = False` skips every check of a write (a benchmark timing the driver: a real
-API server validates out of our process, in far less than the ~20 ms jsonschema takes here).
+answer that long, `answer_delay_s` only a write's answer, after it is stored. `schema_check = False` skips
+every check of a write (a benchmark timing the driver: a real API server validates out of our process, in
+far less than the ~20 ms jsonschema takes here).
+Writes that misbehave on purpose (`writes_lost`, `refuses_taints`) and `dryRun=All`: api_writes.py.
 Device taints (KEP-5055) as the API server treats them: kept when `keeps_taints` (DRADeviceTaints on, the
 default from 1.36), with `timeAdded` set where the writer left it out; otherwise dropped from every device
 before the object is validated and stored, as a server with the gate off does (and v1beta1, whose 1.32
@@ -40,22 +42,15 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 
 from device_plugin.dra_standin.api_http import Server, handler_for
-from device_plugin.dra_standin.api_objects import (
-    GROUP,
-    RELEASE_OF,
-    api_group,
-    field_of,
-    matches,
-    taints_as_stored,
-    too_many_tainted,
-)
+from device_plugin.dra_standin.api_objects import GROUP, api_group, field_of, matches
 from device_plugin.dra_standin.api_objects import status_body as _status
+from device_plugin.dra_standin.api_writes import SliceWrites
 
 # Raises when `obj` is not valid for the Kubernetes release (e.g. "1.34"); the message says why.
 Validator = Callable[[dict[str, Any], str], None]
 
 
-class ApiStandin:
+class ApiStandin(SliceWrites):
     def __init__(
         self, versions: tuple[str, ...] = ("v1", "v1beta2", "v1beta1"), validate: Validator | None = None
     ) -> None:
@@ -75,6 +70,7 @@ class ApiStandin:
         self.watch_status = 200  # any other: every watch is answered with it
         self.keeps_taints = True  # False: device taints are dropped (DRADeviceTaints off)
         self.schema_check = True  # False: writes skip the strict schema check (~20 ms of Python a slice; benchmarks)
+        self.answer_delay_s = 0.0  # a write is stored at once but answered this late (after its watch event)
         self.claim_read_delay_s = 0.0  # a slow API server: each ResourceClaim GET waits this long first
         self._rv = itertools.count(1)
         self._faults: list[int] = []
@@ -173,6 +169,11 @@ class ApiStandin:
                 if matches(o, f"spec.driver={driver},spec.nodeName={node}", "")
             ]
 
+    def snapshots(self) -> list[dict[str, Any]]:
+        """Every slice as stored by each write so far (ADDED and MODIFIED events), oldest first."""
+        with self._lock:
+            return [json.loads(json.dumps(o)) for _, kind, o in self._events if kind != "DELETED"]
+
     @property
     def changes(self) -> int:
         """How many slice changes (adds, updates, deletes) the stand-in has stored so far."""
@@ -201,12 +202,15 @@ class ApiStandin:
     ) -> tuple[int, Any]:
         # Checked before the lock: a strict schema check takes ~20 ms in Python, and a real API server does
         # not hold up other requests (a claim read by NodePrepareResources) while it validates a write.
-        schema_error = self._schema_error(body, path) if method in ("POST", "PUT") else None
+        refused = self._refusal(body) if method in ("POST", "PUT") else None
+        schema_error = self._schema_error(body, path) if method in ("POST", "PUT") and refused is None else None
         with self._lock:
             self.requests.append((method, path))
             if self._faults:
                 status = self._faults.pop(0)
                 return status, _status(status, "injected fault")
+            if refused is not None:
+                return refused
             if body is not None and content_type.split(";")[0].strip() != "application/json":
                 return 415, _status(415, f"the body of the request was in an unknown format: {content_type!r}")
             parts = [p for p in path.split("/") if p]
@@ -224,71 +228,3 @@ class ApiStandin:
             if rest[0] != "resourceslices":
                 return 404, _status(404, f"no such path {path}")
             return self._slices(method, version, rest[1] if len(rest) > 1 else None, query, body, schema_error)
-
-    def _slices(
-        self, method: str, version: str, name: str | None, query: dict[str, str], body: Any, schema_error: str | None
-    ) -> tuple[int, Any]:
-        if name is None and method == "GET":
-            fields = "" if self.ignore_field_selector else query.get("fieldSelector", "")
-            items = [o for _, o in sorted(self.slices.items()) if matches(o, fields, query.get("labelSelector", ""))]
-            listed = {"resourceVersion": str(self._events[-1][0] if self._events else 0)}
-            kind = "ResourceSliceList"
-            return 200, {"apiVersion": f"{GROUP}/{version}", "kind": kind, "metadata": listed, "items": items}
-        if name is None and method == "POST":
-            if schema_error is not None:
-                self.invalid.append(schema_error)
-                return 422, _status(422, "invalid object")
-            new = body["metadata"]["name"]
-            if new in self.slices:
-                return 409, _status(409, f'resourceslices "{new}" already exists', "AlreadyExists")
-            return 201, self._store(body)
-        if name not in self.slices:
-            return 404, _status(404, f'resourceslices "{name}" not found')
-        if method == "GET":
-            return 200, self.slices[name]
-        if method == "DELETE":
-            self._remove(name)
-            return 200, _status(200, "deleted", "", "Success")
-        if method == "PUT":
-            if name in self._races:
-                self._races.discard(name)
-                self._concurrent_write(name)
-            if schema_error is not None:
-                self.invalid.append(schema_error)
-                return 422, _status(422, "invalid object")
-            if body["metadata"].get("resourceVersion") != self.slices[name]["metadata"]["resourceVersion"]:
-                return 409, _status(
-                    409, "the object has been modified; please apply your changes to the latest version"
-                )
-            return 200, self._store(body)
-        return 405, _status(405, f"{method} not allowed")
-
-    def _schema_error(self, obj: Any, path: str) -> str | None:
-        """Why `obj`, written to `path` (/apis/resource.k8s.io/<version>/...), is refused with 422; None when it
-        is valid, or when the path names no version we serve (404 then). Drops or stamps taints first."""
-        parts = [p for p in path.split("/") if p]
-        if len(parts) < 3 or parts[:2] != ["apis", GROUP] or parts[2] not in RELEASE_OF:
-            return None
-        version = parts[2]
-        if isinstance(obj, dict) and isinstance(obj.get("spec"), dict):
-            taints_as_stored(obj["spec"], version, self.keeps_taints)
-        if not self.schema_check:
-            return None
-        try:
-            if self.validate is not None:
-                self.validate(obj, RELEASE_OF[version])
-            too_many = too_many_tainted(obj["spec"]) if isinstance(obj.get("spec"), dict) else None
-            if too_many is not None:
-                raise ValueError(too_many)
-        except Exception as error:
-            return f"{obj.get('metadata', {}).get('name') if isinstance(obj, dict) else obj!r}: {error}"
-        return None
-
-    def _store(self, obj: dict[str, Any]) -> dict[str, Any]:
-        stored = json.loads(json.dumps(obj))
-        stored["metadata"]["resourceVersion"] = str(next(self._rv))
-        stored["metadata"].setdefault("uid", str(uuid.uuid4()))
-        kind = "MODIFIED" if stored["metadata"]["name"] in self.slices else "ADDED"
-        self.slices[stored["metadata"]["name"]] = stored
-        self._event(kind, stored)
-        return stored

@@ -121,7 +121,7 @@ def test_a_conflict_on_update_rereads_and_updates_again(api: ApiStandin) -> None
     api.race_next_put(FIRST_SLICE)
     api.requests.clear()
     assert p.reconcile(DGX1[2:]) == 2
-    assert [m for m, _ in api.requests] == ["GET", "PUT", "GET", "PUT"]  # list, 409, re-read, update
+    assert [m for m, _ in api.requests] == ["GET", "PUT", "GET", "PUT", "GET"]  # list, 409, re-read, update, read back
     assert [d["name"] for d in api.pool(DRIVER, NODE)[0]["spec"]["devices"]] == [d.name for d in DGX1[2:]]
 
 

@@ -128,6 +128,7 @@ def test_a_fault_taints_the_gpu_the_scheduler_skips_it_and_recovery_removes_the_
 SERVERS = {
     "gate-off-drops-taints": lambda api: setattr(api, "keeps_taints", False),
     "v1beta1-only-server": lambda api: setattr(api, "versions", ("v1beta1",)),
+    "refuses-taints-with-400": lambda api: setattr(api, "refuses_taints", True),
 }
 
 

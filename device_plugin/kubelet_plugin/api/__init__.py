@@ -2,5 +2,6 @@
 
 Modules: devices (what a published device is), slices (ResourceSlice objects of one node's pool), kube
 (the client, version discovery, transient errors), slice_store (the HTTP calls that touch only our
-slices), slice_watch (a watch that notices when others change them), publisher (the reconcile thread).
+slices), slice_watch (a watch that notices when others change them), pool_compare (what the server holds against
+what we wrote), taint_support (whether the server keeps device taints), publisher (the reconcile thread).
 """

@@ -61,6 +61,15 @@ def is_transient(error: Exception) -> bool:
     return isinstance(error, urllib3.exceptions.HTTPError | OSError)
 
 
+def status_message(error: ApiException) -> str:
+    """The `message` of the Status an ApiException carries (its body), else its reason; one line, bounded."""
+    try:
+        message = json.loads(error.body or "").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return one_line(str(message if isinstance(message, str) else error.reason), 300)
+
+
 def newest_resource_version(client: k8s.ApiClient) -> str:
     """v1, else v1beta2, else v1beta1: the newest resource.k8s.io version the server serves."""
     try:

@@ -9,8 +9,14 @@ run). When nothing differs it writes nothing. A watch (kubelet_plugin/api/slice_
 whenever someone else adds, changes or deletes one of our slices, so the kubelet's start-up wipe
 (which may land after our reconcile on its re-registration) is repaired at once. Failures that may
 pass (server down, 5xx, 429) are retried with exponential backoff, always with the newest requested
-devices; a server without a usable resource.k8s.io version is refused once, clearly. stop() ends the
-watch and deletes our slices, and says what it did (nothing when the API server was never reached).
+devices; so is a write the server answered as done but did not store: each write's answer must carry a
+new resourceVersion and the spec sent, and the pool is listed again after writing (`generation` is the one
+the server was seen to hold; `error`, shown by /readyz, says what is not confirmed yet). A 400 on a write
+with device taints, or an answer without them, switches the pool to leaving tainted devices out
+(kubelet_plugin/api/taint_support.py) and writes it again at once; the first write with a taint goes out
+as a dry run first, so that switch is made before a sick device could be stored untainted. The log counts
+the devices written. A server without a usable resource.k8s.io version is refused once, clearly. stop()
+ends the watch and deletes our slices, and says what it did (nothing when the API server was never reached).
 """
 
 from __future__ import annotations
@@ -22,15 +28,29 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
 from device_plugin.kubelet_plugin.api.devices import SliceDevice
-from device_plugin.kubelet_plugin.api.kube import UnsupportedApiError, is_transient, newest_resource_version
+from device_plugin.kubelet_plugin.api.kube import (
+    UnsupportedApiError,
+    is_transient,
+    newest_resource_version,
+    status_message,
+)
 from device_plugin.kubelet_plugin.api.kube import node_uid as read_node_uid
-from device_plugin.kubelet_plugin.api.slice_store import SliceStore
+from device_plugin.kubelet_plugin.api.pool_compare import (
+    generation_of,
+    held_summary,
+    same_pool,
+    taint_count,
+    taints_dropped,
+)
+from device_plugin.kubelet_plugin.api.slice_store import SliceStore, UnconfirmedWrite
 from device_plugin.kubelet_plugin.api.slice_watch import WATCH_S, SliceWatch
 from device_plugin.kubelet_plugin.api.slices import GROUP, build_slices
+from device_plugin.kubelet_plugin.api.taint_support import TaintSupport
 
 log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 1024  # `error` is shown by /readyz and logged: an API server's answer can be megabytes
@@ -54,10 +74,8 @@ class SlicePublisher:
         self._backoff = Backoff(initial_s=backoff_initial_s, max_s=backoff_max_s)
         self.api_version: str | None = None
         self._node_uid: str | None = None
-        self.generation = 0  # the pool generation last written by us
-        # Device taints are written until the API server drops them (DRADeviceTaints off, or older than
-        # 1.33); from then on (until a restart) a device that a taint keeps from scheduling leaves the pool.
-        self.taints_kept = True
+        self.generation = 0  # the pool generation the server was last seen to hold (written by us)
+        self.taints = TaintSupport()  # whether the server keeps device taints (found out from its answers)
         self.error: str = ""  # the last failure, "" after a success
         self._cond = threading.Condition()
         self._devices: tuple[SliceDevice, ...] | None = None
@@ -74,6 +92,11 @@ class SlicePublisher:
         )
 
     # ---- public --------------------------------------------------------------------------------
+
+    @property
+    def taints_kept(self) -> bool:
+        """Whether taints are written (until the server showed it keeps none: then sick devices leave the pool)."""
+        return self.taints.usable
 
     def request(self, devices: Sequence[SliceDevice]) -> None:
         """Publish these devices (in listing order) soon; a newer request replaces a pending one."""
@@ -174,7 +197,9 @@ class SlicePublisher:
             except Exception as error:
                 self.error = _describe(error)
                 delay_s = next(delays)
-                if not is_transient(error):
+                if isinstance(error, UnconfirmedWrite):
+                    log.warning("%s; writing it again in %.1f s", self.error, delay_s)
+                elif not is_transient(error):
                     log.error("publishing ResourceSlices failed (will retry): %s", self.error)
                 else:
                     log.warning("API server unavailable (%s); retrying in %.1f s", self.error, delay_s)
@@ -207,63 +232,57 @@ class SlicePublisher:
                 taints_kept=self.taints_kept,
             )
 
-        current = {_generation(o) for o in existing.values()}
-        if len(current) == 1 and _same(existing, build(next(iter(current)))):
+        current = {generation_of(o) for o in existing.values()}
+        if len(current) == 1 and same_pool(existing, build(next(iter(current)))):
             self.generation = next(iter(current))
             self._store.adopt(existing.values())  # an earlier run's slices, as we would write them: ours now
             return self.generation
         generation = max([self.generation, *current]) + 1
         desired = build(generation)
+        probe = next((o for o in desired if taint_count(o["spec"])), None) if self.taints.kept is None else None
+        # Whether the server keeps taints is found out before a sick device is published: a dry run stores nothing.
+        if probe is not None and not self._write(version, probe, existing, generation, dry_run=True):
+            return self.reconcile(devices)  # at once, without the tainted devices (once: taints are off now)
         for obj in desired:
-            stored = self._store.write(version, obj, existing.get(obj["metadata"]["name"]))
-            if self.taints_kept and _taints_dropped(obj, stored):
-                self.taints_kept = False
-                log.warning(
-                    "the API server dropped the device taints of slice %s (feature gate DRADeviceTaints off, or "
-                    "Kubernetes older than 1.33): unhealthy devices leave the pool instead until the driver restarts",
-                    obj["metadata"]["name"],
-                )
-                return self.reconcile(devices)  # at once, without the tainted devices (once: taints_kept is False)
+            if not self._write(version, obj, existing, generation):
+                return self.reconcile(devices)  # the server changed its mind since the dry run (a restart)
         for name in sorted(set(existing) - {o["metadata"]["name"] for o in desired}):
             self._store.delete(version, name)
+        # Read back: a 200 whose answer looked right may still not be what is stored (a proxy, a cache).
+        held = {o["metadata"]["name"]: o for o in self._store.list(version)}
+        if not same_pool(held, desired):
+            summary = held_summary(held, desired)
+            raise UnconfirmedWrite(f"pool generation {generation} not confirmed: the API server holds {summary}")
         self.generation = generation
-        log.info("pool %s: generation %d, %d devices in %d slices", self._node, generation, len(devices), len(desired))
+        written = sum(len(o["spec"]["devices"]) for o in desired)  # without those left out (taints not kept)
+        log.info("pool %s: generation %d, %d devices in %d slices", self._node, generation, written, len(desired))
         return generation
 
-
-def _generation(obj: dict[str, Any]) -> int:
-    """The pool generation a listed slice carries; 0 when it carries none (it is rewritten then)."""
-    pool = obj["spec"].get("pool")
-    generation = pool.get("generation") if isinstance(pool, dict) else None
-    return generation if isinstance(generation, int) and not isinstance(generation, bool) else 0
-
-
-def _same(existing: dict[str, dict[str, Any]], desired: list[dict[str, Any]]) -> bool:
-    """The server holds exactly these slices: same names, specs and owner."""
-    if set(existing) != {o["metadata"]["name"] for o in desired}:
-        return False
-    for obj in desired:
-        held = existing[obj["metadata"]["name"]]
-        owners = held.get("metadata", {}).get("ownerReferences")
-        if held.get("spec") != obj["spec"] or owners != obj["metadata"].get("ownerReferences"):
+    def _write(
+        self, version: str, obj: dict[str, Any], existing: dict[str, Any], generation: int, *, dry_run: bool = False
+    ) -> bool:
+        """Write one slice (or dry-run it) and check the answer; False when it shows that the server keeps no
+        taints (the pool must be built again without the tainted devices)."""
+        name = obj["metadata"]["name"]
+        try:
+            stored = self._store.write(version, obj, existing.get(name), dry_run=dry_run)
+        except UnconfirmedWrite as error:
+            raise UnconfirmedWrite(f"pool generation {generation} not confirmed: {error}") from None
+        except ApiException as error:
+            if error.status != 400 or not taint_count(obj["spec"]):
+                raise
+            self.taints.found_off("refused", name, f"HTTP 400: {status_message(error)}")
             return False
-    return True
-
-
-def _taints_dropped(sent: dict[str, Any], stored: object) -> bool:
-    """We sent device taints and the stored object holds fewer (the server does not keep the field)."""
-    if not isinstance(stored, dict) or not isinstance(stored.get("spec"), dict):
-        return False
-    return _taint_count(sent["spec"]) > _taint_count(stored["spec"])
-
-
-def _taint_count(spec: dict[str, Any]) -> int:
-    count = 0
-    for device in spec.get("devices") or ():
-        body = device.get("basic", device) if isinstance(device, dict) else {}  # v1beta1 nests under `basic`
-        taints = body.get("taints") if isinstance(body, dict) else None
-        count += len(taints) if isinstance(taints, list) else 0
-    return count
+        if taint_count(obj["spec"]):
+            if taints_dropped(obj, stored):
+                self.taints.found_off("dropped", name, "a dry run came back without them" if dry_run else "")
+                return False
+            self.taints.found_kept()
+        if not dry_run and (not isinstance(stored, dict) or stored.get("spec") != obj["spec"]):
+            raise UnconfirmedWrite(
+                f"pool generation {generation} not confirmed: slice {name}: answered with another spec"
+            )
+        return True
 
 
 def _describe(error: BaseException) -> str:

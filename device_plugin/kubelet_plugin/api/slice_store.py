@@ -8,7 +8,8 @@ generic object calls); what to write is the publisher's job. Rules kept here:
 - writes say `Content-Type: application/json` (the client sends none for a plain dict body, and a real
   API server refuses a body of unknown format with 415);
 - an update carries the resourceVersion it read; a 409 Conflict (or a 404: deleted meanwhile) re-reads
-  and tries again, a few times;
+  and tries again, a few times; a success whose answer is no object, or carries the resourceVersion the
+  update replaced, was not stored (UnconfirmedWrite), whatever its status said;
 - what we write (name -> spec and owner, remembered before the request goes out: the watch event can
   arrive before the answer) and what we delete is remembered, so the watch (kubelet_plugin/api/slice_watch.py) can
   tell our own changes from someone else's; the resourceVersions our writes produced are kept too (a few
@@ -27,12 +28,17 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from device_plugin.kubelet_plugin.api.kube import REQUEST_TIMEOUT_S
+from device_plugin.kubelet_plugin.api.pool_compare import taint_count, without_taints
 from device_plugin.kubelet_plugin.api.slices import GROUP
 
 PLURAL = "resourceslices"
 CONFLICT_RETRIES = 5
 JSON_BODY = (("Content-Type", "application/json"),)  # the generated client ignores _content_type here
 VERSIONS_KEPT = 8  # resourceVersions of our own writes remembered per slice (events arrive late under load)
+
+
+class UnconfirmedWrite(Exception):
+    """A write answered as a success that its answer, or a read after it, shows the server did not store."""
 
 
 def is_ours(obj: object, *, driver_name: str, node_name: str) -> bool:
@@ -55,6 +61,7 @@ class SliceStore:
         self._written: dict[str, object] = {}  # name -> what our last write of it said (spec and owner)
         self._deleted: set[str] = set()  # names we deleted whose DELETED event has not been seen yet
         self._versions: dict[str, deque[str]] = {}  # name -> resourceVersions our writes of it produced
+        self._recent: dict[str, deque[object]] = {}  # name -> our last writes of it with taints, without them
         self.listed = threading.Condition()
         self.list_count = 0  # LISTs answered so far
         self.list_version = ""  # the collection resourceVersion of the latest LIST ("" if the server sent none)
@@ -76,24 +83,45 @@ class SliceStore:
             self.listed.notify_all()
         return [o for o in items or () if self.ours(o)]
 
-    def write(self, version: str, obj: dict[str, Any], current: dict[str, Any] | None) -> object:
+    def write(
+        self, version: str, obj: dict[str, Any], current: dict[str, Any] | None, *, dry_run: bool = False
+    ) -> object:
         """Create `obj`, or update it over `current` (the object as read); conflicts are re-read and retried.
-        Returns the server's answer: the object as stored (a server may drop fields it does not keep)."""
+        Returns the server's answer: the object as stored (a server may drop fields it does not keep).
+        `dry_run`: the server checks the write and answers what it would store, and stores nothing."""
         name = obj["metadata"]["name"]
-        with self._lock:
-            self._deleted.discard(name)
-            self._written[name] = _content(obj)
+        dry = {"dry_run": "All"} if dry_run else {}
+        if not dry_run:
+            with self._lock:
+                self._deleted.discard(name)
+                self._written[name] = _content(obj)
+                if taint_count(obj["spec"]):  # how it looks stored by a server that drops taints
+                    self._recent.setdefault(name, deque(maxlen=VERSIONS_KEPT)).append(_content(obj, taints=False))
         for _ in range(CONFLICT_RETRIES):
             try:
+                replaced = _version_of(current).get("resourceVersion") if current is not None else None
                 if current is None:
                     answer = self.objects.create_cluster_custom_object(
-                        GROUP, version, PLURAL, obj, _headers=dict(JSON_BODY), _request_timeout=REQUEST_TIMEOUT_S
+                        GROUP, version, PLURAL, obj, **dry, _headers=dict(JSON_BODY), _request_timeout=REQUEST_TIMEOUT_S
                     )
                 else:
                     body = {**obj, "metadata": {**obj["metadata"], **_version_of(current)}}
                     answer = self.objects.replace_cluster_custom_object(
-                        GROUP, version, PLURAL, name, body, _headers=dict(JSON_BODY), _request_timeout=REQUEST_TIMEOUT_S
+                        GROUP,
+                        version,
+                        PLURAL,
+                        name,
+                        body,
+                        **dry,
+                        _headers=dict(JSON_BODY),
+                        _request_timeout=REQUEST_TIMEOUT_S,
                     )
+                if dry_run:
+                    return answer
+                stored = _version_of(answer).get("resourceVersion") if isinstance(answer, Mapping) else None
+                if stored is None or stored == replaced:
+                    what = "no object" if stored is None else f"resourceVersion {stored}, the one it replaced"
+                    raise UnconfirmedWrite(f"slice {name}: the API server answered the write with {what}: not stored")
                 self._remember_version(name, answer)
                 return answer
             except ApiException as error:
@@ -157,6 +185,13 @@ class SliceStore:
                 return True  # an earlier write of ours, reported after we wrote the slice again
             return name in self._written and self._written[name] == _content(obj)
 
+    def taints_dropped_from_ours(self, obj: Mapping[str, Any]) -> bool:
+        """Whether `obj` (an ADDED or MODIFIED event) is one of our recent writes, as stored by a server that
+        dropped its device taints: no one else's change, and the publisher sees the drop in the answer."""
+        name = obj["metadata"]["name"]
+        with self._lock:
+            return taint_count(obj.get("spec") or {}) == 0 and _content(obj, taints=False) in self._recent.get(name, ())
+
 
 def _version_of(obj: Mapping[str, Any]) -> dict[str, Any]:
     metadata = obj.get("metadata")
@@ -164,8 +199,10 @@ def _version_of(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"resourceVersion": rv} if rv else {}
 
 
-def _content(obj: Mapping[str, Any]) -> object:
-    """What makes a slice ours as we wrote it: its spec and its owner (not its resourceVersion or status)."""
+def _content(obj: Mapping[str, Any], *, taints: bool = True) -> object:
+    """What makes a slice ours as we wrote it: its spec and its owner (not its resourceVersion or status);
+    with taints=False, the spec without the devices' taints."""
     metadata = obj.get("metadata")
     owners = metadata.get("ownerReferences") if isinstance(metadata, Mapping) else None
-    return (obj.get("spec"), owners)
+    spec = obj.get("spec")
+    return (spec if taints or not isinstance(spec, Mapping) else without_taints(spec), owners)

@@ -7,7 +7,8 @@ a slice. Without a watch such a change lasts until the devices change (possibly 
 
 How: the watch starts from the resourceVersion of the publisher's latest LIST (SliceStore.list), so
 nothing between that list and the watch is missed, and no second LIST is spent. Each event is filtered
-like a LIST item (our driver, our node); events about our own writes and deletes are skipped; any other
+like a LIST item (our driver, our node); events about our own writes and deletes are skipped (one of ours
+stored without the taints we sent is logged as such: the publisher falls back on the write's answer); any other
 calls `changed()` (the publisher's resync, which writes nothing when the pool is as it should be). A
 watch that ends normally (after WATCH_S, server side) is resumed from the last event (after a backoff
 when it lasted under MIN_WATCH_S: a proxy closing streams must not make a request loop); one that fails
@@ -172,10 +173,14 @@ class SliceWatch:
         metadata = obj.get("metadata")
         version = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
         if kind in ("ADDED", "MODIFIED", "DELETED") and self._store.ours(obj) and not self._store.was_ours(kind, obj):
+            name = one_line(str(metadata.get("name") if isinstance(metadata, dict) else ""), 300)
+            if kind != "DELETED" and self._store.taints_dropped_from_ours(obj):
+                log.info("ResourceSlice %s: the server dropped the taints (device taints off?)", name)
+                return version if isinstance(version, str) and version else None  # the publisher sees it too
             self.events_seen += 1
             log.info(
                 "ResourceSlice %s was %s by someone else (e.g. the kubelet); reconciling our pool",
-                one_line(str(metadata.get("name") if isinstance(metadata, dict) else ""), 300),
+                name,
                 {"ADDED": "added", "MODIFIED": "changed", "DELETED": "deleted"}[str(kind)],
             )
             self._changed()

@@ -1,0 +1,53 @@
+"""Whether the API server keeps device taints, as the publisher found out, and the words that say so.
+
+Boundary: state and log lines only; the publisher (kubelet_plugin/api/publisher.py) finds out from the
+server's answers and builds the slices accordingly (kubelet_plugin/api/slices.py: `taints_kept`). Taints
+are written until the server shows it does not keep them: it drops them from what it stores (the
+DRADeviceTaints gate off, or Kubernetes older than 1.33), or refuses a write that has them with 400 (a
+server without the field that decodes strictly). The publisher asks with a dry run of its first write
+that has a taint, before any sick device is stored. Either is logged once and remembered for the process:
+from then on a device that a taint keeps from scheduling leaves the pool instead, and `note` says so for
+/readyz (which stays green: the pool is published, the sick GPUs are just left out).
+"""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+FALLBACK = "leaving unhealthy devices out of the pool"
+HOW = {
+    "dropped": "dropped the device taints",
+    "refused": "refused the device taints",
+}
+
+
+class TaintSupport:
+    def __init__(self) -> None:
+        self.kept: bool | None = None  # None: not known yet (no write with a taint has been answered)
+        self.note = ""  # for /readyz once the server keeps no taints
+
+    @property
+    def usable(self) -> bool:
+        """Whether to write taints: yes until the server has shown it does not keep them."""
+        return self.kept is not False
+
+    def found_kept(self) -> None:
+        self.kept = True
+
+    def found_off(self, how: str, slice_name: str, detail: str) -> None:
+        """The server `how` ("dropped" or "refused") the taints of a write of `slice_name`; logged once."""
+        if self.kept is False:
+            return
+        self.kept = False
+        words = HOW[how]
+        self.note = f"the API server {words}{f' ({detail})' if detail else ''}: {FALLBACK}"
+        log.warning(
+            "the API server %s of slice %s (%sfeature gate DRADeviceTaints off, or Kubernetes older than 1.33): "
+            "%s until the driver restarts",
+            words,
+            slice_name,
+            f"{detail}; " if detail else "",
+            FALLBACK,
+        )
