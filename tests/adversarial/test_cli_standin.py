@@ -54,6 +54,13 @@ class Lines:
         raise AssertionError(f"no line with {text!r} within {WAIT_S} s; got:\n{''.join(self.seen)}")
 
 
+def _stop_all(*processes: subprocess.Popen[str]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=10)
+
+
 def _start(argv: list[str]) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for name in ("CONFIG_FILE", "MIG_STRATEGY", "DEVICE_PLUGIN_DIR", "METRICS_ADDRESS"):
@@ -83,10 +90,7 @@ def test_standin_shows_what_a_kubelet_sees_of_run(plugin_dir: Path, stop_signal:
         lines.wait_for("kubelet stand-in stopped")
         assert not (plugin_dir / "kubelet.sock").exists()
     finally:
-        for process in (standin, daemon):
-            if process.poll() is None:
-                process.terminate()
-                process.wait(timeout=10)
+        _stop_all(standin, daemon)
         events.unlink(missing_ok=True)
     assert daemon.returncode == 0
 
@@ -122,10 +126,7 @@ def test_standin_says_what_it_waits_for_and_why_it_may_never_come(plugin_dir: Pa
         standin.send_signal(signal.SIGTERM)
         assert standin.wait(timeout=10) == 0
     finally:
-        for process in (standin, daemon):
-            if process.poll() is None:
-                process.terminate()
-                process.wait(timeout=10)
+        _stop_all(standin, daemon)
 
 
 def test_standin_waits_quietly_while_a_mixed_plugin_registers_its_resources_one_by_one(plugin_dir: Path) -> None:
@@ -148,7 +149,4 @@ def test_standin_waits_quietly_while_a_mixed_plugin_registers_its_resources_one_
         standin.send_signal(signal.SIGTERM)
         assert standin.wait(timeout=10) == 0
     finally:
-        for process in (standin, daemon):
-            if process.poll() is None:
-                process.terminate()
-                process.wait(timeout=10)
+        _stop_all(standin, daemon)
