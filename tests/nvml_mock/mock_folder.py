@@ -81,7 +81,7 @@ def find_mock(env: Mapping[str, str] = os.environ) -> tuple[NvmlMock | None, str
     if not value:
         return None, (
             f"{ENV} is not set: it names the folder of NVIDIA's NVML mock "
-            "(.ci/run sets it to ../shared/nvml-mock when that folder exists; docs/development.md)"
+            "(.ci/run sets it where the CI machine provides one; docs/development.md)"
         )
     root = Path(value)
     if not root.is_dir():
