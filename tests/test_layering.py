@@ -118,6 +118,7 @@ HELPER_MAY_IMPORT = (
     "device_plugin.core.short_text",
     "device_plugin.core.backoff",
     "device_plugin.core.bounded_json",
+    "device_plugin.core.atomic_write",  # the one atomic file write (the claim files)
 )
 
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import logging
 import os
 import stat
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from device_plugin.config.reading import read_regular_file
+from device_plugin.core.atomic_write import replace_atomically
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short_path
 
@@ -79,18 +79,9 @@ def write_atomically(path: Path, content: str, *, refuse_under: Sequence[Path], 
     directory = target.parent.resolve()
     # Checked again with the directory as it now resolves (a component may have been a symlink).
     check_write_target(directory / target.name, refuse_under=refuse_under, field=field)
-    # A leading dot: node-feature-discovery skips hidden files, so it never reads a half-written one.
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(encoded)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp_name, 0o644)  # mkstemp creates 0600; nfd-worker may run as another user
-        os.replace(tmp_name, directory / target.name)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    # A leading dot: node-feature-discovery skips hidden files, so it never reads a half-written one; 0644:
+    # nfd-worker may run as another user.
+    replace_atomically(directory, target.name, encoded, temp_prefix=".", mode=0o644)
     return True
 
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import stat
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from device_plugin.core.atomic_write import replace_atomically
 from device_plugin.core.short_text import short_path
 
 log = logging.getLogger(__name__)
@@ -95,26 +95,7 @@ class ClaimsFolder:
         next start sets it aside. A file that replaces another is fsynced before the rename: the old
         content stays until the new one is durable.
         """
-        temp = self.path / f"{TEMP_PREFIX}{name}-{secrets.token_hex(4)}"
-        target = self.path / name
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        placed = False
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                if fresh:
-                    os.replace(temp, target)
-                    placed = True
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if not fresh:
-                os.replace(temp, target)
-        except BaseException:
-            (target if placed else temp).unlink(missing_ok=True)
-            raise
+        replace_atomically(self.path, name, data, temp_prefix=TEMP_PREFIX, mode=0o600, fresh=fresh)
 
     def write_all(self, files: Sequence[tuple[str, bytes, bool]], done: Callable[[str], None]) -> None:
         """write() each (name, data, fresh), many at once; `done(name)` after each success; the first
