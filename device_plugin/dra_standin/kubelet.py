@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import grpc
 
@@ -147,23 +148,20 @@ class DraKubeletStandin:
         channel = grpc.insecure_channel(f"unix://{plugin.endpoint}")
         return pb, channel, pb_grpc.DRAPluginStub(channel)
 
-    def prepare(self, plugin: Registered, claims: list[tuple[str, str, str]]) -> dict[str, object]:
+    def _send(self, plugin: Registered, call: str, claims: list[tuple[str, str, str]]) -> Any:
+        """One NodePrepareResources or NodeUnprepareResources call, as the kubelet sends it."""
         pb, channel, stub = self._stub(plugin)
         with channel:
-            request = pb.NodePrepareResourcesRequest(
-                claims=[pb.Claim(namespace=n, uid=u, name=m) for n, u, m in claims]
-            )
-            response = stub.NodePrepareResources(request, timeout=5)  # type: ignore[attr-defined]
+            request = getattr(pb, f"{call}Request")(claims=[pb.Claim(namespace=n, uid=u, name=m) for n, u, m in claims])
+            return getattr(stub, call)(request, timeout=5)
+
+    def prepare(self, plugin: Registered, claims: list[tuple[str, str, str]]) -> dict[str, object]:
+        response = self._send(plugin, "NodePrepareResources", claims)
         missing = {u for _, u, _ in claims} - set(response.claims)
         if missing:  # the kubelet treats a left-out claim as an error and calls again
             raise AssertionError(f"left out {len(missing)} claims")
         return dict(response.claims)
 
     def unprepare(self, plugin: Registered, claims: list[tuple[str, str, str]]) -> dict[str, str]:
-        pb, channel, stub = self._stub(plugin)
-        with channel:
-            request = pb.NodeUnprepareResourcesRequest(
-                claims=[pb.Claim(namespace=n, uid=u, name=m) for n, u, m in claims]
-            )
-            response = stub.NodeUnprepareResources(request, timeout=5)  # type: ignore[attr-defined]
+        response = self._send(plugin, "NodeUnprepareResources", claims)
         return {uid: entry.error for uid, entry in response.claims.items()}
