@@ -31,6 +31,7 @@ BENCHMARKS = (
     "bench_dra_start.py",
     "bench_node_runtime.py",
     "bench_rolling_update.py",
+    "bench_dra_rolling_update.py",
     "bench_checkpoint.py",
     "bench_config_limits.py",
 )

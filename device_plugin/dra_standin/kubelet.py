@@ -102,6 +102,22 @@ class DraKubeletStandin:
         self.known = known_versions
         self.known_health = known_health
         self.plugins: dict[str, Registered] = {}
+        self._by_socket: dict[Path, Registered] = {}  # every registration socket seen, oldest first
+        self._watching = threading.Lock()  # current() from more than one thread: one plugin watcher
+
+    def current(self, name: str) -> Registered | None:
+        """The instance of driver `name` a 1.33+ kubelet sends calls to now: of the registration sockets in the
+        folder, the most recently registered one still there (a removed socket is a deregistration; a new
+        one is registered on sight, as the plugin watcher does). None: no instance is registered."""
+        with self._watching:
+            present = set(self.registry_dir.glob("*.sock"))
+            self._by_socket = {sock: r for sock, r in self._by_socket.items() if sock in present}
+            for sock in sorted(present - set(self._by_socket)):
+                registered = self._register(sock)
+                if registered is not None:
+                    self._by_socket[sock] = registered
+            named = [r for r in self._by_socket.values() if r.name == name]
+            return named[-1] if named else None
 
     def wait_for_plugin(self, timeout_s: float = 10.0) -> Registered:
         deadline = time.monotonic() + timeout_s

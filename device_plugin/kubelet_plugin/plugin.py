@@ -95,6 +95,8 @@ class KubeletPlugin:
         return True, detail
 
     def readiness(self) -> tuple[bool, str]:
+        if taken := self.server.socket_taken():  # why we wait: another instance's lock, or our paths taken
+            return False, taken
         serving, detail = self.server.serving()
         if not serving:
             return False, detail

@@ -48,9 +48,21 @@ def kustomize_command(search_path: str | None = None) -> list[str]:
 
 
 def kustomizations(root: Path = DEPLOY_DIR) -> list[str]:
-    """Every folder under `root` holding a kustomization, relative to `root` ('base', 'dra/examples', ...)."""
-    found = {str(p.parent.relative_to(root)) for name in KUSTOMIZATION_FILES for p in root.rglob(name)}
+    """Every folder under `root` holding a kustomization, relative to `root` ('base', 'dra/examples', ...).
+    Components (deploy/components/) are left out: kustomize renders them only inside a kustomization."""
+    files = [p for name in KUSTOMIZATION_FILES for p in root.rglob(name)]
+    found = {str(p.parent.relative_to(root)) for p in files if not _is_component(p)}
     return sorted(found)
+
+
+def components(root: Path = DEPLOY_DIR) -> list[str]:
+    """Every folder under `root` holding a kustomize Component, relative to `root`."""
+    files = [p for name in KUSTOMIZATION_FILES for p in root.rglob(name)]
+    return sorted(str(p.parent.relative_to(root)) for p in files if _is_component(p))
+
+
+def _is_component(path: Path) -> bool:
+    return bool((yaml.safe_load(path.read_text()) or {}).get("kind") == "Component")
 
 
 def build(directory: Path | str) -> list[Obj]:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.deploy.conftest import ALL, KUSTOMIZATIONS, Rendered
-from tests.deploy.kustomize import KustomizeError, build, identity, kustomize_command
+from tests.deploy.kustomize import DEPLOY_DIR, KustomizeError, build, components, identity, kustomize_command
 
 # The oldest kubelet with the CDI field in Allocate by default (1.29, beta) and a current one.
 KUBERNETES_VERSIONS = ("1.29", "1.33")
@@ -32,7 +32,21 @@ def test_every_kustomization_is_found() -> None:
         "overlays/time-slicing",
     }
     others = {"dra", "dra/driver", "dra/extended-resource", "dra/examples", "dra/examples/mig", "monitoring"}
-    assert others <= set(ALL) - set(KUSTOMIZATIONS)
+    assert others | {"dra/rolling-update"} <= set(ALL) - set(KUSTOMIZATIONS)
+    assert components() == ["components/rolling-update"]
+
+
+@pytest.mark.parametrize("component", components())
+def test_every_component_is_used_by_a_kustomization(component: str) -> None:
+    """A component renders only inside a kustomization: one that none lists is dead weight no test renders."""
+    users = [name for name in ALL if (DEPLOY_DIR / component).resolve() in _components_of(name)]
+    assert users, f"deploy/{component} is listed by no kustomization"
+
+
+def _components_of(name: str) -> list[Path]:
+    folder = DEPLOY_DIR / name
+    listed = yaml.safe_load((folder / "kustomization.yaml").read_text()).get("components", [])
+    return [(folder / c).resolve() for c in listed]
 
 
 @pytest.mark.parametrize("name", ALL)

@@ -43,7 +43,33 @@ def pod_spec(objects: list[dict[str, Any]]) -> dict[str, Any]:
 
 def test_every_kustomization_under_deploy_dra_is_found() -> None:
     examples = {"dra/examples", "dra/examples/mig", "dra/examples/gpu-count"}
-    assert {"dra", "dra/driver", "dra/extended-resource", *examples} <= set(KUSTOMIZATIONS)
+    assert {"dra", "dra/driver", "dra/extended-resource", "dra/rolling-update", *examples} <= set(KUSTOMIZATIONS)
+
+
+def _strategy_and_names(objects: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
+    (daemonset,) = of_kind(objects, "DaemonSet")
+    (container,) = daemonset["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    return daemonset["spec"]["updateStrategy"], env.get("SOCKET_NAMES") or "fixed"
+
+
+DRIVERS = [n for n in KUSTOMIZATIONS if of_kind(RENDERED[n], "DaemonSet")]
+
+
+@pytest.mark.parametrize("name", DRIVERS)
+def test_only_the_rolling_variant_surges_and_it_names_sockets_per_pod(name: str) -> None:
+    """A surge with fixed socket names would stall on the instance lock; per-instance names without a surge
+    gain nothing. The rolling variant differs from deploy/dra in exactly these two things."""
+    strategy, names = _strategy_and_names(RENDERED[name])
+    if name == "dra/rolling-update":
+        assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}
+        assert names == "per-instance"
+        rolling, driver = RENDERED[name], RENDERED["dra"]
+        changed = [o["kind"] for o, before in zip(rolling, driver, strict=True) if o != before]
+        assert changed == ["DaemonSet"]
+    else:
+        assert strategy == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+        assert names == "fixed"
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -114,14 +114,15 @@ class DraGrpcServer:
         health_heartbeat_s: float = HEARTBEAT_S,
         calls: CallLock | None = None,
     ) -> None:
-        """`calls`: rolling-update mode (per-instance socket names): no instance lock; the checkpoint is
-        read, and each claim change made, under this lock shared with the other instance."""
+        """`calls`: rolling-update mode (per-instance socket names): the instance lock held shared (beside
+        the other rolling-update instance, never beside a fixed-name one); the checkpoint is read, and each
+        claim change made, under this lock shared with the other instance."""
         self.driver_name = driver_name
         self._paths = paths
         self._poll_s = poll_s
         self._preparer = preparer
         self._calls = calls
-        self._instance = FileLock(paths.endpoint.parent / INSTANCE_LOCK)
+        self._instance = FileLock(paths.endpoint.parent / INSTANCE_LOCK, shared=calls is not None)
         self._opened = False  # the checkpoint read and the claim pools open: claims are served
         self._open_problem = ""  # why the checkpoint could not be read (the keeper tries again)
         self._lock_problem = ""  # why the instance lock could not be made
@@ -178,7 +179,7 @@ class DraGrpcServer:
     def socket_taken(self) -> str:
         """Why we wait instead of serving: another instance holds the instance lock, or another process
         serves one of our paths; "" when neither is so."""
-        if self._calls is None and self._thread is not None and not self._opened and not self._instance.held():
+        if self._thread is not None and not self._opened and not self._instance.held():
             return self._instance.waiting()
         return self._endpoint.taken() or self._registrar.taken()
 
@@ -263,8 +264,6 @@ class DraGrpcServer:
     def _own_instance(self) -> bool:
         """We hold the instance lock (taken now if free). Lost while serving (its file removed and locked
         afresh by a newcomer): the sockets are withdrawn for good, since what we hold may be stale by now."""
-        if self._calls is not None:  # two instances serve at once by design: the call lock guards them
-            return True
         if self._lost:
             return False
         was_open = self._opened

@@ -6,7 +6,10 @@ serves: a second daemon on the same kubelet directory waits for it before it bin
 the checkpoint, so it never acts on a snapshot the first one has moved past, and never writes beside
 it. The kernel gives the lock back when its holder dies (kill -9 included), so a crashed daemon never
 blocks the next one. In rolling-update mode (per-instance socket names) two instances serve at once
-and CallLock serialises their claim changes instead. Taken (held) means "the file at the path is the
+and CallLock serialises their claim changes instead; they hold `instance.lock` shared, so they serve
+side by side, while a fixed-name instance (exclusive) and a per-instance one never do: a surge between
+the two namings (a switch, `kubectl rollout undo`) waits instead of sharing the checkpoint with an
+instance that takes no call lock. Taken (held) means "the file at the path is the
 one we locked": a lock file removed behind our back (`rm -rf <kubelet>/plugins`) is not held any
 more, since a newcomer would lock a fresh file at the path; `held()` tells, and the owner takes the
 fresh one again.
@@ -33,8 +36,10 @@ STAMP_BYTES = 64
 
 
 class FileLock:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, shared: bool = False) -> None:
+        """`shared`: held by rolling-update instances side by side (flock LOCK_SH); exclusive otherwise."""
         self.path = path
+        self.shared = shared
         self._fd: int | None = None
 
     def try_acquire(self) -> bool:
@@ -46,7 +51,7 @@ class FileLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError as error:
             os.close(fd)
             if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
@@ -78,9 +83,16 @@ class FileLock:
 
     def waiting(self) -> str:
         """What /readyz says while another instance holds the lock."""
+        if self.shared:
+            return (
+                f"an instance of this DRA driver with fixed socket names holds {short_path(self.path)}; a "
+                "rolling-update instance (socketNames: per-instance) waits for it to stop: switch namings with "
+                "maxSurge 0 (docs/upgrade.md)"
+            )
         return (
             f"another instance of this DRA driver holds {short_path(self.path)} (a second copy on this kubelet "
-            "directory); waiting for it to stop before binding a socket or reading the checkpoint"
+            "directory, or a rolling-update instance while socketNames is switched); waiting for it to stop "
+            "before binding a socket or reading the checkpoint"
         )
 
 

@@ -7,23 +7,20 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.dra_standin.kubelet import DraKubeletStandin
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.service.grpc_service import SocketPaths
-from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
 from tests.adversarial.dra.harness import prepare, unprepare
 from tests.dra.api_standin import ApiStandin
 from tests.dra.driver_node import DRIVER, NODE, Node, eventually
-
-OLD, NEW = "0a0a0a0a-0000-4000-8000-000000000001", "0b0b0b0b-0000-4000-8000-000000000002"
-GPUS = [f"gpu-{i}" for i in range(8)]
+from tests.dra.rolling import GPUS, MACHINE, NEW, OLD, launch_instance, replace_driver, start_instance
 
 
 @pytest.fixture
@@ -31,21 +28,11 @@ def node() -> Iterator[Node]:
     root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))
     api = ApiStandin().up()
     api.add_node(NODE)
-    n = Node(root, api, FakeNvml.from_machine("dgx1-v100"))
+    n = Node(root, api, FakeNvml.from_machine(MACHINE))
     n.config_file.write_text("version: v1\ngpuDevicePlugin:\n  mode: dra\n  socketNames: per-instance\n")
     yield n
     api.down()
     shutil.rmtree(root, ignore_errors=True)
-
-
-def _start(node: Node, instance: str) -> NodeRuntime[DraFrontEnd]:
-    config = node.load()
-    client = api_client(node.api.host)
-    front_end = DraFrontEnd.for_config(config, client, node_name=NODE, backoff_max_s=0.2, instance=instance)
-    runtime = NodeRuntime(FakeNvml.from_machine("dgx1-v100"), config, front_end, load_config=node.load)
-    runtime.start()
-    assert eventually(lambda: front_end.server.serving()[0])
-    return runtime
 
 
 def _unprepare_errors(endpoint: Path, claim: tuple[str, str, str]) -> list[str]:
@@ -59,7 +46,8 @@ def _errors(answer: object) -> list[str]:
 def test_a_rolling_replacement_serves_every_call_and_keeps_every_claim_and_the_slices(node: Node) -> None:
     old_paths, new_paths = (SocketPaths.for_driver(DRIVER, node.root, i) for i in (OLD, NEW))
     assert old_paths.registration.name == f"{DRIVER}-{OLD}-reg.sock" and new_paths.endpoint.name == f"dra-{NEW}.sock"
-    old = _start(node, OLD)
+    kubelet = node.kubelet()
+    old = start_instance(node, kubelet, OLD)
     assert eventually(lambda: len(node.listed()) == len(GPUS))
     held: dict[str, tuple[str, str, str]] = {}  # GPU -> the claim prepared on it now
     failures: list[str] = []
@@ -85,7 +73,7 @@ def test_a_rolling_replacement_serves_every_call_and_keeps_every_claim_and_the_s
             step += 1
 
     churn(old_paths.endpoint, old_paths.endpoint, 8)  # the old instance alone
-    new = _start(node, NEW)  # the rolling replacement starts beside it
+    new = start_instance(node, kubelet, NEW)  # the rolling replacement starts beside it
     churn(old_paths.endpoint, new_paths.endpoint, 16)
     churn(new_paths.endpoint, old_paths.endpoint, 16)
     assert old.stop()  # SIGTERM: its own sockets go, the slices stay with the new instance
@@ -98,3 +86,68 @@ def test_a_rolling_replacement_serves_every_call_and_keeps_every_claim_and_the_s
     expected = sorted(c[1] for c in held.values())
     new.stop()
     assert Checkpoint(node.root / "plugins" / DRIVER / "checkpoint.json").uids() == tuple(expected)
+
+
+def test_under_a_steady_stream_of_prepares_a_rolling_replacement_fails_none_and_never_empties_the_pool(
+    node: Node,
+) -> None:
+    outcome, new = replace_driver(node, rolling=True)
+    new.stop()
+    assert outcome.failures == ()
+    assert outcome.zero_s == 0.0
+    assert outcome.slice_deletes == 0
+    assert outcome.prepared >= 60
+    assert outcome.listed_at_end == len(GPUS)
+
+
+def test_today_s_replacement_empties_the_pool_and_fails_the_calls_of_the_gap(node: Node) -> None:
+    """What the rolling mode is for: stop-then-start deletes the slices and leaves the kubelet without a
+    driver until the new one registers (the benchmark prints how long)."""
+    outcome, new = replace_driver(node, rolling=False)
+    new.stop()
+    assert outcome.slice_deletes >= 1
+    assert outcome.zero_s > 0.0
+    assert outcome.listed_at_end == len(GPUS)
+
+
+def _kubelet_errors(kubelet: DraKubeletStandin, claim: tuple[str, str, str]) -> list[str]:
+    plugin = kubelet.current(DRIVER)
+    assert plugin is not None
+    return [e.error for e in kubelet.prepare(plugin, [claim]).values() if e.error]  # type: ignore[attr-defined]
+
+
+def _config(names: str) -> str:
+    return f"version: v1\ngpuDevicePlugin:\n  mode: dra\n  socketNames: {names}\n"
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(("fixed", ""), ("per-instance", NEW)), (("per-instance", OLD), ("fixed", ""))],
+    ids=["switching-on-per-instance-names-in-a-surge", "rollout-undo-to-fixed-names-in-a-surge"],
+)
+def test_a_surge_between_fixed_and_per_instance_names_waits_instead_of_sharing_the_checkpoint(
+    node: Node, first: tuple[str, str], second: tuple[str, str]
+) -> None:
+    """A fixed-name instance takes no call lock, so it never serves beside a rolling-update one: the newcomer
+    waits (not registered, checkpoint unread, /readyz says why) and the serving one goes on; once it stops,
+    the newcomer takes over."""
+    kubelet = node.kubelet()
+    node.config_file.write_text(_config(first[0]))
+    old = start_instance(node, kubelet, first[1])
+    claim = node.claim("held", "uid-held", "gpu-3")
+    assert not _kubelet_errors(kubelet, claim)
+    node.config_file.write_text(_config(second[0]))
+    new = launch_instance(node, second[1])
+    try:
+        time.sleep(1.0)  # two keeper rounds: long enough to have served, were it allowed to
+        ready = new.front_end.readiness()
+        assert not ready.ok and "instance.lock" in ready.detail and "socketNames" in ready.detail
+        assert not new.front_end.server.paths.registration.exists()
+        assert old.front_end.readiness().ok
+        assert old.stop()
+        assert eventually(lambda: kubelet.current(DRIVER) is not None and new.front_end.readiness().ok)
+        rival = node.claim("rival", "uid-rival", "gpu-3")
+        (refusal,) = _kubelet_errors(kubelet, rival)
+        assert "already prepared for claim ns/held" in refusal  # the newcomer read what the first one wrote
+    finally:
+        new.stop()
