@@ -198,7 +198,7 @@ def bench_cached_inventory(rounds: int, schema_check: bool) -> list[list[str]]:
 
 # ---- (c): the first-fit allocator model (dra_first_fit.py) -----------------------------------------------
 
-SCENARIOS = ("index", "ours", "bestSetK", "firstAvailable")
+SCENARIOS = ("index", "ours", "bestSetK", "firstAvailable-static", "firstAvailable")
 TARGET_PERCENT = 99  # issues 30 and 33: every shipped 8-GPU machine, every seed, 1/2/4/8-GPU claims; 0 unplaced
 
 

@@ -7,6 +7,12 @@ lexicographically first combination in listing order), and `shipped_alternatives
 `firstAvailable` claims of deploy/dra/examples, so the figures are those of the claims we ship, not of a
 copy. Sizes without a shipped claim are placed by count only (the first free devices).
 
+Scenario `firstAvailable` is what the driver does: after every change of the GPUs in use (a claim placed or
+gone; the driver hears of it by the Prepare or Unprepare) the attribute values are those the driver
+republishes (occupancy.occupancy_overrides, the driver's own function: singleGPURank and rankedSet4A);
+`firstAvailable-static` keeps the inventory's static values, which is what the scheduler sees while such a
+republish is on its way.
+
 A claim "lands on an optimal set" when the allocator's own score (criteria 1-4) of the GPUs it got equals
 that of the best set among the GPUs free at that moment (Allocator.allocate over the free ones).
 """
@@ -25,6 +31,7 @@ import yaml
 
 from device_plugin.allocator import Allocator
 from device_plugin.dra.inventory import build_devices
+from device_plugin.dra.occupancy import occupancy_overrides
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.topology.build import build_topology
 
@@ -101,7 +108,7 @@ def placer(scenario: str, alternatives: Alternatives, own_domain: str) -> Placer
     def place(free: Sequence[Device], size: int) -> tuple[int, ...] | None:
         if scenario == "bestSetK" and size > 1:
             return first_fit(free, size, Alternative(f"{own_domain}/bestSet{size}"))
-        tries = alternatives.get(size, [COUNT_ONLY]) if scenario == "firstAvailable" else [COUNT_ONLY]
+        tries = alternatives.get(size, [COUNT_ONLY]) if scenario.startswith("firstAvailable") else [COUNT_ONLY]
         for alternative in tries:
             chosen = first_fit(free, size, alternative)
             if chosen is not None:
@@ -141,6 +148,9 @@ def replay(
         listing.sort(key=lambda d: d[0])
     allocator = Allocator(topology)
     place = placer(scenario, alternatives, own_domain)
+    built = [(d.gpu_index, d.attributes) for d in whole]
+    static_listing = list(listing)
+    republished = scenario == "firstAvailable"
     held: dict[int, tuple[int, ...]] = {}
     order: list[int] = []  # running claims, oldest first
     stats: dict[int, list[int]] = {size: [0, 0] for size in SIZES}
@@ -151,6 +161,9 @@ def replay(
                 held.pop(order.pop(value % len(order)))
             continue
         busy = {g for gpus in held.values() for g in gpus}
+        if republished:  # the hints the driver republished after the last change (its own function)
+            overrides = occupancy_overrides(allocator, built, busy, own_domain)
+            listing = [(g, {**a, **overrides.get(g, {})}) for g, a in static_listing]
         free = [d for d in listing if d[0] not in busy]
         chosen = place(free, value)
         if chosen is None:

@@ -41,6 +41,7 @@ from device_plugin.core.devices import Health
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.inventory import DraDevice, inventory_devices
+from device_plugin.dra.occupancy import Overrides, is_whole_gpu, occupancy_overrides, with_values
 from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.dra.taints import DeviceTaint, taint_for
 from device_plugin.health.state import HealthTransition
@@ -125,6 +126,9 @@ class DraFrontEnd:
         self._reasons: Mapping[int, str] = {}  # GPU index -> why it is Unhealthy (pod status shows it)
         self._unhealthy_names: frozenset[str] = frozenset()
         self._health_checked = True  # False: health checks are off, the kubelet hears Unknown
+        self._held_snapshot = 0  # the newest of the helper's snapshots of what claims hold (Driver.held)
+        self._held_names: frozenset[str] = frozenset()
+        self._overrides: Overrides = {}  # values that follow the GPUs in use (dra/occupancy.py); {}: static
         self._started = False
         options = PluginOptions(driver_name, node_name, kubelet_dir, backoff_max_s, health_heartbeat_s, instance)
         self.plugin = KubeletPlugin(
@@ -164,6 +168,19 @@ class DraFrontEnd:
     def unhealthy(self) -> frozenset[str]:
         return self._unhealthy_names
 
+    def held(self, snapshot: int, devices: frozenset[str]) -> None:
+        """Claims hold `devices` now: the hints that follow the GPUs in use afresh (dra/occupancy.py), republished
+        if they changed. A few allocator calls on the caller's thread; no I/O."""
+        with self._lock:
+            if snapshot <= self._held_snapshot:
+                return  # a change told late: a newer one is already applied
+            self._held_snapshot, self._held_names = snapshot, devices
+            changed = self._reranked_locked()
+            published, started = self._published_locked(), self._started
+        if changed and started:
+            log.debug("the placement hints follow the GPUs in use now: republishing")
+            self.publisher.request(published)
+
     # ---- what is published ---------------------------------------------------------------------
 
     def devices(self) -> tuple[DraDevice, ...]:
@@ -171,12 +188,29 @@ class DraFrontEnd:
         return self._all
 
     def _published_locked(self) -> tuple[DraDevice, ...]:
-        """What the publisher is handed: every device, those of unhealthy GPUs with their GPU's taint."""
-        if not self._taints:
+        """What the publisher is handed: every device, those of unhealthy GPUs with their GPU's taint, whole
+        GPUs with the hints that follow the GPUs in use."""
+        if not self._taints and not self._overrides:
             return self._all
-        return tuple(
-            replace(d, taints=(self._taints[d.gpu_index],)) if d.gpu_index in self._taints else d for d in self._all
+        return tuple(self._as_published(d) for d in self._all)
+
+    def _as_published(self, device: DraDevice) -> DraDevice:
+        taints = (self._taints[device.gpu_index],) if device.gpu_index in self._taints else device.taints
+        values = self._overrides.get(device.gpu_index) if is_whole_gpu(device.attributes) else None
+        attributes = with_values(device.attributes, values) if values else device.attributes
+        return replace(device, taints=taints, attributes=attributes)
+
+    def _reranked_locked(self) -> bool:
+        """The hints for the GPUs held or unhealthy now (the static values while none is); True if changed."""
+        whole = [(d.gpu_index, d.attributes) for d in self._all if is_whole_gpu(d.attributes)]
+        held = {d.gpu_index for d in self._all if d.name in self._held_names}
+        allocator = self._inventory.allocator if self._inventory is not None else None
+        overrides = (
+            occupancy_overrides(allocator, whole, held | set(self._taints), self.own_domain) if allocator else {}
         )
+        changed = overrides != self._overrides
+        self._overrides = overrides
+        return changed
 
     def _marked_locked(self) -> None:
         """After the devices or the taints changed: the Preparer's unhealthy names and the kubelet's health."""
@@ -203,6 +237,7 @@ class DraFrontEnd:
             self._all = devices
             self._uuids = {d.name: d.uuid for d in devices}
             self._marked_locked()
+            self._reranked_locked()
             published = self._published_locked()
             started = self._started
         if started:
@@ -230,6 +265,7 @@ class DraFrontEnd:
             if changed:
                 self._taints = after
                 self._marked_locked()
+                self._reranked_locked()
                 published = self._published_locked()
                 started = self._started
         if changed:

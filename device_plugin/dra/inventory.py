@@ -32,7 +32,7 @@ from device_plugin.dra.ranked_sets import (
     ranked_groupings,
     ranked_values,
 )
-from device_plugin.dra.single_order import single_gpu_order
+from device_plugin.dra.single_order import RANK_ATTRIBUTE, WHOLE_GPU, single_gpu_order
 from device_plugin.kubelet_plugin.api.devices import Attribute, DeviceTaint
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.nvml.mig_profiles import profile_table
@@ -170,7 +170,7 @@ def inventory_devices(
     devices: list[DraDevice] = []
     for index in listing:
         gpu = gpus[index]
-        attrs = [("type", "string", "gpu"), ("uuid", "string", gpu.uuid), *_gpu_attributes(backend, gpu, common)]
+        attrs = [WHOLE_GPU, ("uuid", "string", gpu.uuid), *_gpu_attributes(backend, gpu, common)]
         attrs += [
             (own_name(own_domain, f"bestSet{k}"), "int", g)
             for k in sorted(partitions.groups)
@@ -181,7 +181,7 @@ def inventory_devices(
             for k in sorted(partitions.ranked)
             for grouping, group in ranked_values(partitions.ranked[k], index)
         ]
-        attrs.append((own_name(own_domain, "singleGPURank"), "int", single_rank[index]))
+        attrs.append((own_name(own_domain, RANK_ATTRIBUTE), "int", single_rank[index]))
         attrs += _pci_attributes(gpu, topology)
         attrs.append((own_name(own_domain, "nvlinkDomain"), "string", nvlink_domain_text(topology, index)))
         attrs += nic_attributes(topology, index, own_domain)

@@ -35,6 +35,10 @@ class DeviceView(Protocol):
         """Names of devices that are unhealthy now."""
         ...
 
+    def held(self, snapshot: int, devices: frozenset[str]) -> None:
+        """What claims hold now (the helper's Driver.held, passed on): the one-GPU ranks follow it."""
+        ...
+
 
 def cdi_device_id(uuid: str) -> str:
     return f"{CDI_KIND}={uuid}"
@@ -47,6 +51,9 @@ class PrepareDecision:
         self._driver = driver_name
         self._pool = pool_name
         self._devices = devices
+
+    def held(self, snapshot: int, devices: frozenset[str]) -> None:
+        self._devices.held(snapshot, devices)
 
     def decide(self, body: Mapping[str, Any], allocation: Allocation) -> tuple[tuple[PreparedDevice, ...], list[str]]:
         configs = read_configs(body, self._driver)

@@ -14,15 +14,24 @@ is an optimal choice (criteria 4 and 5, as the allocator scores them) in the mos
 lower rank, less those where it is not. Larger nodes get the allocator's successive choices on the empty node.
 Either way every GPU without a GPUDirect-close NIC ranks before every NIC-close one where the node has NICs
 (criterion 4 decides before fragmentation).
+
+That static order is what the inventory publishes; once claims hold GPUs the driver republishes the ranks
+(dra/occupancy.py) by `occupancy_ranks`: the allocator's successive choices among the GPUs free now (rank 0 is
+its own choice for the next one-GPU claim; rank 1 its choice were rank 0 taken too, for a claim the scheduler
+places before we hear of the first), then the GPUs in use in their static order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from itertools import combinations
 
 from device_plugin.allocator import Allocator
 from device_plugin.dra.covering_sets import COVERING_MAX_GPUS
+from device_plugin.kubelet_plugin.api.devices import Attribute
+
+RANK_ATTRIBUTE = "singleGPURank"  # in our own domain
+WHOLE_GPU: Attribute = ("type", "string", "gpu")  # the attribute a whole GPU's device carries (not a MIG device)
 
 
 def single_gpu_order(allocator: Allocator, gpus: Sequence[int]) -> tuple[int, ...]:
@@ -30,6 +39,15 @@ def single_gpu_order(allocator: Allocator, gpus: Sequence[int]) -> tuple[int, ..
     if len(gpus) <= COVERING_MAX_GPUS:
         return _most_situations_order(allocator, sorted(gpus))
     return _successive_order(allocator, sorted(gpus))
+
+
+def occupancy_ranks(allocator: Allocator, static: Mapping[int, int], unavailable: Collection[int]) -> dict[int, int]:
+    """GPU index -> rank with the GPUs of `unavailable` (held by claims, or unhealthy) in use; `static` is the
+    inventory's rank of every GPU ranked (its keys are the GPUs)."""
+    free = sorted(g for g in static if g not in unavailable)
+    busy = sorted((g for g in static if g in unavailable), key=lambda g: static[g])
+    order = (*_successive_order(allocator, free), *busy) if free else tuple(busy)
+    return {gpu: rank for rank, gpu in enumerate(order)}
 
 
 def _successive_order(allocator: Allocator, gpus: list[int]) -> tuple[int, ...]:

@@ -1,4 +1,5 @@
-"""The one thing the helper asks of a DRA driver: a claim's prepared devices, decided from its allocation.
+"""What the helper asks of a DRA driver: a claim's prepared devices, decided from its allocation; and what it
+tells the driver: which devices claims hold now.
 
 Boundary: a Protocol only. Everything else about a claim is the helper's (claims/prepare.py): the read,
 the claim's lock and ticket, the checks any driver makes (the claim exists, its UID is the one asked
@@ -23,4 +24,11 @@ class Driver(Protocol):
         and every problem that refuses the claim instead (none: prepare those devices). Called in a prepare
         worker, before the claim's lock is taken; it must not block on I/O; raises ClaimBodyError when the part of
         `body` the driver reads (its opaque configs) is malformed. Problems name the device, cut short."""
+        ...
+
+    def held(self, snapshot: int, devices: frozenset[str]) -> None:
+        """The devices prepared without adminAccess for some claim now, after each change (a Prepare, an
+        Unprepare, a checkpoint read). `snapshot` grows with each change: one smaller than one already seen
+        arrived late and is stale. Called in the thread that made the change, under no lock of the helper's
+        but the claim's: it must return quickly and must not call back into the helper."""
         ...

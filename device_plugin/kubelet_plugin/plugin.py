@@ -105,7 +105,9 @@ class KubeletPlugin:
             return False, "not registered with the kubelet yet"
         if not status[0]:
             return False, f"the kubelet refused the registration: {status[1] or 'no reason given'}"
-        if self.publisher.error or not self.publisher.wait_synced(0.0):
+        # Ready once the pool was published: a republish on its way (a health change, the one-GPU ranks after a
+        # Prepare) leaves the node serving, and an API server that refuses it shows as the error.
+        if self.publisher.error or not self.publisher.published_once():
             return False, f"ResourceSlices not published yet {self.publisher.error}".strip()
         return True, f"registered; pool generation {self.publisher.generation}"
 

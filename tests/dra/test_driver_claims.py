@@ -8,6 +8,7 @@ without preparing them twice and leaves no stale slice.
 
 from __future__ import annotations
 
+from device_plugin.core.names import OWN_DOMAIN
 from tests.dra.driver_node import DRIVER, NODE, Node, eventually
 
 
@@ -57,3 +58,35 @@ def test_a_plugin_restart_keeps_prepared_claims_without_preparing_them_twice(nod
     assert kubelet.prepare(plugin, [claim])["uid-1"] == before and node.claim_reads() == 2
     assert driver.publisher.wait_synced(10.0) and len(node.published()) == 8
     assert kubelet.unprepare(plugin, [claim]) == {"uid-1": ""}
+
+
+def _ranks(node: Node) -> dict[str, int]:
+    rank = f"{OWN_DOMAIN}/singleGPURank"
+    return {d["name"]: d["attributes"][rank]["int"] for s in node.api.pool(DRIVER, NODE) for d in s["spec"]["devices"]}
+
+
+def test_the_one_gpu_ranks_follow_the_claims_prepared_and_the_first_free_one_is_the_allocators_choice(
+    node: Node,
+) -> None:
+    """The scheduler gives a one-GPU claim the free GPU of the lowest singleGPURank: after each Prepare and
+    Unprepare the driver ranks the free GPUs by the allocator's choices again, the held ones last."""
+    driver = node.start()
+    assert driver.publisher.wait_synced(10.0)
+    static = _ranks(node)
+    kubelet = node.kubelet()
+    plugin = kubelet.wait_for_plugin()
+    first = min(static, key=static.__getitem__)
+    claim = node.claim("one", "uid-1", first)
+    assert kubelet.prepare(plugin, [claim])["uid-1"].error == ""
+    assert eventually(lambda: _ranks(node)[first] == 7)
+    assert driver.publisher.wait_synced(10.0)
+    ranked = _ranks(node)
+    assert sorted(ranked.values()) == list(range(8))
+    allocator = node.runtime.inventory.allocator  # type: ignore[union-attr]
+    free = [i for i in range(8) if f"gpu-{i}" != first]
+    (chosen,) = allocator.allocate(free, [], 1)
+    top = min(ranked, key=ranked.__getitem__)
+    own, got = allocator.explain(free, [], 1).chosen, allocator.explain(free, [int(top[4:])], 1).chosen
+    assert (got.score, got.fragmentation) == (own.score, own.fragmentation), (top, chosen)
+    assert kubelet.unprepare(plugin, [claim]) == {"uid-1": ""}
+    assert eventually(lambda: _ranks(node) == static)  # nothing held: the inventory's static order again

@@ -9,6 +9,7 @@ nothing changed. No slice is left stale.
 
 from __future__ import annotations
 
+from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.inventory import STANDARD, build_devices
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.topology.build import build_topology
@@ -97,11 +98,22 @@ def test_a_health_transition_marks_the_cached_devices_and_rebuilds_nothing(node:
     node.fake.test_hooks.set_lost(3, "test")
     assert eventually(lambda: "gpu-3" not in node.published())
     # The same inventory (and Allocator) and the same device list: only the unhealthy GPU is marked (a
-    # taint), and every device keeps its attributes and partition values.
+    # taint), and every device keeps its attributes and partition values; only the hints that follow the
+    # GPUs in use change (dra/occupancy.py: the sick GPU ranks last, a free one first).
     assert node.runtime.inventory is inventory and node.runtime.inventory.allocator is inventory.allocator
     assert driver.devices() is devices and "gpu-3" in driver.device_uuids() and "gpu-3" in driver.unhealthy()
     after = {d["name"]: d["attributes"] for s in node.api.pool(DRIVER, NODE) for d in s["spec"]["devices"]}
-    assert after == before and list(taints_of(node.api.pool(DRIVER, NODE))) == ["gpu-3"]
+    assert list(taints_of(node.api.pool(DRIVER, NODE))) == ["gpu-3"]
+    assert _without(after, RANK, FOUR) == _without(before, RANK, FOUR)
+    ranks = {name: attrs[RANK]["int"] for name, attrs in after.items()}
+    assert sorted(ranks.values()) == list(range(8)) and ranks["gpu-3"] == 7
+
+
+RANK, FOUR = f"{OWN_DOMAIN}/singleGPURank", f"{OWN_DOMAIN}/rankedSet4A"
+
+
+def _without(devices: dict[str, dict[str, object]], *names: str) -> dict[str, dict[str, object]]:
+    return {name: {k: v for k, v in attrs.items() if k not in names} for name, attrs in devices.items()}
 
 
 def test_a_rescan_that_finds_nothing_new_publishes_nothing(node: Node) -> None:

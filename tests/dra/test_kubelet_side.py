@@ -37,6 +37,9 @@ class NodeDevices:
     def unhealthy(self) -> frozenset[str]:
         return frozenset(self.sick)
 
+    def held(self, snapshot: int, devices: frozenset[str]) -> None:
+        self.told = devices  # what claims hold now, as the Preparer last said
+
 
 @dataclass
 class ClaimStore:

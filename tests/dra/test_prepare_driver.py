@@ -33,12 +33,16 @@ class ScriptedDriver:
     problems: tuple[str, ...] = ()
     error: Exception | None = None
     asked: list[str] = field(default_factory=list)  # the UIDs of the allocations it was asked about
+    told: list[tuple[int, frozenset[str]]] = field(default_factory=list)  # what held() was told, in turn
 
     def decide(self, body: Mapping[str, Any], allocation: Allocation) -> tuple[Sequence[PreparedDevice], Sequence[str]]:
         self.asked.append(allocation.uid)
         if self.error is not None:
             raise self.error
         return self.devices, list(self.problems)
+
+    def held(self, snapshot: int, devices: frozenset[str]) -> None:
+        self.told.append((snapshot, devices))
 
 
 def prepared(root: Path, driver: ScriptedDriver, claims: HeldClaims, ref: ClaimRef) -> tuple[PrepareResult, Checkpoint]:
@@ -107,3 +111,24 @@ def test_the_preparer_answers_what_the_driver_decides(
         assert (result.error, result.devices) == ("", (DEVICE,))
         stored = checkpoint.get("uid-1")
         assert stored is not None and stored.devices == (DEVICE,)
+        assert [devices for _, devices in driver.told] == [frozenset({"dev-0"})]  # told once, after the write
+
+
+def test_the_driver_is_told_what_claims_hold_after_each_change_in_growing_snapshots(tmp_path: Path) -> None:
+    driver = ScriptedDriver()
+    claims = HeldClaims()
+    claims.add("c", "uid-1", "dev-0")
+    checkpoint = Checkpoint(tmp_path / "checkpoint.json")
+    preparer = Preparer(driver_name=DRIVER, fetcher=claims.fetched(), driver=driver, checkpoint=checkpoint)
+    preparer.open()  # the checkpoint read: nothing held yet
+    ref = ClaimRef("ns", "uid-1", "c")
+    ticket = preparer.ticket(ref.uid)
+    try:
+        assert preparer.settle(ref, ticket, asyncio.run(preparer.fetch(ref))).error == ""
+    finally:
+        ticket.release()
+    assert preparer.unprepare([ref]) == {"uid-1": ""}
+    preparer.reload()  # another instance's change: read again, told again
+    assert [devices for _, devices in driver.told] == [frozenset(), frozenset({"dev-0"}), frozenset(), frozenset()]
+    snapshots = [snapshot for snapshot, _ in driver.told]
+    assert snapshots == sorted(set(snapshots))

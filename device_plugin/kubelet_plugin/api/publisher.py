@@ -121,6 +121,11 @@ class SlicePublisher:
                     return False
             return True
 
+    def published_once(self) -> bool:
+        """The API server has held one of our requested device lists (a newer may be on its way)."""
+        with self._cond:
+            return self._synced > 0
+
     def running(self) -> bool:
         """Both threads (reconcile and watch) are alive: a dead one would leave the pool unrepaired."""
         return self._thread is not None and self._thread.is_alive() and self.watch.running()

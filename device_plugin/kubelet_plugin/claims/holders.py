@@ -13,9 +13,14 @@ or admin; ordinary holders exclude each other. This driver supports no other sha
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+# Orders snapshots across DeviceHolders objects too (the Preparer replaces its own when the checkpoint is read
+# again): a later snapshot always has a larger number.
+_SNAPSHOTS = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,11 @@ class DeviceHolders:
     def release(self, uid: str) -> None:
         with self._lock:
             self._remove(uid)
+
+    def snapshot(self) -> tuple[int, frozenset[str]]:
+        """(a number larger than every earlier snapshot's, the devices held without adminAccess now)."""
+        with self._lock:
+            return next(_SNAPSHOTS), frozenset(self._exclusive)
 
     def holders(self, device: str) -> tuple[str, ...]:
         """UIDs of the claims that hold `device` (for tests and logs)."""

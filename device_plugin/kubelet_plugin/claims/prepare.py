@@ -67,6 +67,7 @@ class Preparer:
         self._driver_name = driver_name
         self._serialized = serialized  # rolling-update mode: the lock both instances take for a change
         self._decide = driver.decide
+        self._held = driver.held
         self._fetcher = fetcher
         self._checkpoint = checkpoint
         self._locks = ClaimLocks()
@@ -85,6 +86,10 @@ class Preparer:
         holders = DeviceHolders()
         holders.load(self._checkpointed())
         self.holders = holders
+        self._tell_held()
+
+    def _tell_held(self) -> None:
+        self._held(*self.holders.snapshot())
 
     def _checkpointed(self) -> list[tuple[str, str, tuple[Hold, ...]]]:
         claims = ((uid, self._checkpoint.get(uid)) for uid in self._checkpoint.uids())
@@ -133,6 +138,7 @@ class Preparer:
                 label = claim_label(claim.namespace, claim.name, claim.uid)
                 return one_line(f"{label}: cannot update the checkpoint: {error}", ERROR_CHARS)
             self.holders.release(claim.uid)
+            self._tell_held()
         return ""
 
     def _settle(
@@ -191,6 +197,7 @@ class Preparer:
             except OSError as error:
                 self._restore(claim.uid, label, before)
                 return PrepareResult(error=f"{label}: cannot write the checkpoint: {error}")
+            self._tell_held()
         if before is not None:
             log.info("%s: its allocation changed since it was prepared; prepared afresh", label)
         return PrepareResult(prepared.devices)

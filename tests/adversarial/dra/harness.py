@@ -71,6 +71,9 @@ class Devices:
     def unhealthy(self) -> frozenset[str]:
         return frozenset()
 
+    def held(self, snapshot: int, devices: frozenset[str]) -> None:
+        self.told = devices  # what claims hold now, as the Preparer last said
+
 
 @dataclass
 class HeldClaims:
