@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -29,3 +31,13 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
 def target_line(what: str, met: bool) -> str:
     """How every benchmark states a target: printed, never an exit status (`make bench` never fails)."""
     return f"target {what}: {'met' if met else 'missed'}"
+
+
+def quiet_rounds(doc: str, default: int = 5) -> int:
+    """`--rounds N` from the command line (the script's docstring's first line as the help), with the daemons'
+    log lines silenced: a benchmark that runs whole daemons prints its table only."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=default)
+    rounds = int(parser.parse_args().rounds)
+    logging.basicConfig(level=logging.CRITICAL)
+    return rounds

@@ -16,13 +16,11 @@ Run: .venv/bin/python benchmarks/bench_dra_rolling_update.py [--rounds N]
 
 from __future__ import annotations
 
-import argparse
-import logging
 import shutil
 import tempfile
 from pathlib import Path
 
-from _common import percentile, table, target_line
+from _common import percentile, quiet_rounds, table, target_line
 
 from device_plugin.nvml.fake import FakeNvml
 from tests.dra.api_standin import ApiStandin
@@ -46,13 +44,10 @@ def one_round(rolling: bool) -> Outcome:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.CRITICAL)  # the daemons' lines would drown the table
+    rounds = quiet_rounds(__doc__)
     rows, target_met = [], True
     for label, rolling in WAYS:
-        outcomes = [one_round(rolling) for _ in range(args.rounds)]
+        outcomes = [one_round(rolling) for _ in range(rounds)]
         gaps = [o.zero_s * 1000 for o in outcomes]
         failed = sum(len(o.failures) for o in outcomes)
         deletes = sum(o.slice_deletes for o in outcomes)
@@ -69,7 +64,7 @@ def main() -> None:
         )
         if rolling:
             target_met = max(gaps) == 0.0 and failed == 0 and deletes == 0
-    print(f"node {MACHINE} (8 GPUs), {args.rounds} rounds per way, 1-GPU claims prepared and unprepared back to back\n")
+    print(f"node {MACHINE} (8 GPUs), {rounds} rounds per way, 1-GPU claims prepared and unprepared back to back\n")
     headers = ["way", "no-device ms p50", "max", "failed calls", "prepared", "slice deletes", "listed at end (min)"]
     print(table(headers, rows))
     print()

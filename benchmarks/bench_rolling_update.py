@@ -16,13 +16,11 @@ Run: .venv/bin/python benchmarks/bench_rolling_update.py [--rounds N]
 
 from __future__ import annotations
 
-import argparse
-import logging
 import shutil
 import tempfile
 from pathlib import Path
 
-from _common import percentile, table, target_line
+from _common import percentile, quiet_rounds, table, target_line
 
 from device_plugin.kubelet.standin import KubeletStandIn
 from tests.integration.rolling import Outcome, replace_plugin
@@ -49,13 +47,10 @@ def one_round(rolling: bool, clients_by_socket: bool) -> Outcome:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.CRITICAL)  # the daemons' lines would drown the table
+    rounds = quiet_rounds(__doc__)
     rows, target_met = [], True
     for label, rolling, by_socket in WAYS:
-        outcomes = [one_round(rolling, by_socket) for _ in range(args.rounds)]
+        outcomes = [one_round(rolling, by_socket) for _ in range(rounds)]
         gaps = [o.zero_s * 1000 for o in outcomes]
         refused = [len(o.failures) for o in outcomes]
         rows.append(
@@ -70,7 +65,7 @@ def main() -> None:
         )
         if rolling and by_socket:
             target_met = max(gaps) == 0.0 and sum(refused) == 0
-    print(f"node dgx1-v100 (8 GPUs), {args.rounds} rounds per way, 1-GPU pods admitted back to back\n")
+    print(f"node dgx1-v100 (8 GPUs), {rounds} rounds per way, 1-GPU pods admitted back to back\n")
     headers = ["way", "zero-GPU ms p50", "max", "refused pods", "admitted", "healthy GPUs at end (min)"]
     print(table(headers, rows))
     print()
