@@ -23,7 +23,6 @@ from pathlib import Path
 
 from _common import target_line
 
-from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device
@@ -33,6 +32,7 @@ from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
+from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 TARGET_P99_MS = 100.0
 CONFIG = HealthConfig(quiet_period_s=0.0, probe_interval_s=0.01, event_wait_s=0.5)

@@ -36,7 +36,6 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Device, Health
 from device_plugin.health.state import HealthTransition
@@ -44,6 +43,7 @@ from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.telemetry import GpuTelemetry, TelemetrySource
 from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness
 from device_plugin.observability.metrics import PluginMetrics
+from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 RESOURCE = "nvidia.com/gpu"
 REPO = Path(__file__).resolve().parent.parent

@@ -22,11 +22,12 @@ from collections.abc import Callable
 
 from _common import target_line
 
-from device_plugin.allocation.protocols import EnvVarResponseBuilder, device_sort_key
+from device_plugin.allocation.protocols import device_sort_key
 from device_plugin.allocation.request import ValidatedRequest, validate_preferred
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Device
 from device_plugin.nvml.fake import FakeNvml
+from tests.allocation_doubles import EnvVarResponseBuilder
 from timeslice.model import Placement
 from timeslice.policy import ReplicaPolicy
 from timeslice.replicas import replica_devices

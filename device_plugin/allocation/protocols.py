@@ -1,6 +1,6 @@
 """How a resource chooses devices for GetPreferredAllocation, and what Allocate hands a container.
 
-Two small protocols with their foundation implementations:
+Two small protocols:
 - AllocationPolicy.choose(): pick `size` devices for a ValidatedRequest (device_plugin.allocation.request;
   the policy trusts it and checks nothing again). The topology-aware policy (whole_gpu_selection) and
   the MIG / replica policies implement it too.
@@ -15,7 +15,6 @@ from typing import Protocol
 
 from device_plugin.allocation.request import ValidatedRequest
 from device_plugin.core.devices import ContainerAllocation, Device
-from device_plugin.core.ids import parse_device_id
 
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
 
@@ -38,34 +37,3 @@ class ResponseBuilder(Protocol):
     def build(self, devices: Sequence[Device]) -> ContainerAllocation:
         """The allocation for one container; `devices` are known, healthy, in canonical order."""
         ...
-
-
-class LowestIndexPolicy:
-    """must_include first, then the lowest devices in canonical order. Topology-blind fallback."""
-
-    def choose(self, request: ValidatedRequest) -> tuple[str, ...]:
-        devices, size = request.devices, request.size
-        chosen = list(request.must_include)
-        taken = set(chosen)
-        for device_id in request.available:
-            if len(chosen) >= size:
-                break
-            if device_id not in taken:
-                chosen.append(device_id)
-                taken.add(device_id)
-        return tuple(sorted(chosen, key=lambda i: device_sort_key(devices[i])))
-
-
-def visible_devices(devices: Sequence[Device]) -> tuple[str, ...]:
-    """The GPU/MIG UUIDs behind `devices`, each once (replicas of one GPU name it once)."""
-    seen: dict[str, None] = {}
-    for device in devices:
-        seen.setdefault(parse_device_id(device.id).base, None)
-    return tuple(seen)
-
-
-class EnvVarResponseBuilder:
-    """NVIDIA's default `envvar` strategy: NVIDIA_VISIBLE_DEVICES=<uuid,...>."""
-
-    def build(self, devices: Sequence[Device]) -> ContainerAllocation:
-        return ContainerAllocation(envs={VISIBLE_DEVICES_ENV: ",".join(visible_devices(devices))})

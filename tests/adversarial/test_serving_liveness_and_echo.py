@@ -18,12 +18,13 @@ import grpc
 import pytest
 
 from api import deviceplugin_pb2 as pb
-from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestIndexPolicy, ValidatedRequest
+from device_plugin.allocation.protocols import ValidatedRequest
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.kubelet.lifecycle import PROBE_MAX_AGE_S
 from device_plugin.nvml.backends import open_backend
 from device_plugin.serving import event_loop
+from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 from tests.composed import gpu_devices
 from tests.daemon.harness import Node as DaemonNode
 from tests.daemon.harness import daemon_node

@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
-from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device, DeviceListSnapshot
@@ -18,6 +17,7 @@ from device_plugin.core.ids import format_replica_id
 from device_plugin.health.watcher import HealthWatcher, TransitionListener
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import EventWatch, ProbeResult
+from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 WAIT_S = 10.0  # failure bound for anything that should happen promptly; never a performance claim
 # Short periods so the threaded tests run in well under a second each.

@@ -11,11 +11,12 @@ import grpc
 import pytest
 
 from api import deviceplugin_pb2 as pb
-from device_plugin.allocation.protocols import EnvVarResponseBuilder, ValidatedRequest
+from device_plugin.allocation.protocols import ValidatedRequest
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Health
 from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.nvml.backends import open_backend
+from tests.allocation_doubles import EnvVarResponseBuilder
 from tests.composed import gpu_devices
 
 from .conftest import WAIT_S, Node, start_node

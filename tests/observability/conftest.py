@@ -11,7 +11,6 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device
@@ -19,6 +18,7 @@ from device_plugin.node.health_routing import NodeHealth, resource_route
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness
 from device_plugin.observability.metrics import PluginMetrics
+from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 RESOURCE = "nvidia.com/gpu"
 FAST_STOP_S = 0.02  # serving-loop poll in tests: stop() returns within it

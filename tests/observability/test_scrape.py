@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device, Health
@@ -14,6 +13,7 @@ from device_plugin.node.health_routing import NodeHealth, resource_route
 from device_plugin.nvml.fake import IDLE_TEMPERATURE_C
 from device_plugin.observability.admission_metrics import result_label
 from device_plugin.observability.metrics import health_reason_code
+from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 from .conftest import RESOURCE, Served
 

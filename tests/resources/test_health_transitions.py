@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Device, Health
 from device_plugin.health.state import HealthTransition
 from device_plugin.nvml.fake import FakeNvml
+from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 GPUS = FakeNvml.from_machine("dgx1-v100").gpus()
 

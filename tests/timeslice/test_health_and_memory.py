@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from device_plugin.allocation.protocols import EnvVarResponseBuilder, LowestIndexPolicy
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import PluginError, UnhealthyDeviceError
+from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 from tests.timeslice.node import SERVER_8, WORKSTATION_4, base_devices, gpus, mig_devices
 from tests.timeslice.parsed import parse_sharing
 from timeslice.memory import NO_MEMORY_ISOLATION_WARNING, describe_sharing, replica_memory_mib

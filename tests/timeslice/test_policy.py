@@ -9,10 +9,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from device_plugin.allocation.protocols import EnvVarResponseBuilder
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import InvalidRequestError
+from tests.allocation_doubles import EnvVarResponseBuilder
 from tests.timeslice.node import base_devices, machine_gpus
 from tests.validated import validated
 from timeslice.model import Placement

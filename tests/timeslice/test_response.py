@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from device_plugin.allocation.protocols import VISIBLE_DEVICES_ENV, EnvVarResponseBuilder
+from device_plugin.allocation.protocols import VISIBLE_DEVICES_ENV
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.errors import InvalidRequestError
+from tests.allocation_doubles import EnvVarResponseBuilder
 from tests.timeslice.node import SERVER_8, base_devices
 from tests.timeslice.parsed import parse_sharing
 from timeslice.policy import ReplicaPolicy
