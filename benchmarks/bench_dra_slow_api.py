@@ -27,6 +27,7 @@ from pathlib import Path
 from _common import percentile, table, target_line
 from dra_driver import DRIVER, NODE, running_driver
 
+from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.nvml.fake import FakeNvml
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
@@ -40,10 +41,7 @@ def _claims(api: ApiStandin, caller: int, round_: int, per_call: int) -> list[tu
     for k in range(per_call):
         name, uid = f"c{caller}-{round_}-{k}", f"u{caller}-{round_}-{k}"
         result = {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": f"gpu-{caller * per_call + k}"}
-        api.claims[("ns", name)] = {
-            "metadata": {"namespace": "ns", "name": name, "uid": uid},
-            "status": {"allocation": {"devices": {"results": [result]}}},
-        }
+        api.claims[("ns", name)] = allocated_claim("ns", name, uid, [result])
         claims.append(("ns", uid, name))
     return claims
 

@@ -23,6 +23,7 @@ import _common  # noqa: F401  (puts the checkout on sys.path for the package imp
 from device_plugin.config.model import Config
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.front_end import DraFrontEnd
+from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
@@ -115,10 +116,7 @@ def prepare_samples(
         for k in range(per_call):
             n = next(serial)
             result = {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": f"gpu-{k}"}
-            api.claims[("ns", f"c{n}")] = {
-                "metadata": {"namespace": "ns", "name": f"c{n}", "uid": f"u{n}"},
-                "status": {"allocation": {"devices": {"results": [result]}}},
-            }
+            api.claims[("ns", f"c{n}")] = allocated_claim("ns", f"c{n}", f"u{n}", [result])
             claims.append(("ns", f"u{n}", f"c{n}"))
         started = time.perf_counter()
         answers = kubelet.prepare(plugin, claims)  # type: ignore[arg-type]

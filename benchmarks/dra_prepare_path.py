@@ -20,6 +20,7 @@ from typing import Any
 import _common  # noqa: F401  (puts the checkout on sys.path for the package imports below)
 from dra_driver import DRIVER, NODE, driver_on
 
+from device_plugin.dra_standin.api_objects import allocated_claim
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 COUNTED = ("device_plugin.dra", "device_plugin.kubelet_plugin")
@@ -53,10 +54,7 @@ def main() -> None:
         kubelet = DraKubeletStandin(run.root / "plugins_registry")
         plugin = kubelet.wait_for_plugin()
         result = {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": "gpu-0"}
-        run.api.claims[("ns", "c0")] = {
-            "metadata": {"namespace": "ns", "name": "c0", "uid": "u0"},
-            "status": {"allocation": {"devices": {"results": [result]}}},
-        }
+        run.api.claims[("ns", "c0")] = allocated_claim("ns", "c0", "u0", [result])
         _recording.set()
         answers = kubelet.prepare(plugin, [("ns", "u0", "c0")])
         _recording.clear()

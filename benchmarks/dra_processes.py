@@ -22,6 +22,7 @@ import grpc
 from dra_driver import DRIVER, NODE, Driver
 
 from api import dra_v1_pb2, dra_v1_pb2_grpc
+from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.nvml.fake import FakeNvml
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
@@ -32,10 +33,7 @@ CALL_TIMEOUT_S = 300.0  # a figure, however bad, is printed rather than cut off 
 def claim_object(n: int) -> dict[str, object]:
     """ResourceClaim c<n> (UID u<n>), allocated gpu-<n % 8> with admin access (many claims may share a GPU)."""
     result = {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": f"gpu-{n % 8}", "adminAccess": True}
-    return {
-        "metadata": {"namespace": "ns", "name": f"c{n}", "uid": f"u{n}"},
-        "status": {"allocation": {"devices": {"results": [result]}}},
-    }
+    return allocated_claim("ns", f"c{n}", f"u{n}", [result])
 
 
 def claim_refs(count: int) -> list[tuple[str, str, str]]:

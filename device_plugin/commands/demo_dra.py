@@ -23,6 +23,7 @@ from device_plugin.commands._demo_setup import DEMO_HEALTH, FAST_HEALTH, LISTED,
 from device_plugin.config.model import Config
 from device_plugin.core.short_text import counted
 from device_plugin.dra.front_end import DraFrontEnd
+from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.dra_standin.api_server import ApiStandin
 from device_plugin.dra_standin.kubelet import DraKubeletStandin, HealthWatch
 from device_plugin.kubelet_plugin.api.kube import api_client
@@ -152,12 +153,7 @@ def _allocate(api: ApiStandin, driver: str, device: str) -> None:
     """The claim as the scheduler leaves it: one request, one result on our pool."""
     namespace, name, uid = CLAIM
     result = {"request": "gpu", "driver": driver, "pool": NODE, "device": device}
-    api.claims[(namespace, name)] = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"namespace": namespace, "name": name, "uid": uid},
-        "status": {"allocation": {"devices": {"results": [result]}}},
-    }
+    api.claims[(namespace, name)] = allocated_claim(namespace, name, uid, [result])
 
 
 def _taints(api: ApiStandin, driver: str) -> dict[str, list[dict[str, Any]]]:

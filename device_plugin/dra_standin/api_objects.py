@@ -84,3 +84,17 @@ def api_group(versions: tuple[str, ...]) -> dict[str, Any]:
 def status_body(code: int, message: str, reason: str = "", status: str = "Failure") -> dict[str, Any]:
     reason = reason or {404: "NotFound", 409: "Conflict", 422: "Invalid"}.get(code, HTTPStatus(code).phrase)
     return {"kind": "Status", "apiVersion": "v1", "status": status, "message": message, "reason": reason, "code": code}
+
+
+def allocated_claim(namespace: str, name: str, uid: str, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ResourceClaim as the scheduler leaves it for the kubelet: allocated `results` (each a request,
+    driver, pool and device) and reserved for one pod (the kubelet prepares only claims a pod reserves)."""
+    return {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"namespace": namespace, "name": name, "uid": uid},
+        "status": {
+            "allocation": {"devices": {"results": results}},
+            "reservedFor": [{"resource": "pods", "name": f"pod-{name}", "uid": f"pod-{uid}"}],
+        },
+    }

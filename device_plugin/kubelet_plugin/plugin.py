@@ -6,7 +6,10 @@ the driver hands it its Driver (kubelet_plugin/driver.py) and, whenever they cha
 publish (`publisher.request`) and their health (`health.set`). Probes answer (ok, detail); what a probe
 result is to the HTTP endpoint is the caller's. The checkpoint is `<kubelet>/plugins/<driver>/`, beside
 the DRA socket, read by the server once it holds the instance lock and the endpoint (never at
-construction); a kubelet (re)registration asks the publisher to reconcile (it may have wiped our slices).
+construction). Only then does the publisher start (an instance that waits for another never writes the
+pool) and are the checkpointed claims the API server says are no longer ours unprepared
+(claims/cleanup.py), before the kubelet is sent to us. A kubelet (re)registration asks the publisher to
+reconcile (it may have wiped our slices).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from kubernetes import client as k8s
 from device_plugin.kubelet_plugin.api.devices import SliceDevice
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.kubelet_plugin.claims.cleanup import BUDGET_S, clean_up
 from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.kubelet_plugin.driver import Driver
@@ -61,6 +65,8 @@ class KubeletPlugin:
         # Read only once the sockets are ours (the server's keeper opens it): another live driver's folder
         # is never read, migrated or compacted. Rolling-update mode: shared with the other instance.
         checkpoint = Checkpoint(folder / "checkpoint.json", deferred=True, shared=bool(options.instance))
+        self._checkpoint = checkpoint
+        self._driver_name = name
         calls = None
         if options.instance:
             calls = CallLock(
@@ -81,6 +87,7 @@ class KubeletPlugin:
             health=self.health,
             health_heartbeat_s=options.health_heartbeat_s,
             calls=calls,
+            on_open=self._opened,
         )
 
     def liveness(self) -> tuple[bool, str]:
@@ -112,10 +119,25 @@ class KubeletPlugin:
         return True, f"registered; pool generation {self.publisher.generation}"
 
     def start(self, devices: Sequence[SliceDevice]) -> None:
-        """Publish `devices`, then serve the sockets (the kubelet may call at once)."""
-        self.publisher.start()
+        """Serve the sockets; `devices` are published once they are ours, before the kubelet is sent to us."""
         self.publisher.request(devices)
         self.server.start()
+
+    def _opened(self) -> None:
+        """The sockets and the checkpoint are ours: publish, and forget the claims no longer this node's."""
+        self.publisher.start()
+        if not self._checkpoint.uids():
+            return
+        outcome = event_loop.run(
+            clean_up(self.preparer, self._checkpoint, self._claims, self._driver_name, BUDGET_S),
+            timeout_s=BUDGET_S + CLOSE_TIMEOUT_S,
+        )
+        log.info(
+            "DRA clean-up of the checkpoint: %d claims unprepared, %d kept on doubt, %d failed to unprepare",
+            len(outcome.dropped),
+            len(outcome.kept),
+            len(outcome.failed),
+        )
 
     def stop(self, timeout_s: float) -> bool:
         """Sockets (the kubelet deregisters us) and our slices' deletion at once. False if cut short.

@@ -19,6 +19,7 @@ from device_plugin.config.loader import load_config
 from device_plugin.config.model import Config
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.front_end import DraFrontEnd
+from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
@@ -92,12 +93,7 @@ class Node:
 
     def claim(self, name: str, uid: str, *devices: str) -> tuple[str, str, str]:
         results = [{"request": "gpus", "driver": DRIVER, "pool": NODE, "device": d} for d in devices]
-        self.api.claims[("ns", name)] = {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": {"namespace": "ns", "name": name, "uid": uid},
-            "status": {"allocation": {"devices": {"results": results}}},
-        }
+        self.api.claims[("ns", name)] = allocated_claim("ns", name, uid, results)
         return ("ns", uid, name)
 
     def claim_reads(self) -> int:

@@ -55,9 +55,29 @@ def test_a_plugin_restart_keeps_prepared_claims_without_preparing_them_twice(nod
     assert node.api.pool(DRIVER, NODE) == []  # clean shutdown: no stale slice
     driver = node.start()
     plugin = node.kubelet().wait_for_plugin()
-    assert kubelet.prepare(plugin, [claim])["uid-1"] == before and node.claim_reads() == 2
+    # Three reads: the first Prepare's, the clean-up's at the restart (still ours), the second Prepare's.
+    assert kubelet.prepare(plugin, [claim])["uid-1"] == before and node.claim_reads() == 3
     assert driver.publisher.wait_synced(10.0) and len(node.published()) == 8
     assert kubelet.unprepare(plugin, [claim]) == {"uid-1": ""}
+
+
+def test_a_claim_deleted_while_the_plugin_was_down_is_unprepared_at_the_restart_and_its_gpu_freed(
+    node: Node,
+) -> None:
+    """The kubelet never unprepares a claim whose pod went while the driver was down: the restart reads the
+    checkpointed claims and forgets the one the API server no longer has, so its GPU can be given again."""
+    node.start()
+    kubelet = node.kubelet()
+    plugin = kubelet.wait_for_plugin()
+    gone, kept = node.claim("gone", "uid-g", "gpu-2"), node.claim("kept", "uid-k", "gpu-3")
+    assert all(not a.error for a in kubelet.prepare(plugin, [gone, kept]).values())
+    node.stop()
+    del node.api.claims[("ns", "gone")]
+    node.start()
+    plugin = node.kubelet().wait_for_plugin()
+    answers = kubelet.prepare(plugin, [node.claim("next", "uid-n", "gpu-2"), node.claim("rival", "uid-r", "gpu-3")])
+    assert answers["uid-n"].error == "" and answers["uid-n"].devices[0].device_name == "gpu-2"
+    assert "already prepared for claim ns/kept" in answers["uid-r"].error
 
 
 def _ranks(node: Node) -> dict[str, int]:

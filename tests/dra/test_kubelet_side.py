@@ -14,6 +14,7 @@ import pytest
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.prepare_decision import PrepareDecision
+from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
@@ -57,10 +58,7 @@ class ClaimStore:
 
     def add(self, name: str, uid: str, results: list[tuple[str, str, str, str]]) -> tuple[str, str, str]:
         allocation = [{"request": r, "driver": d, "pool": p, "device": dev} for r, d, p, dev in results]
-        self.claims[("ns", name)] = {
-            "metadata": {"namespace": "ns", "name": name, "uid": uid},
-            "status": {"allocation": {"devices": {"results": allocation}}},
-        }
+        self.claims[("ns", name)] = allocated_claim("ns", name, uid, allocation)
         return ("ns", uid, name)
 
 

@@ -131,6 +131,9 @@ class SlicePublisher:
         return self._thread is not None and self._thread.is_alive() and self.watch.running()
 
     def start(self) -> None:
+        """Start the threads (once: a second call does nothing)."""
+        if self._thread is not None:
+            return
         self._thread = threading.Thread(target=self._loop, name="dra-publisher", daemon=True)
         self._thread.start()
         self.watch.start()

@@ -15,10 +15,10 @@ after the checkpoint is loaded, each claim is read once, and dropped only on the
 - allocated here, but `status.reservedFor` empty: no pod uses it (a pod that reserves it later makes the
   kubelet call NodePrepareResources, which prepares it afresh).
 
-A read that fails (an error, a timeout, a body of the wrong shape) keeps the claim: on doubt, the claim
-stays until the kubelet unprepares it. Run it before the sockets serve: a Prepare that answers a claim
-from the checkpoint while its read is in flight would not be seen. Not yet called by the driver (the
-wiring belongs in plugin.py, after the checkpoint is loaded and before the sockets serve).
+A read that fails (an error, a timeout, a body of the wrong shape) or is not answered within the
+budget keeps the claim: on doubt, the claim stays until the kubelet unprepares it. The helper runs it
+once the checkpoint is read and before claim calls are taken (plugin.py): a Prepare answered from the
+checkpoint while the claim's read is in flight would otherwise be undone by a verdict made before it.
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ from device_plugin.kubelet_plugin.claims.types import ClaimFetcher, ClaimRef
 log = logging.getLogger(__name__)
 
 MAX_RESERVED = 256  # the API's limit on status.reservedFor
+# How long the start waits for the reads (claim calls are not taken meanwhile): a claim not judged by then
+# stays, as on any doubt. Each read has its own timeout too (claims/fetch.py).
+BUDGET_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -76,13 +79,24 @@ def _reserved(body: Mapping[str, Any]) -> bool:
     return bool(reserved)
 
 
-async def clean_up(preparer: Preparer, checkpoint: Checkpoint, fetcher: ClaimFetcher, driver_name: str) -> CleanUp:
+async def clean_up(
+    preparer: Preparer, checkpoint: Checkpoint, fetcher: ClaimFetcher, driver_name: str, budget_s: float = BUDGET_S
+) -> CleanUp:
     """Read every checkpointed claim (all at once: the fetcher bounds the reads in flight) and unprepare
-    those the API server says are no longer this node's. Never raises for a claim's sake."""
+    those the API server says are no longer this node's; a read still unanswered after `budget_s` keeps
+    its claim. Never raises for a claim's sake."""
     claims = {uid: claim for uid in checkpoint.uids() if (claim := checkpoint.get(uid)) is not None}
-    verdicts = await asyncio.gather(*(_verdict(uid, claim, fetcher, driver_name) for uid, claim in claims.items()))
+    reads = {uid: asyncio.ensure_future(_verdict(uid, claim, fetcher, driver_name)) for uid, claim in claims.items()}
+    if reads:
+        await asyncio.wait(reads.values(), timeout=budget_s)
     dropped, kept, failed = {}, {}, {}
-    for (uid, claim), (stale, doubt) in zip(claims.items(), verdicts, strict=True):
+    for uid, claim in claims.items():
+        read = reads[uid]
+        if read.done():
+            stale, doubt = read.result()
+        else:
+            read.cancel()
+            stale, doubt = "", f"no answer from the API server within the clean-up's {budget_s:g} s"
         label = claim_label(claim.namespace, claim.name, uid)
         if doubt:
             kept[uid] = doubt

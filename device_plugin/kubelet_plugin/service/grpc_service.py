@@ -113,15 +113,19 @@ class DraGrpcServer:
         health: DeviceHealthFeed | None = None,
         health_heartbeat_s: float = HEARTBEAT_S,
         calls: CallLock | None = None,
+        on_open: Callable[[], None] | None = None,
     ) -> None:
         """`calls`: rolling-update mode (per-instance socket names): the instance lock held shared (beside
         the other rolling-update instance, never beside a fixed-name one); the checkpoint is read, and each
-        claim change made, under this lock shared with the other instance."""
+        claim change made, under this lock shared with the other instance. `on_open`: called once the
+        checkpoint is read, before claim calls are taken and the kubelet is sent to us (a failure is
+        logged; serving goes on)."""
         self.driver_name = driver_name
         self._paths = paths
         self._poll_s = poll_s
         self._preparer = preparer
         self._calls = calls
+        self._on_open = on_open
         self._instance = FileLock(paths.endpoint.parent / INSTANCE_LOCK, shared=calls is not None)
         self._opened = False  # the checkpoint read and the claim pools open: claims are served
         self._open_problem = ""  # why the checkpoint could not be read (the keeper tries again)
@@ -257,6 +261,11 @@ class DraGrpcServer:
             self._open_problem = str(error)
             return False
         self._open_problem = ""
+        if self._on_open is not None:
+            try:
+                self._on_open()
+            except Exception:  # what the helper does on open (publish, clean up) must not keep claims unserved
+                log.exception("%s: the work after reading the checkpoint failed; serving anyway", self.driver_name)
         self._offload.open()
         self._opened = True
         return True

@@ -23,6 +23,7 @@ from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.prepare_decision import PrepareDecision
+from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.kubelet_plugin.claims.types import ClaimRef, PrepareResult
@@ -110,10 +111,7 @@ class HeldClaims:
         result: dict[str, Any] = {"request": "g", "driver": DRIVER, "pool": NODE, "device": device}
         if admin:
             result["adminAccess"] = True
-        self.claims[("ns", name)] = {
-            "metadata": {"namespace": "ns", "name": name, "uid": uid},
-            "status": {"allocation": {"devices": {"results": [result]}}},
-        }
+        self.claims[("ns", name)] = allocated_claim("ns", name, uid, [result])
         return ("ns", uid, name)
 
 

@@ -136,14 +136,18 @@ def test_a_surge_between_fixed_and_per_instance_names_waits_instead_of_sharing_t
     old = start_instance(node, kubelet, first[1])
     claim = node.claim("held", "uid-held", "gpu-3")
     assert not _kubelet_errors(kubelet, claim)
+    assert eventually(lambda: old.front_end.readiness().ok) and old.front_end.publisher.wait_synced(5.0)
     node.config_file.write_text(_config(second[0]))
+    requests_before = len(node.api.requests)
     new = launch_instance(node, second[1])
     try:
         time.sleep(1.0)  # two keeper rounds: long enough to have served, were it allowed to
         ready = new.front_end.readiness()
         assert not ready.ok and "instance.lock" in ready.detail and "socketNames" in ready.detail
         assert not new.front_end.server.paths.registration.exists()
-        assert eventually(lambda: old.front_end.readiness().ok)  # both publish the pool: a write can race
+        # The waiting one neither writes nor watches the pool (the serving one has nothing to change).
+        assert [r for r in node.api.requests[requests_before:] if "resourceslices" in r[1]] == []
+        assert old.front_end.readiness().ok
         assert old.stop()
         assert eventually(lambda: kubelet.current(DRIVER) is not None and new.front_end.readiness().ok)
         rival = node.claim("rival", "uid-rival", "gpu-3")

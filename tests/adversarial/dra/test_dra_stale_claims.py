@@ -42,16 +42,10 @@ def restarted(root: Path, fetcher: FetchedClaims | FailingReads) -> tuple[Prepar
     return Preparer(driver_name=DRIVER, fetcher=fetcher, driver=driver, checkpoint=checkpoint), checkpoint
 
 
-def reserved(claims: HeldClaims, name: str) -> None:
-    claims.claims[("ns", name)]["status"]["reservedFor"] = [{"resource": "pods", "name": "p", "uid": "pod-1"}]
-
-
 def prepared(root: Path) -> HeldClaims:
-    """Claims `victim` (gpu-1) and `other` (gpu-2), prepared and reserved for a pod."""
+    """Claims `victim` (gpu-1) and `other` (gpu-2), prepared (each reserved for a pod, as HeldClaims.add makes them)."""
     claims = HeldClaims()
     refs = [ClaimRef(*claims.add("victim", "uid-v", "gpu-1")), ClaimRef(*claims.add("other", "uid-o", "gpu-2"))]
-    for name in ("victim", "other"):
-        reserved(claims, name)
     preparer, _ = restarted(root, claims.fetched())
     assert {uid: r.error for uid, r in prepared_here(preparer, refs).items()} == {"uid-v": "", "uid-o": ""}
     return claims
