@@ -24,19 +24,23 @@ from device_plugin.dra_standin.api_objects import allocated_claim
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 COUNTED = ("device_plugin.dra", "device_plugin.kubelet_plugin")
-# Not the prepare's: the stand-ins are the caller and the API server, and the publisher's own thread may
-# reconcile meanwhile (the kubelet's registration asks it to).
+# Not the prepare's: the stand-ins are the caller and the API server, the publisher's own thread may
+# reconcile meanwhile (the kubelet's registration asks it to), and the hint thread recomputes the placement
+# hints after the Prepare (woken by it, never waited for).
 NOT_COUNTED = ("device_plugin.dra_standin",)
-OTHER_THREADS = ("dra-publisher", "dra-slice-watch")
+OTHER_THREADS = ("dra-publisher", "dra-slice-watch", "dra-hints")
 MACHINE = "dgx1-v100"
 
 _seen: set[tuple[str, str]] = set()  # (thread name, module)
+_functions: dict[str, set[str]] = {}  # module -> the functions of it that ran (any thread)
 _recording = threading.Event()
 
 
 def _hook(frame: FrameType, event: str, _arg: Any) -> None:
     if event == "call" and _recording.is_set():
-        _seen.add((threading.current_thread().name, frame.f_globals.get("__name__", "?")))
+        module = frame.f_globals.get("__name__", "?")
+        _seen.add((threading.current_thread().name, module))
+        _functions.setdefault(module, set()).add(frame.f_code.co_qualname)
 
 
 def _within(module: str, packages: tuple[str, ...]) -> bool:
@@ -53,8 +57,11 @@ def main() -> None:
     with driver_on(MACHINE) as run:
         kubelet = DraKubeletStandin(run.root / "plugins_registry")
         plugin = kubelet.wait_for_plugin()
-        result = {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": "gpu-0"}
-        run.api.claims[("ns", "c0")] = allocated_claim("ns", "c0", "u0", [result])
+        for n in range(2):
+            result = {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": f"gpu-{n}"}
+            run.api.claims[("ns", f"c{n}")] = allocated_claim("ns", f"c{n}", f"u{n}", [result])
+        warm = kubelet.prepare(plugin, [("ns", "u1", "c1")])  # the first claim read's one-time work is not the path
+        assert not any(getattr(a, "error", "") for a in warm.values()), warm
         _recording.set()
         answers = kubelet.prepare(plugin, [("ns", "u0", "c0")])
         _recording.clear()
@@ -65,7 +72,7 @@ def main() -> None:
     print(f"one NodePrepareResources on {MACHINE} ran {len(modules)} modules of {', '.join(COUNTED)}")
     print(f"claim errors: {len(errors)} {errors}")
     for module in modules:
-        print(f"  {module}")
+        print(f"  {module}: {', '.join(sorted(_functions.get(module, ())))}")
 
 
 if __name__ == "__main__":

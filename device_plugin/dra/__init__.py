@@ -2,12 +2,17 @@
 
 Modules, one job each:
 - partitions: the node's GPUs split into best K-sets by the allocator's objective, and the listing order.
-- ranked_sets: groupings of K-sets of one score each (rankedSetK A-D), so first fit finds a best set.
+- ranked_sets, covering_sets: groupings of K-sets of one score each (rankedSetK A-F) that together cover
+  every GPU, so first fit finds a best set.
+- single_order: the one-GPU ranks (singleGPURank), static and for the GPUs in use.
+- occupancy, hint_thread: the values that follow the GPUs in use after each Prepare and Unprepare, and the
+  thread that recomputes them off the prepare path.
 - inventory: the node's inventory as DRA devices (names and attributes NVIDIA's DRA driver uses, the
   nearest RDMA NIC of each GPU among them).
 - taints: an unhealthy GPU's device taint (KEP-5055), from the runtime's typed health transition.
 - claim_config: the opaque configs a claim addresses to this driver, accepted or refused per claim.
 - prepare_decision: the helper's Driver protocol: a claim's CDI devices from its allocation, or why not.
+- start_settings: the kubelet directory and the instance (rolling-update mode) read from the config at start.
 - front_end: the DRA front-end of the node runtime (device_plugin/node/runtime.py), which `run --mode dra`
   serves; it wires the helper (kubelet_plugin/: the gRPC services, the Preparer, the SlicePublisher, the
   devices' health feed) to our devices. The runtime shares its health watch, rescans, config reloads,

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -36,13 +35,14 @@ from kubernetes import client as k8s
 from kubernetes.config.config_exception import ConfigException
 
 from device_plugin.config.model import Config
-from device_plugin.config.schema import PER_INSTANCE_SOCKET_NAMES
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import OWN_DOMAIN
+from device_plugin.dra.hint_thread import HintThread
 from device_plugin.dra.inventory import DraDevice, inventory_devices
 from device_plugin.dra.occupancy import Overrides, is_whole_gpu, occupancy_overrides, with_values
 from device_plugin.dra.prepare_decision import PrepareDecision
+from device_plugin.dra.start_settings import instance_of, kubelet_dir_of
 from device_plugin.dra.taints import DeviceTaint, taint_for
 from device_plugin.health.state import HealthTransition
 from device_plugin.kubelet_plugin.api.kube import api_client
@@ -57,10 +57,6 @@ from device_plugin.observability.labels import LabelOptions
 
 log = logging.getLogger(__name__)
 
-POD_UID_ENV = "POD_UID"
-SOCKET_NAMES_FIELD = "gpuDevicePlugin.socketNames"
-_POD_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
 
 def front_end_maker(config: Config, environ: Mapping[str, str]) -> Callable[[], DraFrontEnd]:
     """What `run --mode dra` needs before it opens NVML: the node name (NODE_NAME, from the downward API's
@@ -70,33 +66,14 @@ def front_end_maker(config: Config, environ: Mapping[str, str]) -> Callable[[], 
     if not node_name:
         raise ConfigError("mode dra", "NODE_NAME is not set; set it from the downward API (fieldRef spec.nodeName)")
     driver_name = config.daemon.driver_name  # sockets too long to bind: a config error now, not at serving time
-    instance = _instance(config, environ)
-    check_socket_paths(driver_name, SocketPaths.for_driver(driver_name, _kubelet_dir(config), instance))
+    instance = instance_of(config, environ)
+    check_socket_paths(driver_name, SocketPaths.for_driver(driver_name, kubelet_dir_of(config), instance))
     try:
         client = api_client()
     except ConfigException as error:
         reason = f"no API server to talk to (KUBECONFIG or in-cluster service account): {error}"
         raise ConfigError("mode dra", reason) from None
     return lambda: DraFrontEnd.for_config(config, client, node_name=node_name, instance=instance)
-
-
-def _kubelet_dir(config: Config) -> Path:
-    return Path(config.daemon.device_plugin_dir).parent
-
-
-def _instance(config: Config, env: Mapping[str, str]) -> str:
-    """The pod UID with `socketNames: per-instance` (rolling-update mode), else "" (fixed socket names).
-    ConfigError when POD_UID is not a pod UID: a made-up id would change at each restart, and a crashed
-    instance's sockets, which no newcomer may remove, would pile up."""
-    if config.daemon.socket_names != PER_INSTANCE_SOCKET_NAMES:
-        return ""
-    uid = env.get(POD_UID_ENV, "").strip().lower()
-    if not _POD_UID.fullmatch(uid):
-        shown = f"{uid[:60]!r}" if uid else "unset"
-        raise ConfigError(
-            SOCKET_NAMES_FIELD, f"per-instance needs POD_UID, the pod's UID (downward API metadata.uid); it is {shown}"
-        )
-    return uid
 
 
 class DraFrontEnd:
@@ -130,6 +107,7 @@ class DraFrontEnd:
         self._held_names: frozenset[str] = frozenset()
         self._overrides: Overrides = {}  # values that follow the GPUs in use (dra/occupancy.py); {}: static
         self._started = False
+        self._hints = HintThread(self._rehint)
         options = PluginOptions(driver_name, node_name, kubelet_dir, backoff_max_s, health_heartbeat_s, instance)
         self.plugin = KubeletPlugin(
             client, options, PrepareDecision(driver_name=driver_name, pool_name=node_name, devices=self)
@@ -154,9 +132,9 @@ class DraFrontEnd:
             client,
             node_name=node_name,
             driver_name=config.daemon.driver_name,
-            kubelet_dir=_kubelet_dir(config),
+            kubelet_dir=kubelet_dir_of(config),
             own_domain=config.daemon.own_domain,
-            instance=_instance(config, os.environ) if instance is None else instance,
+            instance=instance_of(config, os.environ) if instance is None else instance,
             **options,
         )
 
@@ -169,12 +147,17 @@ class DraFrontEnd:
         return self._unhealthy_names
 
     def held(self, snapshot: int, devices: frozenset[str]) -> None:
-        """Claims hold `devices` now: the hints that follow the GPUs in use afresh (dra/occupancy.py), republished
-        if they changed. A few allocator calls on the caller's thread; no I/O."""
+        """Claims hold `devices` now: recorded, and the hints that follow the GPUs in use recomputed on their
+        own thread (dra/hint_thread.py), not on the prepare worker that tells us."""
         with self._lock:
             if snapshot <= self._held_snapshot:
                 return  # a change told late: a newer one is already applied
             self._held_snapshot, self._held_names = snapshot, devices
+        self._hints.wake()
+
+    def _rehint(self) -> None:
+        """On the hint thread: the hints for the GPUs held now (dra/occupancy.py), republished if they changed."""
+        with self._lock:
             changed = self._reranked_locked()
             published, started = self._published_locked(), self._started
         if changed and started:
@@ -292,8 +275,10 @@ class DraFrontEnd:
         with self._lock:
             self._started = True
             published = self._published_locked()
+        self._hints.start()
         self.plugin.start(published)
 
     def stop(self, timeout_s: float) -> bool:
         """Sockets (the kubelet deregisters us) and our slices' deletion at once. False if cut short."""
+        self._hints.stop()
         return self.plugin.stop(timeout_s)

@@ -1,0 +1,51 @@
+"""The hint thread: wakes coalesce, a failing recomputation leaves the thread running, stop() ends it."""
+
+from __future__ import annotations
+
+import threading
+
+from device_plugin.dra.hint_thread import HintThread
+from tests.dra.driver_node import eventually
+
+
+def test_a_burst_of_wakes_during_one_recomputation_costs_one_more_not_one_each() -> None:
+    runs: list[int] = []
+    gate = threading.Event()
+
+    def recompute() -> None:
+        runs.append(len(runs))
+        gate.wait(5.0)
+
+    hints = HintThread(recompute)
+    hints.start()
+    try:
+        hints.wake()
+        assert eventually(lambda: len(runs) == 1)
+        for _ in range(50):  # told while the first recomputation runs
+            hints.wake()
+        gate.set()
+        assert eventually(lambda: len(runs) == 2)
+        assert not eventually(lambda: len(runs) > 2, timeout_s=0.3)
+    finally:
+        hints.stop()
+    assert not hints.running()
+
+
+def test_a_recomputation_that_raises_is_logged_and_the_next_wake_runs_again() -> None:
+    calls: list[int] = []
+
+    def recompute() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the allocator failed")
+
+    hints = HintThread(recompute)
+    hints.start()
+    try:
+        hints.wake()
+        assert eventually(lambda: len(calls) == 1)
+        assert hints.running()
+        hints.wake()
+        assert eventually(lambda: len(calls) == 2)
+    finally:
+        hints.stop()
