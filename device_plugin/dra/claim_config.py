@@ -4,7 +4,7 @@ driver does not do, else refused with a reason that names the config.
 Boundary: pure data in, messages out; no I/O. The scheduler copies the DeviceClass's and the claim's
 configs into `status.allocation.devices.config[]` (`source` FromClass or FromClaim, `requests` it applies
 to, all of the claim's when empty, and `opaque{driver, parameters}`). Configs for other drivers are not
-ours to judge. Ours are read defensively (kubelet_plugin/claims/body.py's rules: any part may be of the wrong type) and
+ours to judge. Ours are read defensively (kubelet_plugin/claims/claim.py's rules: any part may be of the wrong type) and
 checked against the devices of the requests they apply to.
 
 What is accepted, and why nothing more: this driver answers CDI device IDs only. It writes no CDI spec
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from device_plugin.core.short_text import short
-from device_plugin.kubelet_plugin.claims.body import ClaimBodyError, _kind, _object, _text, allocation_items
+from device_plugin.kubelet_plugin.claims.claim import ClaimBodyError, _kind, _object, _text, allocation_items
 
 MAX_CONFIGS = 32  # the API's limit on a claim's (and an allocation's) configs
 NVIDIA_API_VERSION = "resource.nvidia.com/v1beta1"

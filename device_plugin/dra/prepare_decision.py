@@ -22,7 +22,7 @@ from device_plugin.core.names import CDI_KIND
 from device_plugin.core.short_text import one_line
 from device_plugin.dra.claim_config import OpaqueConfig, applies_to, read_configs, refusal
 from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
-from device_plugin.kubelet_plugin.claims.body import Allocation
+from device_plugin.kubelet_plugin.claims.claim import Allocation
 from device_plugin.kubelet_plugin.claims.prepare import NAME_CHARS
 
 

@@ -3,7 +3,7 @@ tells the driver: which devices claims hold now.
 
 Boundary: a Protocol only. Everything else about a claim is the helper's (claims/prepare.py): the read,
 the claim's lock and ticket, the checks any driver makes (the claim exists, its UID is the one asked
-for, it has devices of this driver), exclusivity between claims (claims/holders.py), the checkpoint and
+for, it has devices of this driver), exclusivity between claims (claims/exclusion.py), the checkpoint and
 the answer's bounds. What the helper does not ask, the driver tells: the devices to publish
 (api/publisher.py's SlicePublisher.request) and their health (the DeviceHealthFeed the health service
 streams), whenever they change.
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
-from device_plugin.kubelet_plugin.claims.body import Allocation
+from device_plugin.kubelet_plugin.claims.claim import Allocation
 
 
 class Driver(Protocol):

@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedDevice
-from device_plugin.kubelet_plugin.claims.body import Allocation, ClaimBodyError
+from device_plugin.kubelet_plugin.claims.claim import Allocation, ClaimBodyError, ClaimRef, PrepareResult
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
-from device_plugin.kubelet_plugin.claims.types import ClaimRef, PrepareResult
 from tests.adversarial.dra.harness import DRIVER, HeldClaims
 
 DEVICE = PreparedDevice(("g",), "node-a", "dev-0", ("vendor.example/dev=0",))

@@ -45,7 +45,7 @@ class PreparedDevice:
     pool_name: str
     device_name: str
     cdi_device_ids: tuple[str, ...]
-    admin_access: bool = False  # the allocation's adminAccess (claims/holders.py: such a holder shares the device)
+    admin_access: bool = False  # the allocation's adminAccess (claims/exclusion.py: such a holder shares the device)
 
 
 @dataclass(frozen=True)

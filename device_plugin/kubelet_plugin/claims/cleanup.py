@@ -31,9 +31,8 @@ from typing import Any
 
 from device_plugin.core.short_text import one_line
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim
-from device_plugin.kubelet_plugin.claims.body import ClaimBodyError, read_allocation
+from device_plugin.kubelet_plugin.claims.claim import ClaimBodyError, ClaimFetcher, ClaimRef, read_allocation
 from device_plugin.kubelet_plugin.claims.prepare import Preparer, claim_label
-from device_plugin.kubelet_plugin.claims.types import ClaimFetcher, ClaimRef
 
 log = logging.getLogger(__name__)
 

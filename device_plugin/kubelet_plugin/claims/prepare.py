@@ -5,15 +5,15 @@ claims/fetch.py), asks the driver which devices a claim's allocation prepares (t
 kubelet_plugin/driver.py), remembers answers in a Checkpoint. Per-claim problems become a per-claim
 error message naming the claim and the device (cut short); they never raise, and a claim answered with
 an error has nothing checkpointed. A Prepare is three steps, so that its caller can run the read and the
-write where each belongs (service/servicers.py): `ticket` (the claim's place in claims/locks.py), `fetch`
+write where each belongs (service/servicers.py): `ticket` (the claim's place in claims/exclusion.py), `fetch`
 (no lock held), `settle` (decide and write, blocking; in a worker thread).
 
-A claim's state only moves the way the kubelet asked (claims/locks.py): the claim is read without any
+A claim's state only moves the way the kubelet asked (claims/exclusion.py): the claim is read without any
 lock, then decided and written under the claim's lock, and only if no Unprepare of it succeeded meanwhile
 and its caller has not given up. A checkpointed claim is still read: while the API server says what the
 checkpoint says, the checkpoint's answer is given again; when the allocation changed, the claim is
 prepared afresh; when the read fails, the checkpoint answers (the kubelet read the claim just before).
-A device held by another prepared claim is refused (claims/holders.py). What a claim's devices are, and
+A device held by another prepared claim is refused (claims/exclusion.py). What a claim's devices are, and
 which of its opaque configs are refused, is the driver's decision.
 """
 
@@ -25,10 +25,15 @@ from contextlib import AbstractContextManager, nullcontext
 
 from device_plugin.core.short_text import one_line
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim
-from device_plugin.kubelet_plugin.claims.body import ClaimBodyError, read_allocation
-from device_plugin.kubelet_plugin.claims.holders import DeviceHolders, Hold
-from device_plugin.kubelet_plugin.claims.locks import ClaimLocks, Ticket
-from device_plugin.kubelet_plugin.claims.types import ClaimFetcher, ClaimRead, ClaimRef, PrepareResult
+from device_plugin.kubelet_plugin.claims.claim import (
+    ClaimBodyError,
+    ClaimFetcher,
+    ClaimRead,
+    ClaimRef,
+    PrepareResult,
+    read_allocation,
+)
+from device_plugin.kubelet_plugin.claims.exclusion import ClaimLocks, DeviceHolders, Hold, Ticket
 from device_plugin.kubelet_plugin.driver import Driver
 
 log = logging.getLogger(__name__)
@@ -104,7 +109,7 @@ class Preparer:
         return {claim.uid: self.unprepare_claim(claim) for claim in claims}
 
     def ticket(self, uid: str) -> Ticket:
-        """The claim's place in claims/locks.py, from before its read until after its settle (then `release()`)."""
+        """The claim's place in claims/exclusion.py, from before its read until after its settle (then `release()`)."""
         return self._locks.issue(uid)
 
     async def fetch(self, claim: ClaimRef) -> ClaimRead:

@@ -25,8 +25,8 @@ from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.kubelet_plugin.claims.claim import ClaimRef, PrepareResult
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
-from device_plugin.kubelet_plugin.claims.types import ClaimRef, PrepareResult
 from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of

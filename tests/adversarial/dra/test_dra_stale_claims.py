@@ -17,9 +17,9 @@ import pytest
 
 from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.kubelet_plugin.claims.claim import ClaimRef
 from device_plugin.kubelet_plugin.claims.cleanup import CleanUp, clean_up
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
-from device_plugin.kubelet_plugin.claims.types import ClaimRef
 from tests.adversarial.dra.harness import DRIVER, NODE, Devices, FetchedClaims, HeldClaims, prepared_here
 
 Body = dict[str, Any]

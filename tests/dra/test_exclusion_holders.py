@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from device_plugin.kubelet_plugin.claims.holders import DeviceHolders, Hold
+from device_plugin.kubelet_plugin.claims.exclusion import DeviceHolders, Hold
 
 ADMIN, PLAIN = Hold("gpu-0", admin_access=True), Hold("gpu-0", admin_access=False)
 

@@ -1,19 +1,22 @@
-"""A ResourceClaim body, read defensively: this driver's allocated devices, or why the body cannot say.
+"""A claim as the helper sees it: the kubelet's reference, one read of its ResourceClaim, the allocation in
+the body, what a Prepare answers; and the fetcher the Preparer reads through.
 
-Boundary: pure data in, frozen values out; no I/O. The body is whatever the API server (or whatever
-answers in its place) sent, so any part may be missing, null, or of another type: a results item that
-is a string, a `status` that is a string, `metadata` that is a list, `request: null`, a `device` that is
-a list. Every shape ends in an Allocation or a ClaimBodyError whose message names the field (values
-are quoted cut short); nothing else is raised, and the work is bounded (MAX_RESULTS items at most).
+Boundary: value types and pure data in, frozen values out; no I/O. The body is whatever the API server
+(or whatever answers in its place) sent, so any part may be missing, null, or of another type: a results
+item that is a string, a `status` that is a string, `metadata` that is a list, `request: null`, a
+`device` that is a list. Every shape ends in an Allocation or a ClaimBodyError whose message names the
+field (values are quoted cut short); nothing else is raised, and the work is bounded (MAX_RESULTS items
+at most). How the values are used: claims/prepare.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from device_plugin.core.short_text import short
+from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
 
 # The API allows 32 requests of at most 32 devices each; anything beyond that is not a real claim.
 MAX_RESULTS = 32 * 32
@@ -101,3 +104,30 @@ def read_allocation(body: object, driver: str) -> Allocation:
         if _text(item, "driver", where) == driver
     ]
     return Allocation(uid, tuple(devices))
+
+
+class ClaimFetcher(Protocol):
+    async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The ResourceClaim object as a dict, or None when it does not exist (404). Awaited on the loop."""
+        ...
+
+
+@dataclass(frozen=True)
+class ClaimRef:
+    namespace: str
+    uid: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ClaimRead:
+    """What reading one ResourceClaim gave: its body (None: there is no such claim), or why it failed."""
+
+    body: Mapping[str, Any] | None = None
+    failure: str = ""  # "" when the read did not fail
+
+
+@dataclass(frozen=True)
+class PrepareResult:
+    devices: tuple[PreparedDevice, ...] = ()
+    error: str = ""
