@@ -10,8 +10,8 @@ Modules, one job each:
 - inventory: the node's inventory as DRA devices (names and attributes NVIDIA's DRA driver uses, the
   nearest RDMA NIC of each GPU among them).
 - taints: an unhealthy GPU's device taint (KEP-5055), from the runtime's typed health transition.
-- claim_config: the opaque configs a claim addresses to this driver, accepted or refused per claim.
-- prepare_decision: the helper's Driver protocol: a claim's CDI devices from its allocation, or why not.
+- prepare_decision: the helper's Driver protocol: a claim's CDI devices from its allocation, or why not,
+  with the opaque configs a claim addresses to this driver accepted or refused per claim.
 - start_settings: the kubelet directory and the instance (rolling-update mode) read from the config at start.
 - front_end: the DRA front-end of the node runtime (device_plugin/node/runtime.py), which `run --mode dra`
   serves; it wires the helper (kubelet_plugin/: the gRPC services, the Preparer, the SlicePublisher, the

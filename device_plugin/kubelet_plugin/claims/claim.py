@@ -40,23 +40,23 @@ class Allocation:
     devices: tuple[AllocatedDevice, ...]  # this driver's results, in the claim's order
 
 
-def _kind(value: object) -> str:
+def kind_of(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _object(value: object, where: str, *, optional: bool = True) -> Mapping[str, Any]:
+def json_object(value: object, where: str, *, optional: bool = True) -> Mapping[str, Any]:
     """`value` as a JSON object; a missing (null) optional one is empty."""
     if value is None and optional:
         return {}
     if not isinstance(value, Mapping):
-        raise ClaimBodyError(f"{where} is a {_kind(value)} ({short(value)}), not an object")
+        raise ClaimBodyError(f"{where} is a {kind_of(value)} ({short(value)}), not an object")
     return value
 
 
-def _text(item: Mapping[str, Any], key: str, where: str) -> str:
+def text_field(item: Mapping[str, Any], key: str, where: str) -> str:
     value = item.get(key)
     if not isinstance(value, str) or not value:
-        raise ClaimBodyError(f"{where}.{key} is {short(value)} ({_kind(value)}), not a non-empty string")
+        raise ClaimBodyError(f"{where}.{key} is {short(value)} ({kind_of(value)}), not a non-empty string")
     try:  # it goes into the answer's protobuf strings, which must be UTF-8 (a lone surrogate is not)
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -67,11 +67,11 @@ def _text(item: Mapping[str, Any], key: str, where: str) -> str:
 def _device(item: Mapping[str, Any], where: str) -> AllocatedDevice:
     admin = item.get("adminAccess")
     if admin is not None and not isinstance(admin, bool):
-        raise ClaimBodyError(f"{where}.adminAccess is {short(admin)} ({_kind(admin)}), not a boolean")
+        raise ClaimBodyError(f"{where}.adminAccess is {short(admin)} ({kind_of(admin)}), not a boolean")
     return AllocatedDevice(
-        _text(item, "request", where).split("/", 1)[0],
-        _text(item, "pool", where),
-        _text(item, "device", where),
+        text_field(item, "request", where).split("/", 1)[0],
+        text_field(item, "pool", where),
+        text_field(item, "device", where),
         bool(admin),
     )
 
@@ -79,29 +79,29 @@ def _device(item: Mapping[str, Any], where: str) -> AllocatedDevice:
 def allocation_items(claim: Mapping[str, Any], key: str, limit: int) -> list[tuple[str, Mapping[str, Any]]]:
     """The objects of `status.allocation.devices.<key>` (none when absent), each with the name a message
     gives it. ClaimBodyError: a part has the wrong shape, or the list holds more than `limit` items."""
-    status = _object(claim.get("status"), "status")
-    allocation = _object(status.get("allocation"), "status.allocation")
-    items = _object(allocation.get("devices"), "status.allocation.devices").get(key)
+    status = json_object(claim.get("status"), "status")
+    allocation = json_object(status.get("allocation"), "status.allocation")
+    items = json_object(allocation.get("devices"), "status.allocation.devices").get(key)
     field = f"status.allocation.devices.{key}"
     if items is None:
         return []
     if not isinstance(items, list):
-        raise ClaimBodyError(f"{field} is a {_kind(items)} ({short(items)}), not a list")
+        raise ClaimBodyError(f"{field} is a {kind_of(items)} ({short(items)}), not a list")
     if len(items) > limit:
         raise ClaimBodyError(f"{field} holds {len(items)} items, more than a claim can ({limit})")
-    return [(f"{field}[{i}]", _object(raw, f"{field}[{i}]", optional=False)) for i, raw in enumerate(items)]
+    return [(f"{field}[{i}]", json_object(raw, f"{field}[{i}]", optional=False)) for i, raw in enumerate(items)]
 
 
 def read_allocation(body: object, driver: str) -> Allocation:
     """The claim's UID and `driver`'s allocated devices. ClaimBodyError: a part has the wrong shape."""
-    claim = _object(body, "the ResourceClaim", optional=False)
-    uid = _object(claim.get("metadata"), "metadata").get("uid", "")
+    claim = json_object(body, "the ResourceClaim", optional=False)
+    uid = json_object(claim.get("metadata"), "metadata").get("uid", "")
     if not isinstance(uid, str):
-        raise ClaimBodyError(f"metadata.uid is a {_kind(uid)} ({short(uid)}), not a string")
+        raise ClaimBodyError(f"metadata.uid is a {kind_of(uid)} ({short(uid)}), not a string")
     devices = [
         _device(item, where)
         for where, item in allocation_items(claim, "results", MAX_RESULTS)
-        if _text(item, "driver", where) == driver
+        if text_field(item, "driver", where) == driver
     ]
     return Allocation(uid, tuple(devices))
 
