@@ -1,14 +1,15 @@
-"""The DRA checkpoint's journal: changes appended to one file, a whole batch made durable by one write.
+"""The DRA checkpoint's journal: changes appended to one file, a whole batch made durable by one write, and
+the group commit that forms the batches.
 
-Boundary: bytes of records in and out of `journal-<n>.log` files in the claims folder; which changes
-form a batch is queue.py's job, what the records mean for the map is store.py's. A record is
-one line: a claim file's JSON (format.encode) for a put, {"version": 2, "uid": .., "deleted":
-true} for a delete. The file is opened O_DSYNC: a write returns once its data is durable (a write and an
-fdatasync in one system call, so one wait per round, not two). A line is acknowledged only after the
-write that carries it returned, so a crash can leave at most a torn last line of a batch nobody was
-answered for: replay ignores it. A failed append is cut back off the file (ftruncate + fdatasync)
-before the error is raised, so a claim answered with an error is not replayed after a restart (best
-effort when the disk keeps failing: logged, as the per-file undo is).
+Boundary: bytes of records in and out of `journal-<n>.log` files in the claims folder, and who commits
+what when; what the records mean for the map is store.py's. A record is one line: a claim file's JSON
+(format.encode) for a put, {"version": 2, "uid": .., "deleted": true} for a delete. The file is opened
+O_DSYNC: a write returns once its data is durable (a write and an fdatasync in one system call, so one
+wait per round, not two). A line is acknowledged only after the write that carries it returned, so a
+crash can leave at most a torn last line of a batch nobody was answered for: replay ignores it. A failed
+append is cut back off the file (ftruncate + fdatasync) before the error is raised, so a claim answered
+with an error is not replayed after a restart (best effort when the disk keeps failing: logged, as the
+per-file undo is).
 
 A new journal's name is made durable (folder fsync) before the first record goes in. The `.log` name
 invites log cleaners: a journal removed, renamed (logrotate), replaced or truncated (copytruncate) while
@@ -19,7 +20,18 @@ name, fsynced, before the new records go in: a change is acknowledged only once 
 Journals are read at start with the config reader's limits (a regular file only, O_NONBLOCK,
 MAX_JOURNAL_BYTES) and each line with a depth cap; a bad complete line (not JSON, the wrong shape, a
 checksum that does not match: format.verify) is skipped and counted, never fatal, and the claim it names,
-when a uid can still be read from it, is reported to the caller as spoiled: its state from that record on is unknown.
+when a uid can still be read from it, is reported to the caller as spoiled: its state from that record on
+is unknown.
+
+Group commit (CommitQueue): whoever asks while a commit runs is committed with everyone else waiting, in
+one round. A caller submits one item and blocks until the round that carried it has finished. The first
+caller that finds no round running becomes the leader: it takes every item queued at that moment (from
+any thread, any request), hands them to `commit` in the order they were submitted, wakes exactly their
+callers, and hands the lead to the first caller queued meanwhile. No thread of its own, so nothing to
+start or stop, and no pool to deadlock. Waking only the callers concerned matters under load: a woken
+thread must win the interpreter's lock before it can go on, and a crowd of them woken at once delays the
+next round's leader. `commit` returns one outcome per item, so an item can fail alone; an exception
+raised by `commit` itself fails every item of its round.
 """
 
 from __future__ import annotations
@@ -28,10 +40,12 @@ import json
 import logging
 import os
 import re
+import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from device_plugin.config.reading import MAX_DEPTH, read_regular_file
 from device_plugin.kubelet_plugin.checkpoint.files import ClaimsFolder
@@ -206,3 +220,64 @@ def _too_deep(value: Any) -> bool:
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
         stack.extend((child, depth + 1) for child in children)
     return False
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass
+class _Slot(Generic[T]):
+    item: T
+    woken: threading.Event = field(default_factory=threading.Event)  # done, or made the next leader
+    done: bool = False
+    result: object = None
+    error: BaseException | None = None
+
+
+class CommitQueue(Generic[T, R]):
+    def __init__(self, commit: Callable[[Sequence[T]], Sequence[R | BaseException]]) -> None:
+        self._commit = commit
+        self._lock = threading.Lock()  # guards _waiting and _running
+        self._waiting: list[_Slot[T]] = []
+        self._running = False  # a leader holds the lead (committing, or handed it on)
+        self.rounds = 0  # commits run: fewer than items when callers overlap
+
+    def submit(self, item: T) -> R:
+        """`item`'s outcome, once the round that carried it has been committed (its exception raised)."""
+        slot = _Slot(item)
+        with self._lock:
+            self._waiting.append(slot)
+            lead, self._running = not self._running, True
+        if not lead:
+            slot.woken.wait()
+        if not slot.done:  # the lead is ours: our item is still waiting, so this round carries it
+            self._lead()
+        if slot.error is not None:
+            raise slot.error
+        return slot.result  # type: ignore[return-value]
+
+    def _lead(self) -> None:
+        """Commit every waiting item, wake their callers, pass the lead on (or let it go)."""
+        with self._lock:
+            batch, self._waiting = self._waiting, []
+            self.rounds += 1
+        try:
+            outcomes: Sequence[R | BaseException] = self._commit([slot.item for slot in batch])
+            if len(outcomes) != len(batch):
+                raise RuntimeError(f"commit answered {len(outcomes)} outcomes for {len(batch)} items")
+        except BaseException as error:  # the whole round failed: each caller gets the error
+            outcomes = [error] * len(batch)
+        for slot, outcome in zip(batch, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                slot.error = outcome
+            else:
+                slot.result = outcome
+            slot.done = True
+        with self._lock:
+            following = self._waiting[0] if self._waiting else None
+            self._running = following is not None
+        for slot in batch:
+            slot.woken.set()
+        if following is not None:
+            following.woken.set()

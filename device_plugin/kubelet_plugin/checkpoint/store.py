@@ -1,10 +1,10 @@
 """Prepared claims on disk: what NodePrepareResources answered, per claim UID.
 
 Boundary: the in-memory map and its API (get, uids, put, remove, put_many, delete_many, compact); the
-file formats, the folder, the journal, the group commit and the start-up read are the checkpoint_*
+file formats, the folder, the journal, the group commit and the start-up read are the other
 modules. A change costs O(1) in the number of claims checkpointed: its records are appended to the
 journal (`claims/journal-<n>.log`), and every change waiting at that moment, from any thread, shares
-one write and one fdatasync (queue.py, group commit); put and delete return only once their
+one write and one fdatasync (journal.py, group commit); put and delete return only once their
 round is durable. The journal is compacted in the background once it passes COMPACT_AFTER_BYTES: the
 claims it names are written as one file per claim (`claims/<uid>.json`, each fsynced), then it is
 removed. A restart reads the files and replays the journals over them (compacted after its first
@@ -32,9 +32,8 @@ from device_plugin.core.short_text import one_line
 from device_plugin.kubelet_plugin.checkpoint.commit import GroupSync, replace_files
 from device_plugin.kubelet_plugin.checkpoint.files import ClaimsFolder
 from device_plugin.kubelet_plugin.checkpoint.format import PreparedClaim, PreparedDevice, encode, file_name
-from device_plugin.kubelet_plugin.checkpoint.journal import MAX_RECORD_BYTES, Journal, delete_record
+from device_plugin.kubelet_plugin.checkpoint.journal import MAX_RECORD_BYTES, CommitQueue, Journal, delete_record
 from device_plugin.kubelet_plugin.checkpoint.load import Leftover, load
-from device_plugin.kubelet_plugin.checkpoint.queue import CommitQueue
 
 __all__ = ["CLAIMS_FOLDER", "COMPACT_AFTER_BYTES", "Checkpoint", "PreparedClaim", "PreparedDevice"]
 
