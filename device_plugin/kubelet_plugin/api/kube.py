@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from urllib.parse import quote
 
 import urllib3
@@ -30,9 +29,6 @@ from device_plugin.kubelet_plugin.api.slices import API_VERSIONS, GROUP
 
 REQUEST_TIMEOUT_S = 5.0
 MAX_NODE_BYTES = 16 * 1024 * 1024  # a Node with every image it holds listed is well under this
-MAX_NAMESPACE_CHARS, MAX_NAME_CHARS = 63, 253
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 class UnsupportedApiError(PluginError):
@@ -140,12 +136,3 @@ def node_uid(client: k8s.ApiClient, node_name: str) -> str:
     if not isinstance(uid, str) or not uid:
         raise PluginError(f"node {short(node_name)} has no metadata.uid: cannot own our ResourceSlices")
     return uid
-
-
-def check_claim_name(namespace: str, name: str) -> None:
-    """ValueError (short) unless `namespace` is a DNS label and `name` a DNS subdomain, as the API server
-    requires: a name from the kubelet's request goes into a URL only when an object can have it."""
-    if len(namespace) > MAX_NAMESPACE_CHARS or not _DNS_LABEL.fullmatch(namespace):
-        raise ValueError(f"namespace {short(namespace)} is not a valid namespace name (a DNS label)")
-    if len(name) > MAX_NAME_CHARS or not _DNS_SUBDOMAIN.fullmatch(name):
-        raise ValueError(f"name {short(name)} is not a valid object name (a DNS subdomain of at most 253 characters)")

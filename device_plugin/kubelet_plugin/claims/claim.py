@@ -11,6 +11,7 @@ at most). How the values are used: claims/prepare.py.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -18,6 +19,9 @@ from typing import Any, Protocol
 from device_plugin.core.short_text import short
 from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
 
+MAX_NAMESPACE_CHARS, MAX_NAME_CHARS = 63, 253
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # The API allows 32 requests of at most 32 devices each; anything beyond that is not a real claim.
 MAX_RESULTS = 32 * 32
 
@@ -131,3 +135,12 @@ class ClaimRead:
 class PrepareResult:
     devices: tuple[PreparedDevice, ...] = ()
     error: str = ""
+
+
+def check_claim_name(namespace: str, name: str) -> None:
+    """ValueError (short) unless `namespace` is a DNS label and `name` a DNS subdomain, as the API server
+    requires: a name from the kubelet's request goes into a URL only when an object can have it."""
+    if len(namespace) > MAX_NAMESPACE_CHARS or not _DNS_LABEL.fullmatch(namespace):
+        raise ValueError(f"namespace {short(namespace)} is not a valid namespace name (a DNS label)")
+    if len(name) > MAX_NAME_CHARS or not _DNS_SUBDOMAIN.fullmatch(name):
+        raise ValueError(f"name {short(name)} is not a valid object name (a DNS subdomain of at most 253 characters)")

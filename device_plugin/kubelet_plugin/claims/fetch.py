@@ -46,11 +46,11 @@ from kubernetes import client as k8s
 from device_plugin.kubelet_plugin.api.kube import (
     REQUEST_TIMEOUT_S,
     auth_headers,
-    check_claim_name,
     fixed_headers,
     newest_resource_version,
 )
 from device_plugin.kubelet_plugin.api.slices import GROUP
+from device_plugin.kubelet_plugin.claims.claim import check_claim_name
 
 READS_IN_FLIGHT = 16  # claim reads sent at once, all calls together
 MAX_ANSWER_BYTES = 4 * 1024 * 1024  # a claim is at most ~1.5 MiB (etcd's object limit); past this, no claim
