@@ -19,7 +19,7 @@ Where this order differs from a plain reading of the layout, and why:
 - process/ (signals, log output; used by cli and commands/run, importing nothing of ours) sits beside
   node/.
 - mig/ and timeslice/ sit above allocation/: they implement its policy protocol for their sharing modes
-  and read its ValidatedRequest; allocation/ never names them (node/composition picks the policy).
+  and read its ValidatedRequest; allocation/ never names them (kubelet/composition picks the policy).
 - observability/ > health/ > allocator/ > topology/: labels need the topology; the allocator needs the
   topology; health transitions are what metrics and labels report, so health sits below observability.
 - serving/ sits just below kubelet/ and kubelet_plugin/: both serve kubelet sockets the same way (one
@@ -226,6 +226,19 @@ def test_the_helper_check_catches_a_gpu_import() -> None:
     assert layering_rules.beyond_allowed(edges, HELPER, HELPER_MAY_IMPORT) == {
         "device_plugin.kubelet_plugin.b": ["device_plugin.core.gpu_models", "device_plugin.nvml.types"]
     }
+
+
+# The device plugin's request path: node/ is the runtime both modes share, so it names none of it (the
+# device-plugin front-end composes its resources in kubelet/composition.py).
+DEVICE_PLUGIN_ONLY = ("device_plugin.allocation", "timeslice", "mig.policy", "mig.strategy")
+
+
+def test_the_shared_runtime_imports_nothing_only_the_device_plugin_uses() -> None:
+    node = [m for m in CODE if matches(m, "device_plugin.node")]
+    assert len(node) >= 5, node
+    found = {m: sorted(t for t in SOURCE.edges[m] if any(matches(t, p) for p in DEVICE_PLUGIN_ONLY)) for m in node}
+    assert {m: t for m, t in found.items() if t} == {}
+    assert any(matches(t, "device_plugin.allocation") for t in SOURCE.edges["device_plugin.kubelet.composition"])
 
 
 @pytest.mark.parametrize("package", ["mig", "timeslice"], ids=["mig", "timeslice"])

@@ -39,10 +39,10 @@ from device_plugin.core.errors import PluginError
 from device_plugin.core.mig_strategy import MigStrategy
 from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.core.short_text import counted
+from device_plugin.kubelet.composition import Node, build_node, envvar_conflicts
 from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.kubelet.lifecycle import LifecycleTiming
 from device_plugin.kubelet.standin import KubeletStandIn, PluginConnection
-from device_plugin.node.composition import Node, build_node, envvar_conflicts
 from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind

@@ -36,7 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from device_plugin.node.reporting import label_options  # deferred: keeps `--help` free of the daemon's imports
+    from device_plugin.kubelet.resource_reporting import (
+        label_options,  # deferred: keeps `--help` free of the daemon's imports
+    )
 
     try:
         with composed_node(args) as composed:

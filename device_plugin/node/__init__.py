@@ -1,6 +1,8 @@
-"""One node's runtime: the resources built from config and hardware, served, health-watched, re-served.
+"""One node's runtime, shared by both modes: the inventory scanned, served through a front-end, health-watched, rescanned.
 
-composition (NVML + config -> the Node: resources, GPUs, MIG inventory, Allocator), daemon (serving,
-rescans and config reloads), health_routing (health transitions -> resources -> metrics), reporting
-(metrics, probes and node labels of what is served).
+inventory (NVML -> GPUs, MIG inventory, Topology, the Allocator kept across rescans), runtime (start,
+rescans and config reloads), reloads (a reload sorted by the fields' classes), health_routing (health
+transitions -> the front-end -> metrics), reporting (metrics, probes and node labels), front_end (the
+protocol the two front-ends implement). Nothing here is of one mode only: the device plugin's resources
+are composed in kubelet/composition.py (tests/test_layering.py keeps node/ off its request path).
 """

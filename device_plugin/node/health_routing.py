@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
-from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.health import HealthConfig
 from device_plugin.health.state import HealthTransition
 from device_plugin.health.watcher import HealthWatcher, TransitionListener
@@ -25,16 +24,6 @@ from device_plugin.observability.metrics import PluginMetrics
 log = logging.getLogger(__name__)
 
 HealthRoute = Callable[[HealthTransition], Sequence[str]]  # applies a transition; the names it changed
-
-
-def resource_route(resources: Callable[[], Sequence[ResourceManager]]) -> HealthRoute:
-    """The device plugin's route: each resource served now (read at each transition, so a rebuild's swap
-    is seen) takes the transition; the names of those whose devices changed."""
-
-    def route(transition: HealthTransition) -> list[str]:
-        return [r.resource_name for r in resources() if r.on_health_transition(transition)]
-
-    return route
 
 
 class NodeHealth:

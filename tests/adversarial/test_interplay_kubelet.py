@@ -22,10 +22,10 @@ import yaml
 from api import deviceplugin_pb2 as pb
 from device_plugin.config.model import Config, DaemonSettings, parse_config
 from device_plugin.core.errors import InvalidRequestError
+from device_plugin.kubelet.composition import build_node, envvar_conflicts
 from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.standin import KubeletStandIn
-from device_plugin.node.composition import build_node, envvar_conflicts
 from device_plugin.nvml.backends import open_backend
 from tests.timing import FAST_LIFECYCLE
 
