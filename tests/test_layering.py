@@ -228,19 +228,6 @@ def test_the_helper_check_catches_a_gpu_import() -> None:
     }
 
 
-# The device plugin's request path: node/ is the runtime both modes share, so it names none of it (the
-# device-plugin front-end composes its resources in kubelet/composition.py).
-DEVICE_PLUGIN_ONLY = ("device_plugin.allocation", "timeslice", "mig.policy", "mig.strategy")
-
-
-def test_the_shared_runtime_imports_nothing_only_the_device_plugin_uses() -> None:
-    node = [m for m in CODE if matches(m, "device_plugin.node")]
-    assert len(node) >= 5, node
-    found = {m: sorted(t for t in SOURCE.edges[m] if any(matches(t, p) for p in DEVICE_PLUGIN_ONLY)) for m in node}
-    assert {m: t for m, t in found.items() if t} == {}
-    assert any(matches(t, "device_plugin.allocation") for t in SOURCE.edges["device_plugin.kubelet.composition"])
-
-
 @pytest.mark.parametrize("package", ["mig", "timeslice"], ids=["mig", "timeslice"])
 def test_mig_and_timeslice_see_value_types_only(package: str) -> None:
     modules = [m for m in CODE if m == package or m.startswith(package + ".")]

@@ -2,8 +2,8 @@
 
 Boundary: `require_containers` checks the message (at least one container); `validate_preferred` checks
 one GetPreferredAllocation container and is the only way to build a ValidatedRequest (the constructor
-refuses anything else), so an AllocationPolicy that receives one needs no checks of its own, and the
-allocator is then called through its unchecked entry (Allocator.decide_checked). `validate_allocate`
+refuses anything else), so an AllocationPolicy that receives one needs no checks of its own (the
+allocator checks only that the GPU indices a policy derives make a request). `validate_allocate`
 checks one Allocate container into a CheckedAllocation. ResourceManager calls these on every request
 and nothing after them checks the request again; tests call them to build a policy's input the way
 production does. Checks about a policy's device *kind* (whole GPUs for the topology policy) are made

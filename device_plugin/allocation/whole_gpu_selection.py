@@ -99,7 +99,7 @@ class TopologyPolicy:
             if cached is not None:
                 self._decisions.move_to_end(key)
                 return cached
-        decision = self._allocator.decide_checked(available, must_include, size)
+        decision = self._allocator.describe(self._allocator.allocate(available, must_include, size), len(available))
         with self._lock:
             self._decisions[key] = decision
             if len(self._decisions) > DECISION_CACHE_SIZE:

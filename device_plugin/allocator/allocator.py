@@ -6,9 +6,11 @@ arguments: no I/O, no clock, and the answer never depends on the order of the in
 objective is written down in device_plugin.allocator.objective. Invalid input raises
 InvalidRequestError and nothing else.
 
-Two entries: the checked ones (allocate, decide, explain: any caller, the CLI and DRA partitions) check
-their arguments; decide_checked is for a request the resource boundary already checked
-(device_plugin.allocation.request), so the kubelet's admission path checks a request once.
+One way to choose: allocate() (every caller: the device plugin's whole-GPU policy, the DRA partitions
+and hints, the simulation) checks its index-level arguments once, in _validate; describe() then says
+what the metric and the log line need of a chosen set, and explain() answers the CLI's and the DRA ranks'
+question "why these, and what came second". The resource boundary (device_plugin.allocation.request)
+checks the kubelet's device IDs; the allocator checks only that its own indices make a request.
 """
 
 from __future__ import annotations
@@ -141,16 +143,13 @@ class Allocator:
             self._best_empty[size] = best
         return self._best_empty[size]
 
-    def decide(self, available: Iterable[int], must_include: Iterable[int], size: int) -> AllocationDecision:
-        """allocate() plus what the metric and the log line need."""
-        avail, must = self._validate(available, must_include, size)
-        chosen = self._choose(avail, must, size)
-        return self._decision(chosen, len(avail))
-
-    def decide_checked(self, available: list[int], must_include: list[int], size: int) -> AllocationDecision:
-        """decide() for a request already checked: ascending distinct GPU indices of this node, `must_include`
-        a subset of `available`, len(must_include) <= size <= len(available), size >= 1. Not checked again."""
-        return self._decision(self._choose(available, must_include, size), len(available))
+    def describe(self, chosen: Iterable[int], available_count: int) -> AllocationDecision:
+        """What the metric and the log line need of `chosen` (an answer of allocate() among `available_count`
+        GPUs): its ring, the best ring of its size on an empty node, whether it reaches it, its NICs."""
+        members = _indices(chosen, "chosen", self._n)
+        if not members:
+            raise InvalidRequestError("chosen: an empty set is no allocation")
+        return self._decision(tuple(members), available_count)
 
     def _decision(self, chosen: tuple[int, ...], available_count: int) -> AllocationDecision:
         ring = key_ring(self._key(list(chosen)))

@@ -1,4 +1,4 @@
-"""One node's runtime, shared by both modes: the inventory scanned, served through a front-end, health-watched, rescanned.
+"""One node's runtime, shared by both modes: the inventory scanned, served by a front-end, health-watched.
 
 inventory (NVML -> GPUs, MIG inventory, Topology, the Allocator kept across rescans), runtime (start,
 rescans and config reloads), reloads (a reload sorted by the fields' classes), health_routing (health

@@ -11,6 +11,7 @@ from device_plugin.allocation.whole_gpu_selection import TopologyPolicy, require
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.core.devices import Device
+from device_plugin.core.errors import InvalidRequestError
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.topology.build import build_topology
 from tests.validated import validated
@@ -69,22 +70,8 @@ def test_the_topology_policy_is_composed_over_whole_gpus_only(devices: dict[str,
         require_whole_gpus("nvidia.com/gpu", devices.values())
 
 
-def test_a_checked_request_is_not_checked_again_by_the_allocator(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The resource boundary checked it (tests.validated does it the same way); the policy asks the
-    # allocator's unchecked entry, so a check there would be a second one.
-    def second_check(*_: object) -> None:
-        raise AssertionError("the allocator checked a request the resource boundary had checked")
-
-    monkeypatch.setattr(Allocator, "_validate", second_check)
-    policy = TopologyPolicy(Allocator(build_topology(FakeNvml.from_machine("dgx1-v100"))))
-    devices = _devices("dgx1-v100")
-    by_index = {d.gpu_indices[0]: d.id for d in devices.values()}
-    chosen = policy.choose(validated(devices, list(devices), [by_index[3]], 4))
-    assert chosen == tuple(by_index[i] for i in (0, 1, 2, 3))
-
-
 @pytest.mark.parametrize("machine", ["dgx1-v100", "island-16gpu", "pcie-8gpu-2socket"])
-def test_the_unchecked_entry_decides_as_the_checked_one(machine: str) -> None:
+def test_describe_tells_the_chosen_set_and_whether_it_reaches_the_best_ring_whatever_the_order(machine: str) -> None:
     allocator = Allocator(build_topology(FakeNvml.from_machine(machine)))
     n = allocator.topology.gpu_count
     rng = random.Random(machine)
@@ -92,4 +79,19 @@ def test_the_unchecked_entry_decides_as_the_checked_one(machine: str) -> None:
         available = sorted(rng.sample(range(n), rng.randint(1, n)))
         size = rng.randint(1, len(available))
         must = sorted(rng.sample(available, rng.randint(0, min(2, size))))
-        assert allocator.decide_checked(available, must, size) == allocator.decide(available[::-1], must, size)
+        chosen = allocator.allocate(available[::-1], must, size)
+        decision = allocator.describe(chosen, len(available))
+        assert (decision.chosen, decision.size, decision.available_count) == (chosen, size, len(available))
+        assert decision.optimal == (decision.ring_bandwidth_gbps >= decision.best_possible_gbps)
+        assert allocator.describe(chosen[::-1], len(available)) == decision
+
+
+@pytest.mark.parametrize(
+    ("chosen", "message"),
+    [([], "an empty set is no allocation"), ([0, 0], "listed more than once"), ([8], "GPU 8 does not exist")],
+    ids=["empty", "duplicate", "unknown-gpu"],
+)
+def test_describe_refuses_what_allocate_never_answers(chosen: list[int], message: str) -> None:
+    allocator = Allocator(build_topology(FakeNvml.from_machine("dgx1-v100")))
+    with pytest.raises(InvalidRequestError, match=message):
+        allocator.describe(chosen, 8)

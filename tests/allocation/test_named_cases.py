@@ -78,7 +78,8 @@ def test_explain_names_the_runner_up_and_why_it_lost() -> None:
 
 
 def test_decision_reports_ring_and_empty_node_best() -> None:
-    decision = allocator_of("island-16gpu").decide([0, 1, 2, 8, 9], [], 4)
+    allocator = allocator_of("island-16gpu")
+    decision = allocator.describe(allocator.allocate([0, 1, 2, 8, 9], [], 4), 5)
     assert decision.chosen == (0, 1, 2, 8)
     assert decision.ring_bandwidth_gbps == 8.0
     assert decision.best_possible_gbps == 450.0

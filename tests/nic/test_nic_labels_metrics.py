@@ -52,7 +52,8 @@ DISTANCES = [
     ],
 )
 def test_decision_carries_the_predicted_nic_distance(machine: str, available: list[int], distance: str | None) -> None:
-    decision = allocator_of(machine).decide(available, [], len(available))
+    allocator = allocator_of(machine)
+    decision = allocator.describe(allocator.allocate(available, [], len(available)), len(available))
     assert decision.nic_distance == distance
 
 
