@@ -24,7 +24,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Protocol, TypeVar
 
 import grpc
@@ -37,7 +36,7 @@ from device_plugin.core.devices import ContainerAllocation, Device
 from device_plugin.core.errors import InvalidRequestError, PluginError
 from device_plugin.core.short_text import bounded_text
 from device_plugin.serving import event_loop
-from device_plugin.serving.aio_server import AioSocketServer
+from device_plugin.serving.aio_server import AddServices
 
 log = logging.getLogger(__name__)
 
@@ -268,19 +267,6 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
         return pb.PreStartContainerResponse()
 
 
-class SocketServer:
-    """One servicer served by a grpc.aio server on the shared loop (on one unix socket)."""
-
-    def __init__(self, servicer: DevicePluginServicer) -> None:
-        self.servicer = servicer
-        add = partial(pb_grpc.add_DevicePluginServicer_to_server, servicer)
-        self._server = AioSocketServer(servicer.resource.resource_name, add)
-
-    def start(self, path: Path) -> None:
-        """Bind `path` and serve. RuntimeError when gRPC cannot bind it."""
-        self._server.start(path)
-
-    def stop(self, grace_s: float) -> None:
-        """Stop serving within about `grace_s` (open streams are cancelled after it)."""
-        self.servicer.shutdown()
-        self._server.stop(grace_s)
+def services_of(servicer: DevicePluginServicer) -> AddServices:
+    """What a socket serving `servicer` carries: the DevicePlugin service (serving/bound_socket.py binds it)."""
+    return partial(pb_grpc.add_DevicePluginServicer_to_server, servicer)

@@ -1,12 +1,12 @@
 """One gRPC server kept at one socket path: bound 0600, re-served when its socket or folder is removed.
 
-Boundary: one path and its server. `keep()` is called by the owner's poll (any thread; calls are
-serialised here): when our socket is not at the path any more it binds a fresh one (creating the
-folder if `create_folder`), and the old server finishes its calls for STOP_GRACE_S on its own. Another
-file at the path is refused and left untouched; the refusal is logged once, `problem()` says it
-until the file goes. A socket another process serves is not bound over (taken_socket.py): keep() looks
-again only after each backoff delay, and `taken()` says so meanwhile. `stop()` removes the socket only
-if it is still ours.
+Boundary: one path and its server (bound by serving/bound_socket.py). `keep()` is called by the owner's
+poll (any thread; calls are serialised here): when our socket is not at the path any more it binds a
+fresh one (creating the folder if `create_folder`), and the old server finishes its calls for
+STOP_GRACE_S on its own. Another file at the path is refused and left untouched; the refusal is logged
+once, `problem()` says it until the file goes. A socket another process serves is not bound over
+(taken_socket.py): keep() looks again only after each backoff delay, and `taken()` says so meanwhile.
+`stop()` removes the socket only if it is still ours.
 """
 
 from __future__ import annotations
@@ -17,15 +17,9 @@ import time
 from pathlib import Path
 
 from device_plugin.core.backoff import Backoff
-from device_plugin.serving.aio_server import AddServices, AioSocketServer
-from device_plugin.serving.socket_files import (
-    bind_private,
-    check_not_foreign,
-    describe_os_error,
-    file_kind,
-    inode,
-    remove_own_socket,
-)
+from device_plugin.serving.aio_server import AddServices
+from device_plugin.serving.bound_socket import BoundSocket, SocketRefused, bind_fresh
+from device_plugin.serving.socket_files import describe_os_error
 from device_plugin.serving.taken_socket import TakenSocket
 
 log = logging.getLogger(__name__)
@@ -50,8 +44,7 @@ class KeptSocket:
         self._add_services = add_services
         self._create_folder = create_folder
         self._lock = threading.Lock()
-        self._server: AioSocketServer | None = None
-        self._inode: int | None = None
+        self._bound: BoundSocket | None = None
         self._problem = NOT_STARTED  # why nothing of ours is served at the path ("" while it is)
         self.bound = 0  # sockets bound so far (the first one and every re-serve)
         self._taken = TakenSocket(label, path, Backoff(), likely=taken_by[0], remedy=taken_by[1])
@@ -59,8 +52,8 @@ class KeptSocket:
 
     def intact(self) -> bool:
         """Our socket is at the path now (the file there has the inode we bound)."""
-        own = self._inode
-        return own is not None and inode(self.path) == own
+        bound = self._bound
+        return bound is not None and bound.intact()
 
     def taken(self) -> str:
         """Why nothing of ours is served: another process serves the path; "" when that is not so."""
@@ -69,7 +62,7 @@ class KeptSocket:
     def problem(self) -> str:
         """Why this socket is not served as it should be now; "" when it is."""
         with self._lock:
-            if self._inode is None:
+            if self._bound is None:
                 return self._problem
         if not self.intact():
             return f"{self.label} socket {self.path} was removed or replaced; serving a fresh one"
@@ -87,8 +80,7 @@ class KeptSocket:
                 if not self._taken.free_again():
                     self._look_again = now + self._taken.next_delay_s()
                     return False
-            replaced = self._server
-            self._server, self._inode = None, None
+            replaced, self._bound = self._bound, None
             if self._taken.taken():  # never bind over another live server: the two would replace each other
                 self._problem = self._taken.waiting()
                 self._look_again = time.monotonic() + self._taken.next_delay_s()
@@ -97,30 +89,21 @@ class KeptSocket:
                 self._taken.bound()
             # After the bind: the old socket's inode stays in use meanwhile, so the fresh one never reuses it.
             if replaced is not None:
-                replaced.stop_soon(STOP_GRACE_S)
+                replaced.server.stop_soon(STOP_GRACE_S)
             return bound
 
     def _bind(self) -> bool:
-        folder = self.path.parent
         try:
             if self._create_folder:
-                folder.mkdir(parents=True, exist_ok=True)
-            free = check_not_foreign(self.path)
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            bound = bind_fresh(self.path, self.label, self._add_services)
+        except SocketRefused as refused:
+            return self._refuse(
+                f"{refused}: leaving it untouched and not serving the {self.label} socket until it is gone"
+            )
         except OSError as error:
             return self._refuse(f"cannot serve the {self.label} socket {self.path}: {describe_os_error(error)}")
-        if not free:
-            return self._refuse(
-                f"{self.path} is {file_kind(self.path)}, not a socket of ours: leaving it untouched "
-                f"and not serving the {self.label} socket until it is gone"
-            )
-        server = AioSocketServer(f"{self.label} {self.path}", self._add_services)
-        try:
-            own = bind_private(folder, self.path.name, server.start)
-        except (RuntimeError, OSError) as error:
-            server.stop(0.0)
-            reason = describe_os_error(error) if isinstance(error, OSError) else str(error)
-            return self._refuse(f"cannot bind the {self.label} socket {self.path}: {reason}")
-        self._server, self._inode, self._problem = server, own, ""
+        self._bound, self._problem = bound, ""
         self.bound += 1
         if self.bound == 1:
             log.info("%s: serving on %s (mode 0600)", self.label, self.path)
@@ -139,9 +122,6 @@ class KeptSocket:
 
         `problem` is what problem() says until keep() serves again."""
         with self._lock:
-            server, own = self._server, self._inode
-            self._server, self._inode, self._problem = None, None, problem
-        if server is not None:
-            server.stop(grace_s)
-        if own is not None:
-            remove_own_socket(self.path, own)
+            bound, self._bound, self._problem = self._bound, None, problem
+        if bound is not None:
+            bound.stop(grace_s)

@@ -12,9 +12,10 @@ from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
 from device_plugin.config.model import Config
 from device_plugin.core.devices import DeviceListSnapshot, Health
-from device_plugin.kubelet.servicer import DevicePluginServicer, SocketServer
+from device_plugin.kubelet.servicer import DevicePluginServicer, services_of
 from device_plugin.kubelet.standin import ListedDevice
 from device_plugin.nvml.backends import open_backend
+from device_plugin.serving.bound_socket import bind_fresh
 from tests.composed import build_resources
 
 from .conftest import WAIT_S, Node, start_node
@@ -114,9 +115,9 @@ def test_a_change_made_while_the_feeder_thread_starts_still_reaches_the_stream(
         return snapshot()
 
     monkeypatch.setattr(resource, "snapshot", snapshot_with_a_late_feeder)
-    server = SocketServer(DevicePluginServicer(resource))
+    servicer = DevicePluginServicer(resource)
     path = plugin_dir / "late-feeder.sock"
-    server.start(path)
+    bound = bind_fresh(path, "late feeder", services_of(servicer))
     try:
         with grpc.insecure_channel(f"unix://{path}") as channel:
             stream = pb_grpc.DevicePluginStub(channel).ListAndWatch(pb.Empty(), timeout=WAIT_S)
@@ -128,4 +129,5 @@ def test_a_change_made_while_the_feeder_thread_starts_still_reaches_the_stream(
             stream.cancel()
     finally:
         feeder_may_look.set()
-        server.stop(0.0)
+        servicer.shutdown()
+        bound.stop(0.0)
