@@ -98,20 +98,16 @@ class DraFrontEnd:
         self._lock = threading.Lock()  # guards the device lists and the unhealthy set
         self._inventory: NodeInventory | None = None
         self._all: tuple[DraDevice, ...] = ()
-        self._uuids: Mapping[str, str] = {}
         self._taints: Mapping[int, DeviceTaint] = {}  # GPU index -> its taint, while it is Unhealthy
         self._reasons: Mapping[int, str] = {}  # GPU index -> why it is Unhealthy (pod status shows it)
-        self._unhealthy_names: frozenset[str] = frozenset()
         self._health_checked = True  # False: health checks are off, the kubelet hears Unknown
-        self._held_snapshot = 0  # the newest of the helper's snapshots of what claims hold (Driver.held)
-        self._held_names: frozenset[str] = frozenset()
         self._overrides: Overrides = {}  # values that follow the GPUs in use (dra/occupancy.py); {}: static
         self._started = False
         self._hints = HintThread(self._rehint)
         options = PluginOptions(driver_name, node_name, kubelet_dir, backoff_max_s, health_heartbeat_s, instance)
-        self.plugin = KubeletPlugin(
-            client, options, PrepareDecision(driver_name=driver_name, pool_name=node_name, devices=self)
-        )
+        # What claims hold is told to the decision on the prepare worker; the hints follow on their own thread.
+        self.decision = PrepareDecision(driver_name=driver_name, pool_name=node_name, on_held=self._hints.wake)
+        self.plugin = KubeletPlugin(client, options, self.decision)
         # The helper's parts by name: the runtime's callers (tests, benchmarks, the demo) look at them.
         self.health, self.publisher = self.plugin.health, self.plugin.publisher
         self.preparer, self.server = self.plugin.preparer, self.plugin.server
@@ -138,22 +134,11 @@ class DraFrontEnd:
             **options,
         )
 
-    # ---- DeviceView (for the prepare decision) ---------------------------------------------------------
-
-    def device_uuids(self) -> Mapping[str, str]:
-        return self._uuids  # replaced whole, never changed in place
+    # ---- the hints that follow the GPUs in use -------------------------------------------------------
 
     def unhealthy(self) -> frozenset[str]:
-        return self._unhealthy_names
-
-    def held(self, snapshot: int, devices: frozenset[str]) -> None:
-        """Claims hold `devices` now: recorded, and the hints that follow the GPUs in use recomputed on their
-        own thread (dra/hint_thread.py), not on the prepare worker that tells us."""
-        with self._lock:
-            if snapshot <= self._held_snapshot:
-                return  # a change told late: a newer one is already applied
-            self._held_snapshot, self._held_names = snapshot, devices
-        self._hints.wake()
+        """Names of the devices of unhealthy GPUs now (a Prepare of one is refused)."""
+        return self.decision.unhealthy()
 
     def _rehint(self) -> None:
         """On the hint thread: the hints for the GPUs held now (dra/occupancy.py), republished if they changed."""
@@ -186,7 +171,8 @@ class DraFrontEnd:
     def _reranked_locked(self) -> bool:
         """The hints for the GPUs held or unhealthy now (the static values while none is); True if changed."""
         whole = [(d.gpu_index, d.attributes) for d in self._all if is_whole_gpu(d.attributes)]
-        held = {d.gpu_index for d in self._all if d.name in self._held_names}
+        holdings = self.decision.holdings()
+        held = {d.gpu_index for d in self._all if d.name in holdings}
         allocator = self._inventory.allocator if self._inventory is not None else None
         overrides = (
             occupancy_overrides(allocator, whole, held | set(self._taints), self.own_domain) if allocator else {}
@@ -196,8 +182,9 @@ class DraFrontEnd:
         return changed
 
     def _marked_locked(self) -> None:
-        """After the devices or the taints changed: the Preparer's unhealthy names and the kubelet's health."""
-        self._unhealthy_names = frozenset(d.name for d in self._all if d.gpu_index in self._taints)
+        """After the devices or the taints changed: what the prepare decision sees and the kubelet's health."""
+        unhealthy = frozenset(d.name for d in self._all if d.gpu_index in self._taints)
+        self.decision.see({d.name: d.uuid for d in self._all}, unhealthy)
         named = ((d.name, d.gpu_index) for d in self._all)
         self.health.set(device_reports(named, self._reasons, checked=self._health_checked))
 
@@ -218,7 +205,6 @@ class DraFrontEnd:
             if devices == self._all:
                 return False
             self._all = devices
-            self._uuids = {d.name: d.uuid for d in devices}
             self._marked_locked()
             self._reranked_locked()
             published = self._published_locked()

@@ -1,7 +1,7 @@
 """This driver's half of NodePrepareResources: which CDI devices a claim's allocation prepares, or why not.
 
 Boundary: implements the helper's Driver protocol (kubelet_plugin/driver.py); pure over the node's
-devices as the front-end sees them now (a DeviceView: names, UUIDs, the unhealthy ones) and the claim's
+devices as the front-end last showed them (`see`: names, UUIDs, the unhealthy ones) and the claim's
 opaque configs for this driver. The read, the locks, exclusivity and the checkpoint are the helper's
 (kubelet_plugin/claims/prepare.py). A device is refused when it is of another pool, unknown on this node
 or unhealthy; a config of ours that cannot be applied refuses the claim.
@@ -27,9 +27,10 @@ unknown fields, with a reason that names the config.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import threading
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from device_plugin.core.names import CDI_KIND
 from device_plugin.core.short_text import one_line, short
@@ -51,34 +52,46 @@ ACCEPTED_KINDS = {"GpuConfig": "gpu", "MigDeviceConfig": "mig"}
 ALLOWED_FIELDS = frozenset({"apiVersion", "kind"})
 
 
-class DeviceView(Protocol):
-    def device_uuids(self) -> Mapping[str, str]:
-        """Device name -> UUID of every device this node has, healthy or not."""
-        ...
-
-    def unhealthy(self) -> frozenset[str]:
-        """Names of devices that are unhealthy now."""
-        ...
-
-    def held(self, snapshot: int, devices: frozenset[str]) -> None:
-        """What claims hold now (the helper's Driver.held, passed on): the one-GPU ranks follow it."""
-        ...
-
-
 def cdi_device_id(uuid: str) -> str:
     return f"{CDI_KIND}={uuid}"
 
 
 class PrepareDecision:
-    """The Driver of the helper's Preparer: `decide` a claim's devices from its allocation."""
+    """The Driver of the helper's Preparer: `decide` a claim's devices from its allocation, over the devices
+    as the front-end last showed them (`see`); `held` records what claims hold and wakes `on_held`."""
 
-    def __init__(self, *, driver_name: str, pool_name: str, devices: DeviceView) -> None:
+    def __init__(self, *, driver_name: str, pool_name: str, on_held: Callable[[], None] = lambda: None) -> None:
         self._driver = driver_name
         self._pool = pool_name
-        self._devices = devices
+        # (device name -> UUID of every device, healthy or not; the unhealthy names): one value, replaced
+        # whole, so a decide reads both from the same moment without a lock.
+        self._view: tuple[Mapping[str, str], frozenset[str]] = ({}, frozenset())
+        self._held_lock = threading.Lock()
+        self._held: tuple[int, frozenset[str]] = (0, frozenset())
+        self._on_held = on_held
+
+    def see(self, uuids: Mapping[str, str], unhealthy: frozenset[str]) -> None:
+        """The node's devices now, and which are unhealthy (after every inventory or health change)."""
+        self._view = (uuids, unhealthy)
 
     def held(self, snapshot: int, devices: frozenset[str]) -> None:
-        self._devices.held(snapshot, devices)
+        """The helper's Driver.held: recorded unless a newer snapshot already was, then `on_held()` (which
+        must return at once: it runs on the prepare worker)."""
+        with self._held_lock:
+            if snapshot <= self._held[0]:
+                return  # a change told late: a newer one is already recorded
+            self._held = (snapshot, devices)
+        self._on_held()
+
+    def device_uuids(self) -> Mapping[str, str]:
+        return self._view[0]
+
+    def unhealthy(self) -> frozenset[str]:
+        return self._view[1]
+
+    def holdings(self) -> frozenset[str]:
+        """The devices claims hold now (without adminAccess), as last told."""
+        return self._held[1]
 
     def decide(self, body: Mapping[str, Any], allocation: Allocation) -> tuple[tuple[PreparedDevice, ...], list[str]]:
         configs = read_configs(body, self._driver)
@@ -86,7 +99,7 @@ class PrepareDecision:
         return devices, problems + self._refused_configs(configs, allocation)
 
     def _resolve(self, allocation: Allocation) -> tuple[tuple[PreparedDevice, ...], list[str]]:
-        known, unhealthy = self._devices.device_uuids(), self._devices.unhealthy()
+        known, unhealthy = self._view
         problems, devices = [], []
         for result in allocation.devices:
             pool, device = one_line(result.pool, NAME_CHARS), one_line(result.device, NAME_CHARS)
@@ -111,7 +124,7 @@ class PrepareDecision:
 
     def _refused_configs(self, configs: Sequence[OpaqueConfig], allocation: Allocation) -> list[str]:
         """Why each of our configs cannot be applied to the devices of the requests it names (read_configs, refusal)."""
-        known = self._devices.device_uuids()
+        known = self._view[0]
         refused = []
         for config in configs:
             types = {

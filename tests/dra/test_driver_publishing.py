@@ -101,7 +101,7 @@ def test_a_health_transition_marks_the_cached_devices_and_rebuilds_nothing(node:
     # taint), and every device keeps its attributes and partition values; only the hints that follow the
     # GPUs in use change (dra/occupancy.py: the sick GPU ranks last, a free one first).
     assert node.runtime.inventory is inventory and node.runtime.inventory.allocator is inventory.allocator
-    assert driver.devices() is devices and "gpu-3" in driver.device_uuids() and "gpu-3" in driver.unhealthy()
+    assert driver.devices() is devices and "gpu-3" in driver.decision.device_uuids() and "gpu-3" in driver.unhealthy()
     after = {d["name"]: d["attributes"] for s in node.api.pool(DRIVER, NODE) for d in s["spec"]["devices"]}
     assert list(taints_of(node.api.pool(DRIVER, NODE))) == ["gpu-3"]
     assert _without(after, RANK, FOUR) == _without(before, RANK, FOUR)

@@ -26,20 +26,11 @@ DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
 DGX1 = {d.name: d.uuid for d in build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))[0]}
 
 
-@dataclass
-class NodeDevices:
-    """The devices of the dgx1-v100 machine, some of them marked unhealthy."""
-
-    sick: set[str] = field(default_factory=set)
-
-    def device_uuids(self) -> Mapping[str, str]:
-        return DGX1
-
-    def unhealthy(self) -> frozenset[str]:
-        return frozenset(self.sick)
-
-    def held(self, snapshot: int, devices: frozenset[str]) -> None:
-        self.told = devices  # what claims hold now, as the Preparer last said
+def node_decision() -> PrepareDecision:
+    """The prepare decision over the dgx1-v100's devices, all healthy."""
+    decision = PrepareDecision(driver_name=DRIVER, pool_name=NODE)
+    decision.see(DGX1, frozenset())
+    return decision
 
 
 @dataclass
@@ -66,7 +57,7 @@ class ClaimStore:
 class Driver:
     root: Path
     store: ClaimStore
-    devices: NodeDevices
+    decision: PrepareDecision
     server: DraGrpcServer | None = None
 
     @property
@@ -82,7 +73,7 @@ class Driver:
         preparer = Preparer(
             driver_name=DRIVER,
             fetcher=self.store,
-            driver=PrepareDecision(driver_name=DRIVER, pool_name=NODE, devices=self.devices),
+            driver=self.decision,
             checkpoint=Checkpoint(self.checkpoint_path),
         )
         self.server = DraGrpcServer(DRIVER, paths, preparer)
@@ -97,7 +88,7 @@ class Driver:
 @pytest.fixture
 def driver() -> Iterator[Driver]:
     root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths max 107 bytes
-    d = Driver(root, ClaimStore(), NodeDevices())
+    d = Driver(root, ClaimStore(), node_decision())
     d.start()
     yield d
     d.stop()
@@ -182,7 +173,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES), ids=sorted(CASES))
 def test_a_bad_claim_gets_its_own_error_naming_the_problem_and_is_not_checkpointed(driver: Driver, case: str) -> None:
     results, fail, expected = CASES[case]
-    driver.devices.sick.add("gpu-2")
+    driver.decision.see(DGX1, frozenset({"gpu-2"}))
     k = kubelet(driver)
     plugin = k.wait_for_plugin()
     bad = driver.store.add("bad", "uid-bad", results)

@@ -24,8 +24,8 @@ from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.dra_standin.api_objects import allocated_claim
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
-from device_plugin.kubelet_plugin.claims.claim import ClaimRef, PrepareResult
+from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedDevice
+from device_plugin.kubelet_plugin.claims.claim import Allocation, ClaimRef, PrepareResult
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.nvml.fake import FakeNvml
@@ -61,19 +61,25 @@ class Devices:
     stuck: threading.Event | None = None
     entered: threading.Event = field(default_factory=threading.Event)
 
-    def device_uuids(self) -> Mapping[str, str]:
-        if self.stuck is not None:
-            self.entered.set()
-            self.stuck.wait(30.0)
-        if self.broken:
+    def decision(self) -> PrepareDecision:
+        """The driver's prepare decision over these devices, broken or stuck as they say."""
+        return _Decision(self)
+
+
+class _Decision(PrepareDecision):
+    def __init__(self, devices: Devices) -> None:
+        super().__init__(driver_name=DRIVER, pool_name=NODE)
+        self._devices = devices
+        self.see(devices.uuids, frozenset())
+
+    def decide(self, body: Mapping[str, Any], allocation: Allocation) -> tuple[tuple[PreparedDevice, ...], list[str]]:
+        devices = self._devices
+        if devices.stuck is not None:
+            devices.entered.set()
+            devices.stuck.wait(30.0)
+        if devices.broken:
             raise RuntimeError("device view broke\n" + "x" * 5000)
-        return self.uuids
-
-    def unhealthy(self) -> frozenset[str]:
-        return frozenset()
-
-    def held(self, snapshot: int, devices: frozenset[str]) -> None:
-        self.told = devices  # what claims hold now, as the Preparer last said
+        return super().decide(body, allocation)
 
 
 @dataclass
@@ -161,7 +167,7 @@ def preparer_of(root: Path, reader: HeldClaims | FetchedClaims, devices: Devices
     return Preparer(
         driver_name=DRIVER,
         fetcher=reader.fetched() if isinstance(reader, HeldClaims) else reader,
-        driver=PrepareDecision(driver_name=DRIVER, pool_name=NODE, devices=devices or Devices()),
+        driver=(devices or Devices()).decision(),
         checkpoint=Checkpoint(root / "plugins" / DRIVER / "checkpoint.json"),
     )
 

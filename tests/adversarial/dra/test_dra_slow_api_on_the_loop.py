@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.fetch import READS_IN_FLIGHT, ApiClaimFetcher
@@ -25,7 +24,6 @@ from device_plugin.kubelet_plugin.service.grpc_service import SocketPaths
 from device_plugin.serving import event_loop
 from tests.adversarial.dra.harness import (
     DRIVER,
-    NODE,
     WAIT_S,
     Devices,
     HeldClaims,
@@ -82,7 +80,7 @@ def test_reads_on_the_loop_run_at_once_up_to_the_cap_while_unprepare_answers(
     preparer = Preparer(
         driver_name=DRIVER,
         fetcher=fetcher,
-        driver=PrepareDecision(driver_name=DRIVER, pool_name=NODE, devices=Devices()),
+        driver=Devices().decision(),
         checkpoint=Checkpoint(root / "plugins" / DRIVER / "checkpoint.json"),
     )
     server = dra_server(root, preparer=preparer)

@@ -15,12 +15,11 @@ from typing import Any
 
 import pytest
 
-from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.claim import ClaimRef
 from device_plugin.kubelet_plugin.claims.cleanup import CleanUp, clean_up
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
-from tests.adversarial.dra.harness import DRIVER, NODE, Devices, FetchedClaims, HeldClaims, prepared_here
+from tests.adversarial.dra.harness import DRIVER, Devices, FetchedClaims, HeldClaims, prepared_here
 
 Body = dict[str, Any]
 
@@ -38,7 +37,7 @@ class FailingReads:
 def restarted(root: Path, fetcher: FetchedClaims | FailingReads) -> tuple[Preparer, Checkpoint]:
     """A Preparer over the checkpoint under `root`, as the driver makes it at start, and that checkpoint."""
     checkpoint = Checkpoint(root / "plugins" / DRIVER / "checkpoint.json")
-    driver = PrepareDecision(driver_name=DRIVER, pool_name=NODE, devices=Devices())
+    driver = Devices().decision()
     return Preparer(driver_name=DRIVER, fetcher=fetcher, driver=driver, checkpoint=checkpoint), checkpoint
 
 
