@@ -75,13 +75,15 @@ class PrepareDecision:
         self._view = (uuids, unhealthy)
 
     def held(self, snapshot: int, devices: frozenset[str]) -> None:
-        """The helper's Driver.held: recorded unless a newer snapshot already was, then `on_held()` (which
-        must return at once: it runs on the prepare worker)."""
+        """The helper's Driver.held: recorded unless a newer snapshot already was; `on_held()` (which must
+        return at once: it runs on the prepare worker) when the devices held are others than before."""
         with self._held_lock:
             if snapshot <= self._held[0]:
                 return  # a change told late: a newer one is already recorded
+            changed = devices != self._held[1]  # an adminAccess claim, or one of a claim's devices again: no
             self._held = (snapshot, devices)
-        self._on_held()
+        if changed:
+            self._on_held()
 
     def device_uuids(self) -> Mapping[str, str]:
         return self._view[0]
