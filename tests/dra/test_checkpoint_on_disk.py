@@ -119,10 +119,14 @@ def test_an_old_file_with_one_bad_claim_migrates_the_others_and_is_set_aside(tmp
     assert files(tmp_path) == ["checkpoint.json.bad", "claims"]
 
 
-def test_a_removed_folder_is_written_again_with_every_claim_at_the_next_change(tmp_path: Path) -> None:
-    """`rm -rf <kubelet>/plugins` while serving: the claims still prepared must survive a later restart."""
+@pytest.mark.parametrize("compacted", [False, True], ids=["journal-open", "journal-compacted-away"])
+def test_a_removed_folder_is_written_again_with_every_claim_at_the_next_change(tmp_path: Path, compacted: bool) -> None:
+    """`rm -rf <kubelet>/plugins` while serving: the claims still prepared must survive a later restart, whether
+    the next change finds its journal lost or has to open a new one (after a compaction)."""
     checkpoint = Checkpoint(tmp_path / "plugins" / "d" / "checkpoint.json")
     checkpoint.put_many({"a": claim(1), "b": claim(2)})
+    if compacted:
+        checkpoint.compact()
     for path in (tmp_path / "plugins" / "d" / "claims").iterdir():
         path.unlink()
     (tmp_path / "plugins" / "d" / "claims").rmdir()

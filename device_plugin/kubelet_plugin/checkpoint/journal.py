@@ -36,6 +36,7 @@ raised by `commit` itself fails every item of its round.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -86,6 +87,10 @@ def delete_record(uid: str) -> bytes:
     return sealed({"version": FORMAT_VERSION, "uid": uid, "deleted": True}) + b"\n"
 
 
+class FolderGone(FileNotFoundError):
+    """The claims folder itself was removed: no journal can be written in it until it is made again."""
+
+
 class Journal:
     """One journal file open for appending; `uids` are the claims it has records of (compaction's work)."""
 
@@ -109,6 +114,8 @@ class Journal:
         """Write `data` (whole lines), durable on return (O_DSYNC); on failure cut it off again and raise.
         The journal is first written again if its file was removed or replaced (see the module docstring)."""
         if self._lost():
+            if not self._folder.exists():  # only now: a journal still at its name shows the folder is there
+                raise FolderGone(errno.ENOENT, f"the claims folder {self._folder.path} was removed")
             self._write_again()
         good = self.size
         try:

@@ -32,7 +32,13 @@ from device_plugin.core.short_text import one_line
 from device_plugin.kubelet_plugin.checkpoint.commit import GroupSync, replace_files
 from device_plugin.kubelet_plugin.checkpoint.files import ClaimsFolder
 from device_plugin.kubelet_plugin.checkpoint.format import PreparedClaim, PreparedDevice, encode, file_name
-from device_plugin.kubelet_plugin.checkpoint.journal import MAX_RECORD_BYTES, CommitQueue, Journal, delete_record
+from device_plugin.kubelet_plugin.checkpoint.journal import (
+    MAX_RECORD_BYTES,
+    CommitQueue,
+    FolderGone,
+    Journal,
+    delete_record,
+)
 from device_plugin.kubelet_plugin.checkpoint.load import Leftover, load
 
 __all__ = ["CLAIMS_FOLDER", "COMPACT_AFTER_BYTES", "Checkpoint", "PreparedClaim", "PreparedDevice"]
@@ -190,12 +196,22 @@ class Checkpoint:
                 self._closed = [leftover for leftover in self._closed if leftover not in closed]
 
     def _commit(self, batch: Sequence[_Changes]) -> list[frozenset[str]]:
-        """One round (the queue's leader): append every caller's records, then apply them, in order."""
-        self._recreate_if_removed()
+        """One round (the queue's leader): append every caller's records, then apply them, in order. When
+        the folder was removed, it is made again with every claim and the round tried once more."""
+        try:
+            return self._commit_round(batch)
+        except FolderGone:
+            self._recreate_if_removed()
+            return self._commit_round(batch)
+
+    def _commit_round(self, batch: Sequence[_Changes]) -> list[frozenset[str]]:
+        """FolderGone (nothing appended, nothing applied): the folder is not there for the journal."""
         uids = [uid for changes in batch for uid, _ in changes.changes]
         removed: list[frozenset[str]] = []
         with self._journal_lock:
             if self._journal is None:
+                if not self.folder.exists():
+                    raise FolderGone(errno.ENOENT, f"the claims folder {self.folder.path} was removed")
                 self._journal = Journal(self.folder, self._next)
                 self._next += 1
             self._journal.append(b"".join(changes.records for changes in batch), uids)
@@ -235,7 +251,9 @@ class Checkpoint:
 
     def _recreate_if_removed(self) -> None:
         """The folder is gone (someone removed the kubelet's plugins/): make it and write every claim we
-        hold again, with no compaction running (the leader calls this, so no change runs either)."""
+        hold again, with no compaction running (the leader calls this, so no change runs either). The
+        journal tells: one still at its name shows the folder is there, so a round looks at the folder
+        only when its journal is lost or a new one is opened."""
         if self.folder.exists():
             return
         with self._compacting:
