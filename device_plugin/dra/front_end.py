@@ -2,7 +2,8 @@
 
 Boundary: implements node/front_end.py's FrontEnd over the kubelet-plugin helper (kubelet_plugin/plugin.py:
 the Preparer and its gRPC servers on the kubelet side, the SlicePublisher on the API side) and our devices;
-the Preparer asks prepare_decision.py (the helper's Driver), which sees the devices through this object.
+the Preparer asks prepare_decision.py (the helper's Driver), which this object shows the devices and their
+health whenever they change (`see`), and which wakes the hint thread when the devices claims hold change.
 The runtime (node/runtime.py) owns the inventory, health, rescans, config reloads, metrics, probes'
 endpoint and labels. What it decides:
 - the devices are derived from the runtime's inventory (its GPUs, MIG devices, Topology and the same
