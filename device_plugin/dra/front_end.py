@@ -99,6 +99,7 @@ class DraFrontEnd:
         self._lock = threading.Lock()  # guards the device lists and the unhealthy set
         self._inventory: NodeInventory | None = None
         self._all: tuple[DraDevice, ...] = ()
+        self._uuids: Mapping[str, str] = {}  # device name -> UUID of `_all`, made when the devices change
         self._taints: Mapping[int, DeviceTaint] = {}  # GPU index -> its taint, while it is Unhealthy
         self._reasons: Mapping[int, str] = {}  # GPU index -> why it is Unhealthy (pod status shows it)
         self._health_checked = True  # False: health checks are off, the kubelet hears Unknown
@@ -185,7 +186,7 @@ class DraFrontEnd:
     def _marked_locked(self) -> None:
         """After the devices or the taints changed: what the prepare decision sees and the kubelet's health."""
         unhealthy = frozenset(d.name for d in self._all if d.gpu_index in self._taints)
-        self.decision.see({d.name: d.uuid for d in self._all}, unhealthy)
+        self.decision.see(self._uuids, unhealthy)
         named = ((d.name, d.gpu_index) for d in self._all)
         self.health.set(device_reports(named, self._reasons, checked=self._health_checked))
 
@@ -206,6 +207,7 @@ class DraFrontEnd:
             if devices == self._all:
                 return False
             self._all = devices
+            self._uuids = {d.name: d.uuid for d in devices}
             self._marked_locked()
             self._reranked_locked()
             published = self._published_locked()

@@ -44,7 +44,7 @@ class KeptSocket:
         self._add_services = add_services
         self._create_folder = create_folder
         self._lock = threading.Lock()
-        self._bound: BoundSocket | None = None
+        self._socket: BoundSocket | None = None
         self._problem = NOT_STARTED  # why nothing of ours is served at the path ("" while it is)
         self.bound = 0  # sockets bound so far (the first one and every re-serve)
         self._taken = TakenSocket(label, path, Backoff(), likely=taken_by[0], remedy=taken_by[1])
@@ -52,8 +52,8 @@ class KeptSocket:
 
     def intact(self) -> bool:
         """Our socket is at the path now (the file there has the inode we bound)."""
-        bound = self._bound
-        return bound is not None and bound.intact()
+        socket = self._socket
+        return socket is not None and socket.intact()
 
     def taken(self) -> str:
         """Why nothing of ours is served: another process serves the path; "" when that is not so."""
@@ -62,7 +62,7 @@ class KeptSocket:
     def problem(self) -> str:
         """Why this socket is not served as it should be now; "" when it is."""
         with self._lock:
-            if self._bound is None:
+            if self._socket is None:
                 return self._problem
         if not self.intact():
             return f"{self.label} socket {self.path} was removed or replaced; serving a fresh one"
@@ -80,7 +80,7 @@ class KeptSocket:
                 if not self._taken.free_again():
                     self._look_again = now + self._taken.next_delay_s()
                     return False
-            replaced, self._bound = self._bound, None
+            replaced, self._socket = self._socket, None
             if self._taken.taken():  # never bind over another live server: the two would replace each other
                 self._problem = self._taken.waiting()
                 self._look_again = time.monotonic() + self._taken.next_delay_s()
@@ -103,7 +103,7 @@ class KeptSocket:
             )
         except OSError as error:
             return self._refuse(f"cannot serve the {self.label} socket {self.path}: {describe_os_error(error)}")
-        self._bound, self._problem = bound, ""
+        self._socket, self._problem = bound, ""
         self.bound += 1
         if self.bound == 1:
             log.info("%s: serving on %s (mode 0600)", self.label, self.path)
@@ -122,6 +122,6 @@ class KeptSocket:
 
         `problem` is what problem() says until keep() serves again."""
         with self._lock:
-            bound, self._bound, self._problem = self._bound, None, problem
+            bound, self._socket, self._problem = self._socket, None, problem
         if bound is not None:
             bound.stop(grace_s)

@@ -90,6 +90,9 @@ def delete_record(uid: str) -> bytes:
 class FolderGone(FileNotFoundError):
     """The claims folder itself was removed: no journal can be written in it until it is made again."""
 
+    def __init__(self, folder: ClaimsFolder) -> None:
+        super().__init__(errno.ENOENT, f"the claims folder {folder.path} was removed")
+
 
 class Journal:
     """One journal file open for appending; `uids` are the claims it has records of (compaction's work)."""
@@ -115,7 +118,7 @@ class Journal:
         The journal is first written again if its file was removed or replaced (see the module docstring)."""
         if self._lost():
             if not self._folder.exists():  # only now: a journal still at its name shows the folder is there
-                raise FolderGone(errno.ENOENT, f"the claims folder {self._folder.path} was removed")
+                raise FolderGone(self._folder)
             self._write_again()
         good = self.size
         try:

@@ -211,7 +211,7 @@ class Checkpoint:
         with self._journal_lock:
             if self._journal is None:
                 if not self.folder.exists():
-                    raise FolderGone(errno.ENOENT, f"the claims folder {self.folder.path} was removed")
+                    raise FolderGone(self.folder)
                 self._journal = Journal(self.folder, self._next)
                 self._next += 1
             self._journal.append(b"".join(changes.records for changes in batch), uids)
