@@ -82,9 +82,16 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
         "api",
     ),
     "google": ("api",),  # protobuf, for the generated messages
-    "kubernetes": ("device_plugin.kubelet_plugin", "device_plugin.dra"),  # dra: the client's config at start
-    "urllib3": ("device_plugin.kubelet_plugin.api.kube",),  # the kubernetes client's transport errors (an outage?)
-    "aiohttp": ("device_plugin.kubelet_plugin.claims.fetch",),  # claim reads on the serving loop (the rest: the client)
+    # The kubernetes client: only where the connection settings come from (and are read); dra: at start.
+    "kubernetes": (
+        "device_plugin.kubelet_plugin.api.kube",
+        "device_plugin.kubelet_plugin.api.transport",
+        "device_plugin.kubelet_plugin.api.connection_settings",
+        "device_plugin.kubelet_plugin.api.tokens",
+        "device_plugin.kubelet_plugin.plugin",
+        "device_plugin.dra",
+    ),
+    "aiohttp": ("device_plugin.kubelet_plugin.api.transport",),  # the one transport to the API server
     "prometheus_client": ("device_plugin.observability", "device_plugin.node"),
     "watchdog": ("device_plugin.kubelet", "device_plugin.config"),
     "yaml": ("device_plugin.core.bounded_yaml",),  # the one YAML reader, with limits

@@ -26,6 +26,7 @@ from kubernetes import client as k8s
 
 from device_plugin.kubelet_plugin.api.devices import SliceDevice
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
+from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.cleanup import BUDGET_S, clean_up
 from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher
@@ -39,7 +40,7 @@ from device_plugin.serving import event_loop
 
 log = logging.getLogger(__name__)
 
-CLOSE_TIMEOUT_S = 1.0  # for the claim reads' connections at stop
+CLEAN_UP_SLACK_S = 1.0  # waited past the clean-up's own budget
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,11 @@ class KubeletPlugin:
     def __init__(self, client: k8s.ApiClient, options: PluginOptions, driver: Driver) -> None:
         name = options.driver_name
         self.health = DeviceHealthFeed(options.node_name)
+        self._transport = ApiTransport(client)  # one connection pool for the slices and the claim reads
         self.publisher = SlicePublisher(
-            client, driver_name=name, node_name=options.node_name, backoff_max_s=options.backoff_max_s
+            self._transport, driver_name=name, node_name=options.node_name, backoff_max_s=options.backoff_max_s
         )
-        self._claims = ApiClaimFetcher(client, lambda: self.publisher.api_version)
+        self._claims = ApiClaimFetcher(self._transport, lambda: self.publisher.api_version)
         self._instance = options.instance
         folder = options.kubelet_dir / "plugins" / name
         # Read only once the sockets are ours (the server's keeper opens it): another live driver's folder
@@ -130,7 +132,7 @@ class KubeletPlugin:
             return
         outcome = event_loop.run(
             clean_up(self.preparer, self._checkpoint, self._claims, self._driver_name, BUDGET_S),
-            timeout_s=BUDGET_S + CLOSE_TIMEOUT_S,
+            timeout_s=BUDGET_S + CLEAN_UP_SLACK_S,
         )
         log.info(
             "DRA clean-up of the checkpoint: %d claims unprepared, %d kept on doubt, %d failed to unprepare",
@@ -154,8 +156,8 @@ class KubeletPlugin:
         )
         unpublishing.start()
         self.server.stop(0.5)
-        self._close_claim_reads()
         unpublishing.join(timeout=max(0.1, deadline - time.monotonic()))
+        self._close_connections()  # after the deletes: they travel on the same connections
         if unpublishing.is_alive():
             log.warning("deleting our ResourceSlices did not finish within %.1f s; stopping without it", timeout_s)
             return False
@@ -171,9 +173,9 @@ class KubeletPlugin:
             log.info("%s serves beside us: leaving the ResourceSlices to it", others[0].name)
         return bool(others)
 
-    def _close_claim_reads(self) -> None:
-        """The claim reads' connections, closed on the loop they were made on (after the server stopped)."""
+    def _close_connections(self) -> None:
+        """The API server connections, closed on the loop they were made on (after the server stopped)."""
         try:
-            event_loop.run(self._claims.close(), timeout_s=CLOSE_TIMEOUT_S)
+            self._transport.shut()
         except Exception:  # a stop goes on whatever the connections do
-            log.warning("closing the claim reads' connections failed", exc_info=True)
+            log.warning("closing the API server connections failed", exc_info=True)

@@ -65,9 +65,14 @@ def _report_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, A
     loop.default_exception_handler(context)
 
 
+def submit(coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Start `coroutine` on the serving loop; cancelling the future cancels it there."""
+    return asyncio.run_coroutine_threadsafe(coroutine, shared_loop())
+
+
 def run(coroutine: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
     """Run `coroutine` on the serving loop and wait for its result (never call this from the loop)."""
-    future = asyncio.run_coroutine_threadsafe(coroutine, shared_loop())
+    future = submit(coroutine)
     try:
         return future.result(timeout_s)
     except TimeoutError:

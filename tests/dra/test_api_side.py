@@ -7,14 +7,13 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import MaxRetryError
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.inventory import DraDevice, build_devices
 from device_plugin.kubelet_plugin.api.kube import UnsupportedApiError, api_client, is_transient
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.api.slices import slice_name
+from device_plugin.kubelet_plugin.api.transport import ApiError, ApiTransport, ApiUnreachable
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin
@@ -39,7 +38,7 @@ def api() -> Iterator[ApiStandin]:
 
 
 def publisher(api: ApiStandin, **kwargs: float) -> SlicePublisher:
-    return SlicePublisher(api_client(api.host), driver_name=DRIVER, node_name=NODE, **kwargs)
+    return SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE, **kwargs)
 
 
 def wait_for_error(p: SlicePublisher, timeout_s: float = 10.0) -> bool:
@@ -130,7 +129,7 @@ def test_the_api_server_down_at_start_is_retried_with_backoff_then_published(api
     p = publisher(api, backoff_initial_s=0.05, backoff_max_s=0.2)
     p.start()
     p.request(DGX1)
-    assert wait_for_error(p) and "Connection" in p.error and not p.wait_synced(0.0)
+    assert wait_for_error(p) and "Cannot connect" in p.error and not p.wait_synced(0.0)
     api.up()
     assert p.wait_synced(10.0) and p.error == ""
     assert len(api.pool(DRIVER, NODE)[0]["spec"]["devices"]) == len(DGX1)
@@ -163,15 +162,15 @@ def test_a_resync_after_the_kubelet_wiped_the_slices_publishes_them_again(api: A
 @pytest.mark.parametrize(
     ("error", "transient"),
     [
-        (ApiException(status=503), True),
-        (ApiException(status=429), True),
-        (ApiException(status=422), False),
-        (MaxRetryError(None, "/apis", "connection refused"), True),
+        (ApiError(503, "Service Unavailable"), True),
+        (ApiError(429, "Too Many Requests"), True),
+        (ApiError(422, "Unprocessable Entity"), False),
+        (ApiUnreachable("ClientConnectorError: connection refused"), True),
         (ConnectionRefusedError(111, "refused"), True),
         (RuntimeError("ResourceSlice x: still conflicting after 5 attempts"), False),
         (ValueError("device name 'GPU_0' is not a DNS label"), False),
     ],
-    ids=["5xx", "429", "invalid", "urllib3-unreachable", "os-error", "conflict-loop", "our-bug"],
+    ids=["5xx", "429", "invalid", "no-answer", "os-error", "conflict-loop", "our-bug"],
 )
 def test_only_server_and_network_failures_are_called_transient(error: Exception, transient: bool) -> None:
     """A bug of ours or a conflict loop is logged as an error, not as "API server unavailable"."""

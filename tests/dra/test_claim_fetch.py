@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from device_plugin.kubelet_plugin.api.connection_settings import bypasses_proxy, proxy_for
 from device_plugin.kubelet_plugin.api.kube import api_client
-from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher, bypasses_proxy, proxy_for
+from device_plugin.kubelet_plugin.api.transport import ApiTransport
+from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher
 from tests.dra.api_standin import ApiStandin
 from tests.dra.http_serving import QuietHandler, http_server
 
@@ -32,7 +34,7 @@ def fetch(fetcher: ApiClaimFetcher, namespace: str, name: str, times: int = 1) -
         try:
             return [await fetcher.fetch_claim(namespace, name) for _ in range(times)]
         finally:
-            await fetcher.close()
+            await fetcher.transport.close()
 
     return asyncio.run(reads())
 
@@ -46,7 +48,7 @@ def api() -> Iterator[ApiStandin]:
 
 def test_the_claim_none_when_gone_and_the_status_named_on_server_errors(api: ApiStandin) -> None:
     api.claims[("ns", "c")] = CLAIM
-    fetcher = ApiClaimFetcher(api_client(api.host), lambda: "v1")
+    fetcher = ApiClaimFetcher(ApiTransport(api_client(api.host)), lambda: "v1")
     assert fetch(fetcher, "ns", "c") == [CLAIM]
     assert fetch(fetcher, "ns", "gone") == [None]
     api.fail_next(1, 503)
@@ -56,7 +58,7 @@ def test_the_claim_none_when_gone_and_the_status_named_on_server_errors(api: Api
 
 
 def test_a_name_no_claim_can_have_is_not_sent(api: ApiStandin) -> None:
-    fetcher = ApiClaimFetcher(api_client(api.host), lambda: "v1")
+    fetcher = ApiClaimFetcher(ApiTransport(api_client(api.host)), lambda: "v1")
     with pytest.raises(ValueError, match="not a valid object name"):
         fetch(fetcher, "ns", "../nodes/x")
     assert api.requests == []
@@ -66,7 +68,7 @@ def test_the_version_is_the_publishers_else_asked_of_the_server(api: ApiStandin)
     only_beta = ApiStandin(versions=("v1beta2",)).up()
     try:
         only_beta.claims[("ns", "c")] = CLAIM
-        assert fetch(ApiClaimFetcher(api_client(only_beta.host)), "ns", "c") == [CLAIM]
+        assert fetch(ApiClaimFetcher(ApiTransport(api_client(only_beta.host))), "ns", "c") == [CLAIM]
         assert ("GET", "/apis/resource.k8s.io/v1beta2/namespaces/ns/resourceclaims/c") in only_beta.requests
     finally:
         only_beta.down()
@@ -79,7 +81,7 @@ def test_the_version_is_the_publishers_else_asked_of_the_server(api: ApiStandin)
 )
 def test_no_answer_is_a_runtime_error_saying_why(api: ApiStandin, fault: str, message: str) -> None:
     api.claims[("ns", "c")] = CLAIM
-    fetcher = ApiClaimFetcher(api_client(api.host), lambda: "v1", timeout_s=0.2)
+    fetcher = ApiClaimFetcher(ApiTransport(api_client(api.host)), lambda: "v1", timeout_s=0.2)
     if fault == "slow":
         api.claim_read_delay_s = 2.0
     else:
@@ -121,7 +123,7 @@ def test_the_request_carries_the_token_the_cookie_and_the_clients_user_agent(
     client = api_client(host)
     client.cookie = "session=1"
     client.configuration.api_key = {"authorization": "Bearer sekrit"}
-    assert fetch(ApiClaimFetcher(client, lambda: "v1"), "ns", "c") == [CLAIM]
+    assert fetch(ApiClaimFetcher(ApiTransport(client), lambda: "v1"), "ns", "c") == [CLAIM]
     [(path, headers)] = seen
     assert path == "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c"
     assert headers["authorization"] == "Bearer sekrit"
@@ -146,7 +148,7 @@ def test_an_expiring_token_is_renewed_by_the_clients_hook(
         configuration.api_key = {"authorization": next(tokens)}
 
     client.configuration.refresh_api_key_hook = refresh
-    fetch(ApiClaimFetcher(client, lambda: "v1", auth_refresh_s=refresh_s), "ns", "c", times=2)
+    fetch(ApiClaimFetcher(ApiTransport(client, auth_refresh_s=refresh_s), lambda: "v1"), "ns", "c", times=2)
     assert [headers["authorization"] for _, headers in seen] == sent
 
 
@@ -164,7 +166,7 @@ def test_a_slow_token_hook_runs_once_off_the_loop_for_every_read_waiting(
         configuration.api_key = {"authorization": "Bearer fresh"}
 
     client.configuration.refresh_api_key_hook = refresh
-    fetcher = ApiClaimFetcher(client, lambda: "v1")
+    fetcher = ApiClaimFetcher(ApiTransport(client), lambda: "v1")
 
     async def reads_and_ticks() -> tuple[int, list[Mapping[str, Any] | None]]:
         ticks = 0
@@ -180,7 +182,7 @@ def test_a_slow_token_hook_runs_once_off_the_loop_for_every_read_waiting(
             claims = await asyncio.gather(*(fetcher.fetch_claim("ns", "c") for _ in range(5)))
         finally:
             ticker.cancel()
-            await fetcher.close()
+            await fetcher.transport.close()
         return ticks, claims
 
     ticks, claims = asyncio.run(reads_and_ticks())
@@ -199,7 +201,7 @@ def test_a_token_hook_that_hangs_fails_the_read_in_its_timeout(
     client.configuration.refresh_api_key_hook = lambda configuration: hung.wait(10.0)
     threading.Timer(1.0, hung.set).start()  # let the hook's thread go after the read gave up (asyncio.run joins it)
     with pytest.raises(RuntimeError, match=r"no token from the API client's refresh hook within 0.2 s"):
-        fetch(ApiClaimFetcher(client, lambda: "v1", timeout_s=0.2), "ns", "c")
+        fetch(ApiClaimFetcher(ApiTransport(client), lambda: "v1", timeout_s=0.2), "ns", "c")
     assert seen == []
 
 
@@ -217,7 +219,7 @@ def test_a_failing_token_hook_is_each_reads_error_and_is_asked_again(
         configuration.api_key = {"authorization": "Bearer fresh"}
 
     client.configuration.refresh_api_key_hook = refresh
-    fetcher = ApiClaimFetcher(client, lambda: "v1")
+    fetcher = ApiClaimFetcher(ApiTransport(client), lambda: "v1")
     with pytest.raises(RuntimeError, match=r"cannot get a token for the API server: OSError: exec plugin exited 1"):
         fetch(fetcher, "ns", "c")
     assert seen == []  # nothing sent without a token
@@ -231,7 +233,7 @@ def test_a_configured_proxy_is_asked_with_the_absolute_url(
     proxy, seen = recorder
     client = api_client("http://api.invalid:6443")  # not resolvable: only the proxy can answer
     client.configuration.proxy = proxy
-    assert fetch(ApiClaimFetcher(client, lambda: "v1"), "ns", "c") == [CLAIM]
+    assert fetch(ApiClaimFetcher(ApiTransport(client), lambda: "v1"), "ns", "c") == [CLAIM]
     [(path, _)] = seen
     assert path == "http://api.invalid:6443/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c"
 
@@ -240,7 +242,7 @@ def test_a_socks_proxy_is_refused_by_name(api: ApiStandin) -> None:
     client = api_client(api.host)
     client.configuration.proxy = "socks5://127.0.0.1:1080"
     with pytest.raises(RuntimeError, match=r"socks5://127\.0\.0\.1:1080 is SOCKS"):
-        fetch(ApiClaimFetcher(client, lambda: "v1"), "ns", "c")
+        fetch(ApiClaimFetcher(ApiTransport(client), lambda: "v1"), "ns", "c")
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from device_plugin.kubelet_plugin.claims.fetch import MAX_HUNG_REFRESHES, ApiClaimFetcher
+from device_plugin.kubelet_plugin.api.tokens import MAX_HUNG as MAX_HUNG_REFRESHES
+from device_plugin.kubelet_plugin.api.transport import ApiTransport
+from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher
 from tests.dra.test_claim_fetch import CLAIM, expired_client
 from tests.dra.test_claim_fetch import recorder as recorder  # the fixture, shared
 
@@ -47,7 +49,7 @@ def test_a_token_hook_that_hung_once_is_not_waited_on_again_the_next_read_asks_a
         configuration.api_key = {"authorization": f"Bearer call-{len(calls)}"}
 
     client.configuration.refresh_api_key_hook = refresh
-    fetcher = ApiClaimFetcher(client, lambda: "v1", timeout_s=0.3)
+    fetcher = ApiClaimFetcher(ApiTransport(client), lambda: "v1", timeout_s=0.3)
 
     async def reads() -> tuple[str, Mapping[str, Any] | None]:
         try:
@@ -56,7 +58,7 @@ def test_a_token_hook_that_hung_once_is_not_waited_on_again_the_next_read_asks_a
             return "first failed", await fetcher.fetch_claim("ns", "c")
         finally:
             hung.set()
-            await fetcher.close()
+            await fetcher.transport.close()
 
     assert asyncio.run(reads()) == ("first failed", CLAIM)
     assert calls == [0, 1]
@@ -76,7 +78,7 @@ def test_hung_token_hook_calls_are_bounded_and_a_read_past_the_bound_fails_at_on
         configuration.api_key = {"authorization": "Bearer late"}
 
     client.configuration.refresh_api_key_hook = refresh
-    fetcher = ApiClaimFetcher(client, lambda: "v1", timeout_s=0.2)
+    fetcher = ApiClaimFetcher(ApiTransport(client), lambda: "v1", timeout_s=0.2)
 
     async def reads() -> list[str]:
         errors = []
@@ -90,7 +92,7 @@ def test_hung_token_hook_calls_are_bounded_and_a_read_past_the_bound_fails_at_on
             errors.append(str(await read_once_the_hook_returned(fetcher)))
         finally:
             hung.set()
-            await fetcher.close()
+            await fetcher.transport.close()
         return errors
 
     errors = asyncio.run(reads())

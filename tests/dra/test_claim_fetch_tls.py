@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher
 from tests.dra.http_serving import http_server
 from tests.dra.test_claim_fetch import CLAIM, _Recorder, fetch
@@ -61,7 +62,7 @@ def test_only_the_configured_ca_and_name_are_trusted(
     client.configuration.ssl_ca_cert = str(ca) if ca_file else None
     client.configuration.tls_server_name = server_name
     client.configuration.verify_ssl = verify
-    fetcher = ApiClaimFetcher(client, lambda: "v1")
+    fetcher = ApiClaimFetcher(ApiTransport(client), lambda: "v1")
     if answered:
         assert fetch(fetcher, "ns", "c") == [CLAIM]
     else:
@@ -72,6 +73,6 @@ def test_only_the_configured_ca_and_name_are_trusted(
 def test_a_ca_file_that_cannot_be_read_is_each_reads_error_not_a_crash(tmp_path: Path) -> None:
     client = api_client("https://127.0.0.1:1")
     client.configuration.ssl_ca_cert = str(tmp_path / "missing-ca.pem")
-    fetcher = ApiClaimFetcher(client, lambda: "v1")  # made at start: nothing is read yet
+    fetcher = ApiClaimFetcher(ApiTransport(client), lambda: "v1")  # made at start: nothing is read yet
     with pytest.raises(RuntimeError, match="cannot set up TLS to the API server"):
         fetch(fetcher, "ns", "c")

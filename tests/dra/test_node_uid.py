@@ -1,7 +1,7 @@
-"""The Node's UID (the owner of our ResourceSlices): one GET through the client's own connection pool.
+"""The Node's UID (the owner of our ResourceSlices): one bounded GET through the transport, with the client's settings.
 
 It must carry what the client's configuration says (token, User-Agent), answer the UID, fail the way the
-publisher's retry expects (an ApiException with the status, urllib3's error when nobody answers), refuse a
+publisher's retry expects (an ApiError with the status, ApiUnreachable when nobody answers), refuse a
 Node without a UID or an answer past its size bound, and never import the client's CoreV1Api, whose models
 cost a third of a second of every start before the first slice.
 """
@@ -14,10 +14,10 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from kubernetes.client.exceptions import ApiException
 
 from device_plugin.core.errors import PluginError
 from device_plugin.kubelet_plugin.api.kube import MAX_NODE_BYTES, api_client, is_transient, node_uid
+from device_plugin.kubelet_plugin.api.transport import ApiError, ApiTransport
 from tests.dra.api_standin import ApiStandin
 from tests.dra.http_serving import QuietHandler, http_server
 
@@ -41,16 +41,15 @@ def test_the_uid_is_read_with_the_clients_token_and_user_agent() -> None:
     with http_server(Node) as port:
         client = api_client(f"http://127.0.0.1:{port}")
         client.configuration.api_key = {"authorization": "Bearer sekrit"}
-        assert node_uid(client, "node-a") == "u-1"
+        assert node_uid(ApiTransport(client), "node-a") == "u-1"
     [(path, headers)] = seen
     assert path == "/api/v1/nodes/node-a"
     assert headers["authorization"] == "Bearer sekrit"
     assert headers["user-agent"] == client.default_headers["User-Agent"]
-    assert headers["accept-encoding"] == "identity"  # what is read is what is parsed: the bound holds
 
 
 def test_the_stand_ins_node(api: ApiStandin) -> None:
-    assert node_uid(api_client(api.host), "node-a") == api.nodes["node-a"]["metadata"]["uid"]
+    assert node_uid(ApiTransport(api_client(api.host)), "node-a") == api.nodes["node-a"]["metadata"]["uid"]
 
 
 @pytest.mark.parametrize(
@@ -61,8 +60,8 @@ def test_an_answer_other_than_the_node_is_an_api_exception_with_its_status(
 ) -> None:
     if status != 404:
         api.fail_next(1, status)
-    with pytest.raises(ApiException) as raised:
-        node_uid(api_client(api.host), "node-a" if status != 404 else "node-b")
+    with pytest.raises(ApiError) as raised:
+        node_uid(ApiTransport(api_client(api.host)), "node-a" if status != 404 else "node-b")
     assert raised.value.status == status and is_transient(raised.value) is transient
     assert "reading node node-" in str(raised.value)
 
@@ -71,13 +70,13 @@ def test_nobody_answering_is_transient() -> None:
     with http_server(QuietHandler) as port:
         pass  # the port is free again: nothing listens there
     with pytest.raises(Exception) as raised:
-        node_uid(api_client(f"http://127.0.0.1:{port}"), "node-a")
+        node_uid(ApiTransport(api_client(f"http://127.0.0.1:{port}")), "node-a")
     assert is_transient(raised.value)
 
 
 class _Odd(QuietHandler):
     """Answers with what `body` names: a Node without a UID, a body past the size bound (chunked, no length
-    said), or a gzip bomb (compressed although identity was asked for)."""
+    said), or a gzip bomb (small on the wire, past the bound once decompressed)."""
 
     body = "no-uid"
 
@@ -106,14 +105,14 @@ class _Odd(QuietHandler):
     ("body", "message"),
     [
         ("no-uid", r"node 'node-a' has no metadata.uid"),
-        ("too-big", r"node 'node-a' passes 16 MiB: not a Node we read"),
-        ("gzip-bomb", r"node 'node-a' is 'gzip': not a Node we read"),
+        ("too-big", r"node 'node-a': the API server's answer passes 16 MiB: not a Node we read"),
+        ("gzip-bomb", r"node 'node-a': the API server's answer passes 16 MiB: not a Node we read"),
     ],
     ids=["no-uid", "past-16-mib-chunked", "gzip-bomb"],
 )
 def test_a_node_without_a_uid_or_past_the_bound_is_refused(body: str, message: str) -> None:
     with http_server(type("Handler", (_Odd,), {"body": body})) as port, pytest.raises(PluginError, match=message):
-        node_uid(api_client(f"http://127.0.0.1:{port}"), "node-a")
+        node_uid(ApiTransport(api_client(f"http://127.0.0.1:{port}")), "node-a")
 
 
 def test_the_read_does_not_import_the_clients_core_v1_api(api: ApiStandin) -> None:
@@ -121,7 +120,8 @@ def test_the_read_does_not_import_the_clients_core_v1_api(api: ApiStandin) -> No
         "import sys\n"
         "from device_plugin.dra.front_end import DraFrontEnd\n"
         "from device_plugin.kubelet_plugin.api.kube import api_client, node_uid\n"
-        "node_uid(api_client(sys.argv[1]), 'node-a')\n"
+        "from device_plugin.kubelet_plugin.api.transport import ApiTransport\n"
+        "node_uid(ApiTransport(api_client(sys.argv[1])), 'node-a')\n"
         "print(sorted(m for m in sys.modules if m.endswith('core_v1_api')))\n"
     )
     done = subprocess.run([sys.executable, "-c", script, api.host], capture_output=True, text=True, timeout=60)

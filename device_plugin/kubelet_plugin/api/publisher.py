@@ -1,6 +1,6 @@
 """Publish this node's pool as ResourceSlices and keep it current: reconcile, retry, clean up.
 
-Boundary: owns one background thread and our slices in the API server (through `kube`); knows
+Boundary: owns one background thread and our slices in the API server (through `transport`); knows
 nothing of NVML or health: callers hand it the node's devices (`request`) whenever they change.
 A reconcile lists our slices (kubelet_plugin/api/slice_store.py: field selectors, and every item filtered again by
 driver and node here), and when they differ from what the devices give it writes the new generation
@@ -27,9 +27,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
-
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
 from device_plugin.kubelet_plugin.api.devices import SliceDevice
@@ -37,7 +34,6 @@ from device_plugin.kubelet_plugin.api.kube import (
     UnsupportedApiError,
     is_transient,
     newest_resource_version,
-    status_message,
 )
 from device_plugin.kubelet_plugin.api.kube import node_uid as read_node_uid
 from device_plugin.kubelet_plugin.api.pool_compare import (
@@ -51,6 +47,7 @@ from device_plugin.kubelet_plugin.api.slice_store import SliceStore, Unconfirmed
 from device_plugin.kubelet_plugin.api.slice_watch import WATCH_S, SliceWatch
 from device_plugin.kubelet_plugin.api.slices import GROUP, build_slices
 from device_plugin.kubelet_plugin.api.taint_support import TaintSupport
+from device_plugin.kubelet_plugin.api.transport import ApiError, ApiTransport
 
 log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 1024  # `error` is shown by /readyz and logged: an API server's answer can be megabytes
@@ -59,7 +56,7 @@ MAX_ERROR_CHARS = 1024  # `error` is shown by /readyz and logged: an API server'
 class SlicePublisher:
     def __init__(
         self,
-        client: k8s.ApiClient,
+        transport: ApiTransport,
         *,
         driver_name: str,
         node_name: str,
@@ -67,8 +64,8 @@ class SlicePublisher:
         backoff_max_s: float = 5.0,
         watch_s: int = WATCH_S,
     ) -> None:
-        self._client = client
-        self._store = SliceStore(client, driver_name=driver_name, node_name=node_name)
+        self._transport = transport
+        self._store = SliceStore(transport, driver_name=driver_name, node_name=node_name)
         self._driver = driver_name
         self._node = node_name
         self._backoff = Backoff(initial_s=backoff_initial_s, max_s=backoff_max_s)
@@ -223,10 +220,10 @@ class SlicePublisher:
         """One attempt: make the API server hold exactly these devices in our pool. Returns the generation."""
         version = self.api_version
         if version is None:
-            version = self.api_version = newest_resource_version(self._client)
+            version = self.api_version = newest_resource_version(self._transport)
             log.info("publishing ResourceSlices as %s/%s", GROUP, version)
         if self._node_uid is None:
-            self._node_uid = read_node_uid(self._client, self._node)
+            self._node_uid = read_node_uid(self._transport, self._node)
         existing = {o["metadata"]["name"]: o for o in self._store.list(version)}
 
         def build(generation: int) -> list[dict[str, Any]]:
@@ -276,10 +273,10 @@ class SlicePublisher:
             stored = self._store.write(version, obj, existing.get(name), dry_run=dry_run)
         except UnconfirmedWrite as error:
             raise UnconfirmedWrite(f"pool generation {generation} not confirmed: {error}") from None
-        except ApiException as error:
+        except ApiError as error:
             if error.status != 400 or not taint_count(obj["spec"]):
                 raise
-            self.taints.found_off("refused", name, f"HTTP 400: {status_message(error)}")
+            self.taints.found_off("refused", name, f"HTTP 400: {error.message()}")
             return False
         if taint_count(obj["spec"]):
             if taints_dropped(obj, stored):
@@ -294,5 +291,5 @@ class SlicePublisher:
 
 
 def _describe(error: BaseException) -> str:
-    """An error for a log line and /readyz: one line, bounded (an ApiException carries the whole body)."""
+    """An error for a log line and /readyz: one line, bounded (an API server's message can be long)."""
     return one_line(f"{type(error).__name__}: {error}", MAX_ERROR_CHARS)

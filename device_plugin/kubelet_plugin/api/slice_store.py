@@ -1,12 +1,10 @@
 """Our ResourceSlices in the API server: list, write, delete, and only ever ours.
 
-Boundary: the HTTP calls on resourceslices for one driver on one node (through the `kubernetes` client's
-generic object calls); what to write is the publisher's job. Rules kept here:
+Boundary: the HTTP calls on resourceslices for one driver on one node (through transport.py, from the
+publisher's thread); what to write is the publisher's job. Rules kept here:
 - every LIST asks the server for `spec.nodeName=<node>,spec.driver=<driver>` and then filters the items
   again itself: a server or proxy that ignores the field selector (or a selector bug) must never make us
   update or delete another node's slices, or another driver's;
-- writes say `Content-Type: application/json` (the client sends none for a plain dict body, and a real
-  API server refuses a body of unknown format with 415);
 - an update carries the resourceVersion it read; a 409 Conflict (or a 404: deleted meanwhile) re-reads
   and tries again, a few times; a success whose answer is no object, or carries the resourceVersion the
   update replaced, was not stored (UnconfirmedWrite), whatever its status said;
@@ -23,17 +21,14 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import quote
 
-from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
-
-from device_plugin.kubelet_plugin.api.kube import REQUEST_TIMEOUT_S
 from device_plugin.kubelet_plugin.api.pool_compare import taint_count, without_taints
 from device_plugin.kubelet_plugin.api.slices import GROUP
+from device_plugin.kubelet_plugin.api.transport import ApiError, ApiTransport
 
 PLURAL = "resourceslices"
 CONFLICT_RETRIES = 5
-JSON_BODY = (("Content-Type", "application/json"),)  # the generated client ignores _content_type here
 VERSIONS_KEPT = 8  # resourceVersions of our own writes remembered per slice (events arrive late under load)
 
 
@@ -52,8 +47,8 @@ def is_ours(obj: object, *, driver_name: str, node_name: str) -> bool:
 
 
 class SliceStore:
-    def __init__(self, client: k8s.ApiClient, *, driver_name: str, node_name: str) -> None:
-        self.objects = k8s.CustomObjectsApi(client)
+    def __init__(self, transport: ApiTransport, *, driver_name: str, node_name: str) -> None:
+        self.transport = transport
         self.driver = driver_name
         self.node = node_name
         self.selector = f"spec.nodeName={node_name},spec.driver={driver_name}"
@@ -71,8 +66,8 @@ class SliceStore:
 
     def list(self, version: str) -> list[dict[str, Any]]:
         """Our slices: asked for with field selectors, then filtered here (never trust the selector)."""
-        body = self.objects.list_cluster_custom_object(
-            GROUP, version, PLURAL, field_selector=self.selector, _request_timeout=REQUEST_TIMEOUT_S
+        body = self.transport.call("GET", path(version), query={"fieldSelector": self.selector}).json(
+            "listing our ResourceSlices"
         )
         items = body.get("items") if isinstance(body, dict) else None
         metadata = body.get("metadata") if isinstance(body, dict) else None
@@ -90,7 +85,7 @@ class SliceStore:
         Returns the server's answer: the object as stored (a server may drop fields it does not keep).
         `dry_run`: the server checks the write and answers what it would store, and stores nothing."""
         name = obj["metadata"]["name"]
-        dry = {"dry_run": "All"} if dry_run else {}
+        dry = {"dryRun": "All"} if dry_run else None
         if not dry_run:
             with self._lock:
                 self._deleted.discard(name)
@@ -101,21 +96,11 @@ class SliceStore:
             try:
                 replaced = _version_of(current).get("resourceVersion") if current is not None else None
                 if current is None:
-                    answer = self.objects.create_cluster_custom_object(
-                        GROUP, version, PLURAL, obj, **dry, _headers=dict(JSON_BODY), _request_timeout=REQUEST_TIMEOUT_S
-                    )
+                    sent = self.transport.call("POST", path(version), query=dry, body=obj)
                 else:
                     body = {**obj, "metadata": {**obj["metadata"], **_version_of(current)}}
-                    answer = self.objects.replace_cluster_custom_object(
-                        GROUP,
-                        version,
-                        PLURAL,
-                        name,
-                        body,
-                        **dry,
-                        _headers=dict(JSON_BODY),
-                        _request_timeout=REQUEST_TIMEOUT_S,
-                    )
+                    sent = self.transport.call("PUT", path(version, name), query=dry, body=body)
+                answer = sent.json(f"writing ResourceSlice {name}")
                 if dry_run:
                     return answer
                 stored = _version_of(answer).get("resourceVersion") if isinstance(answer, Mapping) else None
@@ -124,7 +109,7 @@ class SliceStore:
                     raise UnconfirmedWrite(f"slice {name}: the API server answered the write with {what}: not stored")
                 self._remember_version(name, answer)
                 return answer
-            except ApiException as error:
+            except ApiError as error:
                 if error.status not in (404, 409):
                     raise
                 # 409: someone else wrote it (or it exists already); 404: it was deleted. Read and retry.
@@ -140,14 +125,10 @@ class SliceStore:
                 self._versions.setdefault(name, deque(maxlen=VERSIONS_KEPT)).append(written_version)
 
     def get(self, version: str, name: str) -> dict[str, Any] | None:
-        try:
-            obj = self.objects.get_cluster_custom_object(
-                GROUP, version, PLURAL, name, _request_timeout=REQUEST_TIMEOUT_S
-            )
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise
+        answer = self.transport.call("GET", path(version, name))
+        if answer.status == 404:
+            return None
+        obj = answer.json(f"reading ResourceSlice {name}")
         return obj if isinstance(obj, dict) else None
 
     def delete(self, version: str, name: str) -> None:
@@ -155,11 +136,9 @@ class SliceStore:
         with self._lock:
             self._written.pop(name, None)
             self._deleted.add(name)
-        try:
-            self.objects.delete_cluster_custom_object(GROUP, version, PLURAL, name, _request_timeout=REQUEST_TIMEOUT_S)
-        except ApiException as error:
-            if error.status != 404:  # already gone (the kubelet deletes them too): fine
-                raise
+        answer = self.transport.call("DELETE", path(version, name))
+        if answer.status != 404:  # already gone (the kubelet deletes them too): fine
+            answer.check(f"deleting ResourceSlice {name}")
 
     def adopt(self, objects: Iterable[Mapping[str, Any]]) -> None:
         """Remember listed slices that hold what we would write (an earlier run's) as written by us."""
@@ -191,6 +170,12 @@ class SliceStore:
         name = obj["metadata"]["name"]
         with self._lock:
             return taint_count(obj.get("spec") or {}) == 0 and _content(obj, taints=False) in self._recent.get(name, ())
+
+
+def path(version: str, name: str | None = None) -> str:
+    """The resourceslices collection of `version`, or one slice in it."""
+    collection = f"/apis/{GROUP}/{version}/{PLURAL}"
+    return collection if name is None else f"{collection}/{quote(name, safe='')}"
 
 
 def _version_of(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,24 +13,25 @@ calls `changed()` (the publisher's resync, which writes nothing when the pool is
 watch that ends normally (after WATCH_S, server side) is resumed from the last event (after a backoff
 when it lasted under MIN_WATCH_S: a proxy closing streams must not make a request loop); one that fails
 (410 Gone, a broken stream, a server down) asks for a resync, which lists again, and resumes from that
-list, after a backoff. stop() shuts the open stream, so the thread ends at once.
+list, after a backoff. Each watch is one stream through transport.py, read on the serving loop while this
+thread waits for it; stop() cancels it there, so the thread ends at once.
 """
 
 from __future__ import annotations
 
-import contextlib
+import concurrent.futures
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
-from device_plugin.kubelet_plugin.api.kube import REQUEST_TIMEOUT_S
-from device_plugin.kubelet_plugin.api.slice_store import PLURAL, SliceStore
-from device_plugin.kubelet_plugin.api.slices import GROUP
+from device_plugin.kubelet_plugin.api.slice_store import SliceStore, path
+from device_plugin.kubelet_plugin.api.transport import ApiError
+from device_plugin.serving import event_loop
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +46,6 @@ RETRY = Backoff(initial_s=0.1, max_s=5.0)  # between failed watches (the publish
 
 class WatchEnded(Exception):
     """The stream ended in a way that needs a new LIST (410 Gone, an error event, a line too long)."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status  # the HTTP status when the server refused the watch
 
 
 class SliceWatch:
@@ -68,7 +65,7 @@ class SliceWatch:
         self._backoff = backoff
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._response: Any = None
+        self._following: concurrent.futures.Future[str] | None = None  # the watch in progress, on the loop
         self._thread: threading.Thread | None = None
         self.events_seen = 0  # someone else's changes noticed (a figure for tests and logs)
 
@@ -80,9 +77,9 @@ class SliceWatch:
     def stop(self, timeout_s: float = 1.0) -> None:
         self._stop.set()
         with self._lock:
-            response = self._response
-        if response is not None:
-            _shut(response)
+            following = self._following
+        if following is not None:
+            following.cancel()
         with self._store.listed:
             self._store.listed.notify_all()
         if self._thread is not None:
@@ -117,7 +114,7 @@ class SliceWatch:
             except Exception as error:
                 if self._stop.is_set():
                     return
-                if getattr(error, "status", None) in REFUSALS:
+                if isinstance(error, ApiError) and error.status in REFUSALS:
                     if not refused:  # once per run of refusals: the same words every few seconds help nobody
                         log.warning(
                             "the API server refuses our watch on ResourceSlices (%s): grant the verb `watch` on "
@@ -134,34 +131,38 @@ class SliceWatch:
 
     def _watch(self, version: str, since: str) -> str:
         """Follow one watch from `since`; returns the resourceVersion to resume from when it ends normally."""
-        response = self._store.objects.list_cluster_custom_object(
-            GROUP,
-            version,
-            PLURAL,
-            field_selector=self._store.selector,
-            watch=True,
-            resource_version=since or None,
-            allow_watch_bookmarks=True,
-            timeout_seconds=self._watch_s,
-            _preload_content=False,
-            _request_timeout=(REQUEST_TIMEOUT_S, self._watch_s + READ_SLACK_S),
-        )
+        following = event_loop.submit(self._follow(version, since))
         with self._lock:
-            self._response = response
+            self._following = following
         if self._stop.is_set():
-            _shut(response)
+            following.cancel()
         try:
-            status = getattr(response, "status", 200)
-            if not 200 <= int(status) < 300:
-                raise WatchEnded(f"HTTP {status}", int(status))
-            for event in _events(response):
-                since = self._take(event) or since
+            since = following.result()
+        except concurrent.futures.CancelledError:
+            raise WatchEnded("stopped") from None
         finally:
             with self._lock:
-                self._response = None
-            _shut(response)
+                self._following = None
         if self._stop.is_set():
             raise WatchEnded("stopped")
+        return since
+
+    async def _follow(self, version: str, since: str) -> str:
+        query = {
+            "fieldSelector": self._store.selector,
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(self._watch_s),
+            **({"resourceVersion": since} if since else {}),
+        }
+        lines = EventLines()
+        stream = self._store.transport.stream(path(version), query, read_timeout_s=self._watch_s + READ_SLACK_S)
+        async with stream as body:
+            async for chunk in body.iter_any():
+                for event in lines.feed(chunk):
+                    since = self._take(event) or since
+        for event in lines.end():
+            since = self._take(event) or since
         return since
 
     def _take(self, event: dict[str, Any]) -> str | None:
@@ -187,19 +188,21 @@ class SliceWatch:
         return version if isinstance(version, str) and version else None
 
 
-def _events(response: Any) -> Iterator[dict[str, Any]]:
-    """The JSON lines of a watch stream, each at most MAX_EVENT_BYTES."""
-    pending = b""
-    while chunk := response.read1(64 * 1024):  # what has arrived (stream() would wait for a full 64 KiB)
-        pending += chunk
-        while b"\n" in pending:
-            line, pending = pending.split(b"\n", 1)
-            if line.strip():
-                yield _decode(line)
-        if len(pending) > MAX_EVENT_BYTES:
+class EventLines:
+    """The JSON lines of a watch stream as its chunks arrive, each at most MAX_EVENT_BYTES."""
+
+    def __init__(self) -> None:
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
+        *lines, self._pending = (self._pending + chunk).split(b"\n")
+        if len(self._pending) > MAX_EVENT_BYTES:
             raise WatchEnded(f"a watch event longer than {MAX_EVENT_BYTES} bytes")
-    if pending.strip():
-        yield _decode(pending)
+        return [_decode(line) for line in lines if line.strip()]
+
+    def end(self) -> list[dict[str, Any]]:
+        pending, self._pending = self._pending, b""
+        return [_decode(pending)] if pending.strip() else []
 
 
 def _decode(line: bytes) -> dict[str, Any]:
@@ -210,13 +213,6 @@ def _decode(line: bytes) -> dict[str, Any]:
     if not isinstance(event, dict):
         raise WatchEnded("a watch event that is not an object")
     return event
-
-
-def _shut(response: Any) -> None:
-    """End a stream now, also from another thread (urllib3's shutdown unblocks a read in progress)."""
-    for name in ("shutdown", "close", "release_conn"):
-        with contextlib.suppress(Exception):  # already closed, or a half-built response: nothing left to end
-            getattr(response, name, lambda: None)()
 
 
 def _reason(error: Exception) -> str:

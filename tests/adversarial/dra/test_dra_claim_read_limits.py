@@ -10,6 +10,7 @@ import gzip
 import pytest
 
 from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.kubelet_plugin.claims.fetch import MAX_ANSWER_BYTES, ApiClaimFetcher
 from tests.dra.http_serving import QuietHandler, http_server
 from tests.dra.test_claim_fetch import fetch
@@ -46,6 +47,6 @@ class _Oversized(QuietHandler):
 @pytest.mark.parametrize("how", ["length", "chunked", "gzip"], ids=["said-length", "chunked", "gzip-bomb"])
 def test_an_answer_past_the_size_limit_is_refused_not_held(how: str) -> None:
     with http_server(type("Handler", (_Oversized,), {"how": how})) as port:
-        fetcher = ApiClaimFetcher(api_client(f"http://127.0.0.1:{port}"), lambda: "v1")
+        fetcher = ApiClaimFetcher(ApiTransport(api_client(f"http://127.0.0.1:{port}")), lambda: "v1")
         with pytest.raises(RuntimeError, match=r"the API server's answer passes 4 MiB: not a ResourceClaim"):
             fetch(fetcher, "ns", "c")

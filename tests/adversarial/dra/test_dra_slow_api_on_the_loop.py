@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.fetch import READS_IN_FLIGHT, ApiClaimFetcher
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
@@ -76,7 +77,7 @@ def test_reads_on_the_loop_run_at_once_up_to_the_cap_while_unprepare_answers(
     root: Path, gate: tuple[Gate, str]
 ) -> None:
     held, host = gate
-    fetcher = ApiClaimFetcher(api_client(host), lambda: "v1")
+    fetcher = ApiClaimFetcher(ApiTransport(api_client(host)), lambda: "v1")
     preparer = Preparer(
         driver_name=DRIVER,
         fetcher=fetcher,
@@ -102,4 +103,4 @@ def test_reads_on_the_loop_run_at_once_up_to_the_cap_while_unprepare_answers(
         assert held.most == READS_IN_FLIGHT  # never more on the wire than the cap
     finally:
         server.stop(0.1)
-        event_loop.run(fetcher.close(), timeout_s=WAIT_S)  # its session lives on the serving loop
+        event_loop.run(fetcher.transport.close(), timeout_s=WAIT_S)  # its session lives on the serving loop
