@@ -24,9 +24,7 @@ from collections.abc import Callable
 from _common import percentile, table, target_line
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.topology.build import build_topology
 from tests.dra.api_standin import ApiStandin
@@ -60,8 +58,7 @@ def bench(rounds: int, timeout_s: float, deadline: float) -> list[list[str]]:
     devices = build_devices(fake, build_topology(fake))[0]
     api = ApiStandin().up()
     api.add_node(NODE)
-    transport = ApiTransport(api_client(api.host))
-    publisher = SlicePublisher(transport, driver_name=DRIVER, node_name=NODE)
+    publisher = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE)
     publisher.start()
     rows = []
     try:
@@ -112,7 +109,6 @@ def bench(rounds: int, timeout_s: float, deadline: float) -> list[list[str]]:
                 )
     finally:
         publisher.stop(2.0, unpublish=False)
-        transport.shut()
         api.down()
     return rows
 

@@ -4,7 +4,9 @@ Prints a figure, never fails (issue 34's "followed in at most 10 modules"). The 
 (benchmarks/dra_driver.py), one one-claim NodePrepareResources from the DRA kubelet stand-in; while it runs,
 a profile hook on every thread records the module of each Python function called. Only the DRA packages
 count (the driver, the kubelet-plugin helper): the serving loop, core/ helpers, gRPC and the standard
-library are below them; the stand-ins and the publisher's thread are not the prepare's. A module counts
+library are below them; the stand-ins and the publisher's, watch's and hints' threads are not the prepare's,
+nor is the work the serving loop does for them (the watch's stream and the publisher's requests run there
+as tasks of their own, told apart by the coroutine each task was started with). A module counts
 when any of its functions ran (a value type whose constructor ran counts too); the list is printed, so
 the figure can be checked by reading it.
 Run: .venv/bin/python benchmarks/dra_prepare_path.py
@@ -12,6 +14,7 @@ Run: .venv/bin/python benchmarks/dra_prepare_path.py
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 from types import FrameType
@@ -29,6 +32,8 @@ COUNTED = ("device_plugin.dra", "device_plugin.kubelet_plugin")
 # hints after the Prepare (woken by it, never waited for).
 NOT_COUNTED = ("device_plugin.dra_standin",)
 OTHER_THREADS = ("dra-publisher", "dra-slice-watch", "dra-hints")
+# Tasks the serving loop runs for those threads: the watch's stream, and a request a thread sent with call().
+OTHER_TASKS = ("SliceWatch._follow", "ApiTransport.send")
 MACHINE = "dgx1-v100"
 
 _seen: set[tuple[str, str]] = set()  # (thread name, module)
@@ -39,8 +44,18 @@ _recording = threading.Event()
 def _hook(frame: FrameType, event: str, _arg: Any) -> None:
     if event == "call" and _recording.is_set():
         module = frame.f_globals.get("__name__", "?")
-        _seen.add((threading.current_thread().name, module))
+        _seen.add((_caller(), module))
         _functions.setdefault(module, set()).add(frame.f_code.co_qualname)
+
+
+def _caller() -> str:
+    """The thread's name, or on the serving loop the task's first coroutine when it is another thread's."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no loop on this thread
+        task = None
+    coroutine = getattr(task.get_coro(), "__qualname__", "") if task is not None else ""
+    return "dra-slice-watch" if coroutine in OTHER_TASKS else threading.current_thread().name
 
 
 def _within(module: str, packages: tuple[str, ...]) -> bool:

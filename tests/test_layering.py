@@ -87,7 +87,6 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
         "device_plugin.kubelet_plugin.api.kube",
         "device_plugin.kubelet_plugin.api.transport",
         "device_plugin.kubelet_plugin.api.connection_settings",
-        "device_plugin.kubelet_plugin.api.tokens",
         "device_plugin.kubelet_plugin.plugin",
         "device_plugin.dra",
     ),

@@ -1,13 +1,16 @@
 """The tests' API stand-in: device_plugin/dra_standin/api_server.py's, with every write checked strictly by
 kubernetes-validate (schema_check.py), a test-only dependency the package must not import.
 
-A thin re-export, kept so the stand-in's many importers (tests, benchmarks) did not change in the move.
+A thin re-export, kept so the stand-in's many importers (tests, benchmarks) did not change in the move;
+`transport()` makes the helper's transport to it, closed by down().
 """
 
 from __future__ import annotations
 
 from device_plugin.dra_standin.api_objects import GROUP, MAX_DEVICES_WITH_TAINTS, RELEASE_OF
 from device_plugin.dra_standin.api_server import ApiStandin as _PackagedApiStandin
+from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from tests.dra.schema_check import validate_strict
 
 __all__ = ["GROUP", "MAX_DEVICES_WITH_TAINTS", "RELEASE_OF", "ApiStandin"]
@@ -16,3 +19,15 @@ __all__ = ["GROUP", "MAX_DEVICES_WITH_TAINTS", "RELEASE_OF", "ApiStandin"]
 class ApiStandin(_PackagedApiStandin):
     def __init__(self, versions: tuple[str, ...] = ("v1", "v1beta2", "v1beta1")) -> None:
         super().__init__(versions, validate=validate_strict)
+        self._transports: list[ApiTransport] = []
+
+    def transport(self) -> ApiTransport:
+        """A transport to this stand-in with the client's default settings, closed when it goes down."""
+        made = ApiTransport(api_client(self.host))
+        self._transports.append(made)
+        return made
+
+    def down(self) -> None:
+        while self._transports:
+            self._transports.pop().shut()
+        super().down()

@@ -10,10 +10,10 @@ import pytest
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.inventory import DraDevice, build_devices
-from device_plugin.kubelet_plugin.api.kube import UnsupportedApiError, api_client, is_transient
+from device_plugin.kubelet_plugin.api.api_errors import ApiError, ApiUnreachable, is_transient
+from device_plugin.kubelet_plugin.api.kube import UnsupportedApiError
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.api.slices import slice_name
-from device_plugin.kubelet_plugin.api.transport import ApiError, ApiTransport, ApiUnreachable
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin
@@ -38,7 +38,7 @@ def api() -> Iterator[ApiStandin]:
 
 
 def publisher(api: ApiStandin, **kwargs: float) -> SlicePublisher:
-    return SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE, **kwargs)
+    return SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE, **kwargs)
 
 
 def wait_for_error(p: SlicePublisher, timeout_s: float = 10.0) -> bool:

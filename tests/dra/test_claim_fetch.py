@@ -20,7 +20,7 @@ from kubernetes import client as k8s
 from device_plugin.kubelet_plugin.api.connection_settings import bypasses_proxy, proxy_for
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.transport import ApiTransport
-from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher
+from device_plugin.kubelet_plugin.claims.prepare import ApiClaimFetcher
 from tests.dra.api_standin import ApiStandin
 from tests.dra.http_serving import QuietHandler, http_server
 
@@ -48,7 +48,7 @@ def api() -> Iterator[ApiStandin]:
 
 def test_the_claim_none_when_gone_and_the_status_named_on_server_errors(api: ApiStandin) -> None:
     api.claims[("ns", "c")] = CLAIM
-    fetcher = ApiClaimFetcher(ApiTransport(api_client(api.host)), lambda: "v1")
+    fetcher = ApiClaimFetcher(api.transport(), lambda: "v1")
     assert fetch(fetcher, "ns", "c") == [CLAIM]
     assert fetch(fetcher, "ns", "gone") == [None]
     api.fail_next(1, 503)
@@ -58,7 +58,7 @@ def test_the_claim_none_when_gone_and_the_status_named_on_server_errors(api: Api
 
 
 def test_a_name_no_claim_can_have_is_not_sent(api: ApiStandin) -> None:
-    fetcher = ApiClaimFetcher(ApiTransport(api_client(api.host)), lambda: "v1")
+    fetcher = ApiClaimFetcher(api.transport(), lambda: "v1")
     with pytest.raises(ValueError, match="not a valid object name"):
         fetch(fetcher, "ns", "../nodes/x")
     assert api.requests == []
@@ -81,7 +81,7 @@ def test_the_version_is_the_publishers_else_asked_of_the_server(api: ApiStandin)
 )
 def test_no_answer_is_a_runtime_error_saying_why(api: ApiStandin, fault: str, message: str) -> None:
     api.claims[("ns", "c")] = CLAIM
-    fetcher = ApiClaimFetcher(ApiTransport(api_client(api.host)), lambda: "v1", timeout_s=0.2)
+    fetcher = ApiClaimFetcher(api.transport(), lambda: "v1", timeout_s=0.2)
     if fault == "slow":
         api.claim_read_delay_s = 2.0
     else:

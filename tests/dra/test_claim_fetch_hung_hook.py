@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from device_plugin.kubelet_plugin.api.tokens import MAX_HUNG as MAX_HUNG_REFRESHES
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
-from device_plugin.kubelet_plugin.claims.fetch import ApiClaimFetcher
+from device_plugin.kubelet_plugin.api.transport import MAX_HUNG_REFRESHES, ApiTransport
+from device_plugin.kubelet_plugin.claims.prepare import ApiClaimFetcher
 from tests.dra.test_claim_fetch import CLAIM, expired_client
 from tests.dra.test_claim_fetch import recorder as recorder  # the fixture, shared
 

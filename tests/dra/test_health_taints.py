@@ -20,10 +20,8 @@ from device_plugin.dra.inventory import DraDevice
 from device_plugin.dra.taints import taint_for
 from device_plugin.health.state import HealthCause, HealthTransition
 from device_plugin.kubelet_plugin.api.devices import DeviceTaint
-from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.api.slices import build_slices
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from tests.dra.api_standin import ApiStandin
 from tests.dra.machine_devices import devices_of
 from tests.dra.scheduler_view import schedulable, taints_of
@@ -151,7 +149,7 @@ def test_a_large_pool_republished_with_a_taint_fits_the_servers_limit_and_back_w
     """112 devices (16 GPUs of 7 MIG devices): one slice of 112 while healthy; a taint splits it into slices
     of at most 64, one generation, which the API server (its 64-device rule) accepts; recovery joins them."""
     devices = [replace(d, gpu_index=i // 7) for i, d in enumerate(many(112))]
-    publisher = SlicePublisher(ApiTransport(api_client(api.host)), driver_name="d.io", node_name="n")
+    publisher = SlicePublisher(api.transport(), driver_name="d.io", node_name="n")
     publisher.reconcile(devices)
     assert [len(s["spec"]["devices"]) for s in api.pool("d.io", "n")] == [112]
     publisher.reconcile(tainted(devices, {9}))

@@ -16,8 +16,9 @@ from collections.abc import Iterator
 import pytest
 
 from device_plugin.core.errors import PluginError
-from device_plugin.kubelet_plugin.api.kube import MAX_NODE_BYTES, api_client, is_transient, node_uid
-from device_plugin.kubelet_plugin.api.transport import ApiError, ApiTransport
+from device_plugin.kubelet_plugin.api.api_errors import ApiError, is_transient
+from device_plugin.kubelet_plugin.api.kube import MAX_NODE_BYTES, api_client, node_uid
+from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from tests.dra.api_standin import ApiStandin
 from tests.dra.http_serving import QuietHandler, http_server
 
@@ -49,7 +50,7 @@ def test_the_uid_is_read_with_the_clients_token_and_user_agent() -> None:
 
 
 def test_the_stand_ins_node(api: ApiStandin) -> None:
-    assert node_uid(ApiTransport(api_client(api.host)), "node-a") == api.nodes["node-a"]["metadata"]["uid"]
+    assert node_uid(api.transport(), "node-a") == api.nodes["node-a"]["metadata"]["uid"]
 
 
 @pytest.mark.parametrize(
@@ -61,7 +62,7 @@ def test_an_answer_other_than_the_node_is_an_api_exception_with_its_status(
     if status != 404:
         api.fail_next(1, status)
     with pytest.raises(ApiError) as raised:
-        node_uid(ApiTransport(api_client(api.host)), "node-a" if status != 404 else "node-b")
+        node_uid(api.transport(), "node-a" if status != 404 else "node-b")
     assert raised.value.status == status and is_transient(raised.value) is transient
     assert "reading node node-" in str(raised.value)
 

@@ -19,9 +19,7 @@ import pytest
 
 from device_plugin.dra.inventory import DraDevice, build_devices
 from device_plugin.kubelet_plugin.api.devices import DeviceTaint
-from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin
@@ -77,7 +75,7 @@ def test_the_sick_gpu_is_never_stored_untainted_and_the_log_counts_what_was_writ
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     server(api)
-    p = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE, backoff_max_s=0.2)
+    p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE, backoff_max_s=0.2)
     p.start()
     try:
         with caplog.at_level(logging.INFO):
@@ -99,7 +97,7 @@ def test_the_check_can_fail_a_healthy_gpu_stored_untainted_is_counted() -> None:
     api = ApiStandin().up()
     try:
         api.add_node(NODE)
-        p = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE)
+        p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE)
         assert p.reconcile(DGX1) == 1
         assert untainted_sick(api, "gpu-3") == [1]
     finally:
@@ -111,7 +109,7 @@ def test_our_write_whose_taints_the_server_dropped_is_not_someone_elses_change(
 ) -> None:
     """The gate turned off after the driver found taints kept (an API server restarted with other flags): the
     write's watch event, here arriving before its answer, is told apart from a change by someone else."""
-    p = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE, backoff_max_s=0.2)
+    p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE, backoff_max_s=0.2)
     p.start()
     try:
         p.request(sick(3))

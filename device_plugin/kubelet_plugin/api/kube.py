@@ -19,8 +19,9 @@ from kubernetes import config as k8s_config
 
 from device_plugin.core.errors import PluginError
 from device_plugin.core.short_text import short
+from device_plugin.kubelet_plugin.api.api_errors import AnswerTooBig
 from device_plugin.kubelet_plugin.api.slices import API_VERSIONS, GROUP
-from device_plugin.kubelet_plugin.api.transport import AnswerTooBig, ApiError, ApiTransport, ApiUnreachable
+from device_plugin.kubelet_plugin.api.transport import ApiTransport
 
 MAX_NODE_BYTES = 16 * 1024 * 1024  # a Node with every image it holds listed is well under this
 
@@ -40,14 +41,6 @@ def api_client(host: str | None = None) -> k8s.ApiClient:
         configuration = k8s.Configuration()
         k8s_config.load_incluster_config(client_configuration=configuration)
     return k8s.ApiClient(configuration)
-
-
-def is_transient(error: Exception) -> bool:
-    """Worth retrying: the server is unreachable, overloaded or failing (not: the request is wrong)."""
-    if isinstance(error, ApiError):
-        return error.status == 429 or error.status >= 500
-    # No answer (refused, reset, timed out, no token). Anything else (a conflict loop, a bug of ours) is no outage.
-    return isinstance(error, ApiUnreachable | OSError)
 
 
 def newest_resource_version(transport: ApiTransport) -> str:
@@ -71,7 +64,8 @@ def newest_resource_version(transport: ApiTransport) -> str:
 
 def node_uid(transport: ApiTransport, node_name: str) -> str:
     """The Node's metadata.uid (from a thread). ApiError for an answer other than the Node (a 5xx or 429
-    is transient), ApiUnreachable for no answer; PluginError for a Node without one or past the bound."""
+    is transient), ApiUnreachable for no answer (api_errors.py); PluginError for a Node without one or
+    past the bound."""
     try:
         answer = transport.call("GET", f"/api/v1/nodes/{quote(node_name, safe='')}", limit_bytes=MAX_NODE_BYTES)
     except AnswerTooBig as error:

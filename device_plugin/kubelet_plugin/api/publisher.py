@@ -29,10 +29,10 @@ from typing import Any
 
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
+from device_plugin.kubelet_plugin.api.api_errors import ApiError, is_transient
 from device_plugin.kubelet_plugin.api.devices import SliceDevice
 from device_plugin.kubelet_plugin.api.kube import (
     UnsupportedApiError,
-    is_transient,
     newest_resource_version,
 )
 from device_plugin.kubelet_plugin.api.kube import node_uid as read_node_uid
@@ -47,7 +47,7 @@ from device_plugin.kubelet_plugin.api.slice_store import SliceStore, Unconfirmed
 from device_plugin.kubelet_plugin.api.slice_watch import WATCH_S, SliceWatch
 from device_plugin.kubelet_plugin.api.slices import GROUP, build_slices
 from device_plugin.kubelet_plugin.api.taint_support import TaintSupport
-from device_plugin.kubelet_plugin.api.transport import ApiError, ApiTransport
+from device_plugin.kubelet_plugin.api.transport import ApiTransport
 
 log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 1024  # `error` is shown by /readyz and logged: an API server's answer can be megabytes

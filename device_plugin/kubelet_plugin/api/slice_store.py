@@ -23,9 +23,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from device_plugin.kubelet_plugin.api.api_errors import ApiError
 from device_plugin.kubelet_plugin.api.pool_compare import taint_count, without_taints
 from device_plugin.kubelet_plugin.api.slices import GROUP
-from device_plugin.kubelet_plugin.api.transport import ApiError, ApiTransport
+from device_plugin.kubelet_plugin.api.transport import ApiTransport
 
 PLURAL = "resourceslices"
 CONFLICT_RETRIES = 5

@@ -1,27 +1,41 @@
 """The one way the helper talks to the API server: HTTP on the serving loop (aiohttp), with the client's settings.
 
 Boundary: requests and answers (status, reason, body bytes), the connection and its auth; what a path
-means is the caller's (slice_store, slice_watch, kube, claims/fetch). The `kubernetes` client is only where
-the settings come from (kubeconfig or the pod's service account, read by kube.api_client): every request
-goes through here, claim reads on the loop (`send`), the publisher's threads through `call` (the same
-request, run on the loop while the thread waits), the slice watch through `stream`. One transport
-because claim reads decide it: 1,000 one-claim Prepares on a 2-core node make the driver's interpreter the
-bottleneck, and a read through the client's urllib3, in worker threads, costs about 0.8 ms of it (its GIL
-hand-offs included), where aiohttp on the loop costs about 0.3 ms (docs/benchmarks.md).
+means is the caller's (slice_store, slice_watch, kube, the claim read in claims/prepare.py). The
+`kubernetes` client is only where the settings come from (kubeconfig or the pod's service account, read by
+kube.api_client): every request goes through here, claim reads on the loop (`send`), the publisher's
+threads through `call` (the same request, run on the loop while the thread waits), the slice watch
+through `stream`. One transport because claim reads decide it: 1,000 one-claim Prepares on a 2-core node
+make the driver's interpreter the bottleneck, and a read through the client's urllib3, in worker
+threads, costs about 0.8 ms of it (its GIL hand-offs included), where aiohttp on the loop costs about
+0.3 ms (docs/benchmarks.md).
 
 The connection is the client's, read once when the transport is made: its configuration's host, CA (file
 or data), client certificate and key, verify_ssl, tls_server_name (else a string assert_hostname), and an
 HTTP(S) proxy (its headers go on the CONNECT to an https host), unless no_proxy names the host; the
 client's default headers (its User-Agent) and cookie. A SOCKS proxy is not supported: every request fails
-naming it. Auth comes from tokens.py. An answer is read up to the caller's bound (decompressed), no
+naming it. An answer is read up to the caller's bound (decompressed), no
 further. At most CONNECTIONS connections are open; the session is made on first use on the running loop
 and closed with close() (a request after that opens a new one).
+
+The token (AuthHeaders) is read through the configuration's auth_settings(), so the client's refresh hook
+renews an expiring one (the pod's projected service-account token, a kubeconfig exec plugin), but never
+on the loop: the hook may run an exec plugin or an OIDC request for seconds, and the loop serves every
+socket. It runs in a thread, once for all the requests that want it (single flight), at most once every
+AUTH_REFRESH_S; requests in between carry the token it gave. A hook that fails, or runs past the
+request's timeout, is each waiting request's error; a hook that hung is not waited on again: the request
+after the one that gave up on it starts a fresh attempt (a hook that hangs once, on a dead exec plugin or
+a lost OIDC connection, then answers). Threads of the loop's default executor are shared with every other
+blocking call, so at most MAX_HUNG_REFRESHES hung attempts are left running at once; past that a request
+fails at once until one of them returns.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -30,36 +44,17 @@ from typing import Any
 import aiohttp
 from kubernetes import client as k8s
 
-from device_plugin.core.short_text import one_line
+from device_plugin.kubelet_plugin.api.api_errors import AnswerTooBig, ApiError, ApiUnreachable
 from device_plugin.kubelet_plugin.api.connection_settings import TlsSettings, proxy_for, tls_settings
-from device_plugin.kubelet_plugin.api.tokens import REFRESH_S, AuthHeaders, TokenError
 from device_plugin.serving import event_loop
 
 REQUEST_TIMEOUT_S = 5.0
-CONNECTIONS = 24  # claim reads take at most 16 (claims/fetch.py); the watch, the publisher and its deletes the rest
+CONNECTIONS = 24  # claim reads take at most 16 (claims/prepare.py); the watch, the publisher and its deletes the rest
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # a LIST of one node's slices is far below this; callers bound tighter
 CLOSE_TIMEOUT_S = 1.0  # closing the connections at stop
 CALL_SLACK_S = 1.0  # a thread waits this much past the request's own timeout for the loop to answer
-
-
-class ApiUnreachable(RuntimeError):
-    """No answer: the server could not be reached, did not answer in time, or no token/TLS could be set up."""
-
-
-class AnswerTooBig(RuntimeError):
-    """The answer passes the bound its caller set (a broken server or proxy, a gzip bomb)."""
-
-
-class ApiError(RuntimeError):
-    """The API server answered with a status other than 2xx; `body` is its answer (a Status, usually)."""
-
-    def __init__(self, status: int, reason: str, body: bytes = b"", what: str = "") -> None:
-        self.status, self.reason, self.body = status, reason, body
-        super().__init__(one_line(f"HTTP {status} {reason}{f' ({what})' if what else ''}{_said(body)}", 600))
-
-    def message(self) -> str:
-        """The `message` of the Status it carries, else its reason; one line, bounded."""
-        return _said(body=self.body).removeprefix(": ") or one_line(self.reason, 300)
+AUTH_REFRESH_S = 1.0  # the token is asked of the client's configuration at most this often (a thread hop)
+MAX_HUNG_REFRESHES = 2  # hook calls that ran past a request's timeout, left running at once
 
 
 @dataclass(frozen=True)
@@ -80,7 +75,7 @@ class Answer:
 
 
 class ApiTransport:
-    def __init__(self, client: k8s.ApiClient, *, auth_refresh_s: float = REFRESH_S) -> None:
+    def __init__(self, client: k8s.ApiClient, *, auth_refresh_s: float = AUTH_REFRESH_S) -> None:
         configuration = client.configuration
         self._configuration = configuration
         self._host = configuration.host.rstrip("/")
@@ -169,10 +164,7 @@ class ApiTransport:
     async def _request_headers(self, timeout_s: float, body: object) -> dict[str, str]:
         if self._proxy.startswith("socks"):
             raise ApiUnreachable(f"the API client's proxy {self._proxy} is SOCKS, which this driver does not support")
-        try:
-            headers = {**self._headers, **await self._auth.current(timeout_s)}
-        except TokenError as error:
-            raise ApiUnreachable(str(error)) from error
+        headers = {**self._headers, **await self._auth.current(timeout_s)}
         if body is not None:  # a real API server refuses a body of unknown format (415)
             headers["Content-Type"] = "application/json"
         return headers
@@ -219,10 +211,64 @@ async def _bounded_body(response: aiohttp.ClientResponse, limit_bytes: int) -> b
     return b"".join(chunks)
 
 
-def _said(body: bytes) -> str:
-    """': <message>' of the Status in an error answer, '' when it has none."""
-    try:
-        message = json.loads(body).get("message") if body else None
-    except (ValueError, AttributeError):
-        message = None
-    return f": {one_line(message, 300)}" if isinstance(message, str) and message else ""
+def auth_headers(configuration: k8s.Configuration) -> dict[str, str]:
+    """The client's auth headers (its token). Blocks while the client's refresh hook renews a stale token
+    (a file read in a pod; an exec plugin or OIDC request with a kubeconfig): never call it on the loop."""
+    settings = configuration.auth_settings().values()
+    return {s["key"]: s["value"] for s in settings if s.get("in") == "header" and s.get("value")}
+
+
+class AuthHeaders:
+    """The auth headers of the client's configuration, renewed by its refresh hook off the loop (module docstring)."""
+
+    def __init__(self, configuration: k8s.Configuration, *, refresh_s: float = AUTH_REFRESH_S) -> None:
+        self._configuration = configuration
+        self._refresh_s = refresh_s
+        self._headers: dict[str, str] = {}  # the auth headers last read, at _read_at (monotonic)
+        self._read_at = -math.inf
+        self._reading: asyncio.Future[dict[str, str]] | None = None  # the read in flight, if any
+        self._hung: set[asyncio.Future[dict[str, str]]] = set()  # given up on by a request, still running
+
+    async def current(self, timeout_s: float) -> dict[str, str]:
+        """The auth headers, read again in a thread once they are AUTH_REFRESH_S old; one read at a time,
+        awaited by every caller that comes meanwhile (shielded: a caller that leaves does not cancel it),
+        each for `timeout_s` at most (a hook that hangs fails the requests, it does not hold them). The
+        first request that gives up on a read sets it aside as hung, so the next one starts afresh."""
+        if time.monotonic() - self._read_at < self._refresh_s:
+            return self._headers
+        loop = asyncio.get_running_loop()
+        reading = self._reading
+        if reading is None or reading.get_loop() is not loop:
+            self._hung = {hung for hung in self._hung if hung.get_loop() is loop}  # of this loop only
+            if len(self._hung) >= MAX_HUNG_REFRESHES:
+                raise ApiUnreachable(
+                    f"the API client's refresh hook hangs: {len(self._hung)} calls have not returned; "
+                    "no new one is started until one does"
+                )
+            reading = self._reading = asyncio.ensure_future(self._read())
+            reading.add_done_callback(_retrieved)  # its failure is its waiters', never "unretrieved"
+        try:
+            return await asyncio.wait_for(asyncio.shield(reading), timeout_s)
+        except TimeoutError:
+            if self._reading is reading:  # the first request to give up on it: the next one starts afresh
+                self._reading = None
+                self._hung.add(reading)
+            raise ApiUnreachable(f"no token from the API client's refresh hook within {timeout_s:g} s") from None
+
+    async def _read(self) -> dict[str, str]:
+        try:
+            headers = await asyncio.to_thread(auth_headers, self._configuration)  # may refresh the token
+        except Exception as error:  # the hook's failure (an exec plugin that fails): each request's error
+            raise ApiUnreachable(f"cannot get a token for the API server: {type(error).__name__}: {error}") from error
+        finally:  # this task is done: no request waits on it any more (a later one may have replaced it)
+            this = asyncio.current_task()
+            if self._reading is this:
+                self._reading = None
+            self._hung.discard(this)  # type: ignore[arg-type]
+        self._headers, self._read_at = headers, time.monotonic()
+        return headers
+
+
+def _retrieved(done: asyncio.Future[Any]) -> None:
+    if not done.cancelled():
+        done.exception()

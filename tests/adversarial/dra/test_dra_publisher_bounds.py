@@ -15,10 +15,8 @@ from dataclasses import replace
 import pytest
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.publisher import MAX_ERROR_CHARS, SlicePublisher
 from device_plugin.kubelet_plugin.api.slices import MAX_DEVICES_PER_SLICE, slice_name
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.nvml.fake import FakeNvml
 from tests.adversarial.dra.harness import wait_until
 from tests.allocation.machines import topology_of
@@ -84,7 +82,7 @@ def test_a_pool_of_a_253_character_node_is_published_in_several_slices(api: ApiS
     node = _node(253)
     api.add_node(node)
     devices = tuple(replace(DGX1[i % len(DGX1)], name=f"gpu-{i}") for i in range(MAX_DEVICES_PER_SLICE + 1))
-    p = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=node)
+    p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=node)
     assert p.reconcile(devices) == 1
     names = [s["metadata"]["name"] for s in api.pool(DRIVER, node)]
     assert sorted(names) == sorted(slice_name(node, DRIVER, n) for n in (0, 1))
@@ -103,7 +101,7 @@ def test_an_api_servers_huge_error_answer_is_cut_in_the_log_and_the_readiness_te
         return original(method, path, *args, **kwargs)  # type: ignore[arg-type]
 
     api.handle = answer_huge  # type: ignore[method-assign]
-    p = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name="node-a", backoff_max_s=0.2)
+    p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name="node-a", backoff_max_s=0.2)
     with caplog.at_level(logging.WARNING, logger="device_plugin.kubelet_plugin.api.publisher"):
         p.start()
         p.request(DGX1)

@@ -136,7 +136,10 @@ def test_a_surge_between_fixed_and_per_instance_names_waits_instead_of_sharing_t
     old = start_instance(node, kubelet, first[1])
     claim = node.claim("held", "uid-held", "gpu-3")
     assert not _kubelet_errors(kubelet, claim)
-    assert eventually(lambda: old.front_end.readiness().ok) and old.front_end.publisher.wait_synced(5.0)
+    # The prepare moves the hints (gpu-3 is held): that republish (generation 2) lands before the window below.
+    published = old.front_end.publisher
+    assert eventually(lambda: old.front_end.readiness().ok and published.generation == 2)
+    assert published.wait_synced(5.0)
     node.config_file.write_text(_config(second[0]))
     requests_before = len(node.api.requests)
     new = launch_instance(node, second[1])

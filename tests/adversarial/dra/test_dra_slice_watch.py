@@ -27,7 +27,6 @@ from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.api.slice_store import SliceStore
 from device_plugin.kubelet_plugin.api.slices import build_slices
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake import FakeNvml
 from tests.adversarial.dra.harness import WAIT_S, wait_until
@@ -50,7 +49,7 @@ def api() -> Iterator[ApiStandin]:
 
 @pytest.fixture
 def publisher(api: ApiStandin) -> Iterator[SlicePublisher]:
-    p = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE, backoff_max_s=0.2)
+    p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE, backoff_max_s=0.2)
     p.start()
     p.request(DGX1)
     assert p.wait_synced(10.0)
@@ -156,7 +155,7 @@ def _dgx1_slice() -> dict[str, object]:
 
 def test_a_watch_held_open_by_a_silent_server_does_not_hold_stop(api: ApiStandin) -> None:
     """No event for a long time is the normal case; stop() must not wait for the next one."""
-    p = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE)
+    p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE)
     p.start()
     p.request(DGX1)
     assert p.wait_synced(10.0)
@@ -170,7 +169,7 @@ def test_a_watch_held_open_by_a_silent_server_does_not_hold_stop(api: ApiStandin
 def test_a_watch_that_ends_at_once_is_resumed_after_a_backoff_not_in_a_spin(api: ApiStandin) -> None:
     """A proxy that closes each stream at once must not turn the watch into a request loop."""
     api.watch_ends_at_once = True
-    p = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE, backoff_max_s=0.5)
+    p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE, backoff_max_s=0.5)
     p.start()
     p.request(DGX1)
     try:
@@ -185,9 +184,9 @@ def test_a_watch_that_ends_at_once_is_resumed_after_a_backoff_not_in_a_spin(api:
 
 
 def test_a_restart_adopts_an_intact_pool_and_its_stop_deletes_it_without_a_list(api: ApiStandin) -> None:
-    first = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE)
+    first = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE)
     first.reconcile(DGX1)
-    restarted = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE)
+    restarted = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE)
     restarted.start()
     restarted.request(DGX1)
     assert restarted.wait_synced(10.0) and restarted.generation == 1  # nothing rewritten
@@ -202,7 +201,7 @@ def test_a_refused_watch_is_one_warning_and_a_wipe_is_still_repaired_by_listing(
 ) -> None:
     """RBAC without the `watch` verb: said once, clearly; the relists after each refusal still repair."""
     api.watch_status = 403
-    p = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE, backoff_max_s=0.5)
+    p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE, backoff_max_s=0.5)
     with caplog.at_level(logging.INFO, logger="device_plugin.kubelet_plugin.api.slice_watch"):
         p.start()
         p.request(DGX1)
@@ -229,7 +228,7 @@ def test_a_late_event_of_an_earlier_write_of_ours_is_still_ours(api: ApiStandin,
     """Under load the watch can report our first write of a slice after we wrote it again: its content no
     longer matches what we remember, but its resourceVersion is one of ours. Someone else writing the
     same content gets a new resourceVersion, and is not ours."""
-    store = SliceStore(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE)
+    store = SliceStore(api.transport(), driver_name=DRIVER, node_name=NODE)
     (first,) = build_slices(DGX1, node_name=NODE, driver_name=DRIVER, generation=1)
     (second,) = build_slices(DGX1[:4], node_name=NODE, driver_name=DRIVER, generation=2)
     name = first["metadata"]["name"]

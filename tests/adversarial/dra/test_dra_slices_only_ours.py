@@ -13,10 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.api.slices import build_slices, slice_name
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin
@@ -60,7 +58,7 @@ def test_reconcile_and_stop_never_touch_slices_that_are_not_ours(api: ApiStandin
         api.add_slice(obj)
     names = [str(o["metadata"]["name"]) for o in foreign]  # type: ignore[index]
     before = _snapshot(api, names)
-    p = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE)
+    p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE)
     assert p.reconcile(DGX1) == 1  # generation 1: the other node's generation 7 is not ours to continue
     assert p.reconcile(DGX1[1:]) == 2
     assert p.stop(unpublish=True)
@@ -75,7 +73,7 @@ def test_a_slice_name_taken_by_another_node_is_refused_not_overwritten(api: ApiS
     squatter = _foreign(DRIVER, OTHER_NODE, slice_name(NODE, DRIVER, 0))
     api.add_slice(squatter)
     before = _snapshot(api, [slice_name(NODE, DRIVER, 0)])
-    p = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE)
+    p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE)
     with pytest.raises(RuntimeError, match="another driver or node"):
         p.reconcile(DGX1)
     assert _snapshot(api, [slice_name(NODE, DRIVER, 0)]) == before
@@ -84,7 +82,7 @@ def test_a_slice_name_taken_by_another_node_is_refused_not_overwritten(api: ApiS
 def test_writes_carry_a_json_content_type(api: ApiStandin) -> None:
     """The stand-in answers 415 to a body without one, as kube-apiserver does."""
     api.ignore_field_selector = False
-    p = SlicePublisher(ApiTransport(api_client(api.host)), driver_name=DRIVER, node_name=NODE)
+    p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE)
     assert p.reconcile(DGX1) == 1  # create
     assert p.reconcile(DGX1[:3]) == 2  # update
     assert [m for m, path in api.requests if "resourceslices" in path and m in ("POST", "PUT")] == ["POST", "PUT"]
