@@ -31,9 +31,10 @@ COUNTED = ("device_plugin.dra", "device_plugin.kubelet_plugin")
 # reconcile meanwhile (the kubelet's registration asks it to), and the hint thread recomputes the placement
 # hints after the Prepare (woken by it, never waited for).
 NOT_COUNTED = ("device_plugin.dra_standin",)
-OTHER_THREADS = ("dra-publisher", "dra-slice-watch", "dra-hints")
-# Tasks the serving loop runs for those threads: the watch's stream, and a request a thread sent with call().
+# Tasks the serving loop runs for the threads below: the watch's stream, and a request a thread sent with call().
 OTHER_TASKS = ("SliceWatch._follow", "ApiTransport.send")
+FOR_ANOTHER_THREAD = "a loop task of another thread"
+OTHER_THREADS = ("dra-publisher", "dra-slice-watch", "dra-hints", FOR_ANOTHER_THREAD)
 MACHINE = "dgx1-v100"
 
 _seen: set[tuple[str, str]] = set()  # (thread name, module)
@@ -55,7 +56,7 @@ def _caller() -> str:
     except RuntimeError:  # no loop on this thread
         task = None
     coroutine = getattr(task.get_coro(), "__qualname__", "") if task is not None else ""
-    return "dra-slice-watch" if coroutine in OTHER_TASKS else threading.current_thread().name
+    return FOR_ANOTHER_THREAD if coroutine in OTHER_TASKS else threading.current_thread().name
 
 
 def _within(module: str, packages: tuple[str, ...]) -> bool:

@@ -14,9 +14,9 @@ The connection is the client's, read once when the transport is made: its config
 or data), client certificate and key, verify_ssl, tls_server_name (else a string assert_hostname), and an
 HTTP(S) proxy (its headers go on the CONNECT to an https host), unless no_proxy names the host; the
 client's default headers (its User-Agent) and cookie. A SOCKS proxy is not supported: every request fails
-naming it. An answer is read up to the caller's bound (decompressed), no
-further. At most CONNECTIONS connections are open; the session is made on first use on the running loop
-and closed with close() (a request after that opens a new one).
+naming it. An answer is read up to the caller's bound (decompressed), no further. At most CONNECTIONS
+connections are open; the session is made on first use on the running loop (with the per-request options
+it implies) and closed with close() (a request after that opens a new one).
 
 The token (AuthHeaders) is read through the configuration's auth_settings(), so the client's refresh hook
 renews an expiring one (the pod's projected service-account token, a kubeconfig exec plugin), but never
@@ -86,6 +86,7 @@ class ApiTransport:
         self._auth = AuthHeaders(configuration, refresh_s=auth_refresh_s)
         self._tls: TlsSettings | None = None  # made with the session (a CA file may appear after start)
         self._session: aiohttp.ClientSession | None = None
+        self._options: dict[str, Any] = {}  # per-request options (server name, proxy), made with the session
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -110,7 +111,7 @@ class ApiTransport:
                 data=None if body is None else json.dumps(body),
                 headers=headers,
                 timeout=self._timeout(timeout_s),
-                **self._options(),
+                **self._options,
             ) as response:
                 data = await _bounded_body(response, limit_bytes)
                 return Answer(response.status, response.reason or "", data)
@@ -142,7 +143,7 @@ class ApiTransport:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s)
         try:
             async with self._opened().get(
-                self._host + path, params=query, headers=headers, timeout=timeout, **self._options()
+                self._host + path, params=query, headers=headers, timeout=timeout, **self._options
             ) as response:
                 if not 200 <= response.status <= 299:
                     raise ApiError(response.status, response.reason or "", await response.content.read(65536))
@@ -184,9 +185,10 @@ class ApiTransport:
                     raise ApiUnreachable(f"cannot set up TLS to the API server: {error}") from error
             connector = aiohttp.TCPConnector(limit=CONNECTIONS, ssl=self._tls.context if self._tls else False)
             self._session, self._loop = aiohttp.ClientSession(connector=connector), loop
+            self._options = self._request_options()
         return self._session
 
-    def _options(self) -> dict[str, Any]:
+    def _request_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {}
         if self._tls is not None and self._tls.server_hostname:
             options["server_hostname"] = self._tls.server_hostname
