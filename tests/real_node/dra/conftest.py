@@ -1,0 +1,110 @@
+"""DRA mode on the real kubelet and scheduler: deploy/dra applied as shipped, and our driver run under a token
+bound to a pod of its service account (RBAC and the admission policy see what the DaemonSet's pod gives them).
+
+The DaemonSet itself gets no pod here: its affinity asks for nvidia.com/gpu.present, which this node lacks,
+so our driver runs as a process of the host (testbed/realnode/our_daemon.py says why).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testbed.realnode.cluster import RealCluster
+from testbed.realnode.kubectl import KubectlError
+from testbed.realnode.our_daemon import NAMESPACE as DRIVER_NAMESPACE
+from testbed.realnode.our_daemon import OurDaemon, bound_kubeconfig, holder_pod
+
+ROOT = Path(__file__).resolve().parents[3]
+DRIVER = "gpu.gpu-device-plugin.io"
+EXAMPLES = "gpu-dra-examples"  # deploy/dra/examples' namespace
+_serial = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def deployed(cluster: RealCluster) -> RealCluster:
+    """deploy/dra as shipped (server-side apply: the real API server validates every object)."""
+    cluster.kubectl.run("apply", "--server-side", "-k", str(ROOT / "deploy" / "dra"))
+    cluster.kubectl.run("apply", "--server-side", "-f", str(ROOT / "deploy" / "dra" / "examples" / "namespace.yaml"))
+    cluster.kubectl.run(
+        "apply", "--server-side", "-f", str(ROOT / "deploy" / "dra" / "examples" / "claim-templates.yaml")
+    )
+    return cluster
+
+
+def driver_env(cluster: RealCluster, name: str) -> dict[str, str]:
+    """NODE_NAME, POD_UID and KUBECONFIG as the DaemonSet's pod `name` would have them."""
+    pod = holder_pod(cluster, name)
+    kubeconfig = bound_kubeconfig(cluster, pod, cluster.folder / f"{name}.kubeconfig")
+    return {"KUBECONFIG": str(kubeconfig), "POD_UID": pod["metadata"]["uid"]}
+
+
+def kubelet_dir(cluster: RealCluster) -> Path:
+    assert cluster.kubelet is not None
+    return cluster.kubelet.root_dir
+
+
+@pytest.fixture
+def dra_driver(deployed: RealCluster) -> Iterator[Callable[..., OurDaemon]]:
+    """Start our DRA driver: dra_driver("--machine", "dgx1-v100", per_instance=False, holder=None)."""
+    started: list[OurDaemon] = []
+
+    def start(*args: str, per_instance: bool = False, holder: str | None = None, wait: bool = True) -> OurDaemon:
+        name = holder or f"driver-{next(_serial)}"
+        env = driver_env(deployed, name)
+        if per_instance:
+            env["SOCKET_NAMES"] = "per-instance"
+        dp_dir = kubelet_dir(deployed) / "device-plugins"  # DRA mode reads the kubelet dir as its parent
+        daemon = OurDaemon(deployed, name, ["--mode", "dra", f"--device-plugin-dir={dp_dir}", *args], env)
+        started.append(daemon)
+        return daemon.start(wait_ready=wait)
+
+    yield start
+    for daemon in started:
+        daemon.stop()
+    _clean(deployed)
+
+
+def _clean(cluster: RealCluster) -> None:
+    """Pods and claims of the examples gone, the holders gone, no slice of ours left."""
+    kubectl = cluster.kubectl
+    kubectl.run("delete", "pods", "--all", "-n", EXAMPLES, "--grace-period=0", "--force", "--wait=true")
+    kubectl.run("delete", "resourceclaims", "--all", "-n", EXAMPLES, "--wait=true")
+    kubectl.run("delete", "pods", "-l", "real-node/holder=true", "-n", DRIVER_NAMESPACE, "--grace-period=0",
+                "--force", "--wait=true")  # fmt: skip
+    kubectl.run("delete", "resourceslices", f"--field-selector=spec.driver={DRIVER}", "--wait=true")
+
+
+def slices(cluster: RealCluster) -> list[dict[str, Any]]:
+    return cluster.kubectl.items("resourceslices", f"--field-selector=spec.driver={DRIVER}")
+
+
+def devices(cluster: RealCluster) -> dict[str, dict[str, Any]]:
+    """Our published devices by name, from the slices of the newest pool generation."""
+    found = slices(cluster)
+    if not found:
+        return {}
+    newest = max(s["spec"]["pool"]["generation"] for s in found)
+    return {d["name"]: d for s in found if s["spec"]["pool"]["generation"] == newest for d in s["spec"]["devices"]}
+
+
+def claim_of(cluster: RealCluster, pod_name: str) -> dict[str, Any]:
+    """The ResourceClaim the resource-claim controller made for the pod's one claim."""
+    pod = cluster.kubectl.get("pod", "-n", EXAMPLES, pod_name)
+    statuses = pod.get("status", {}).get("resourceClaimStatuses", [])
+    assert statuses, f"pod {pod_name} has no claim yet: {pod.get('status')}"
+    claim: dict[str, Any] = cluster.kubectl.get("resourceclaim", "-n", EXAMPLES, statuses[0]["resourceClaimName"])
+    return claim
+
+
+def allocated(claim: dict[str, Any]) -> list[str]:
+    results = claim.get("status", {}).get("allocation", {}).get("devices", {}).get("results", [])
+    return sorted(r["device"] for r in results if r["driver"] == DRIVER)
+
+
+def refused(error: KubectlError) -> str:
+    return error.stderr
