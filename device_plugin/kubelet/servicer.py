@@ -32,6 +32,7 @@ from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
 from device_plugin.allocation.request import require_containers
 from device_plugin.allocation.resources import ResourceManager
+from device_plugin.core.call_log import CallLog
 from device_plugin.core.devices import ContainerAllocation, Device
 from device_plugin.core.errors import InvalidRequestError, PluginError
 from device_plugin.core.short_text import bounded_text
@@ -113,6 +114,7 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
         self.resource = resource
         self._on_stream_ended = on_stream_ended
         self._observer = observer
+        self._calls = CallLog(log)  # one INFO line per Allocate / GetPreferredAllocation, rate-limited
         self._active_streams = 0  # changed on the loop only; read from other threads (an int read is atomic)
         self._shutting_down = threading.Event()
         self._changed: asyncio.Event | None = None  # replaced at every change; created on the loop
@@ -239,7 +241,16 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
     async def GetPreferredAllocation(
         self, request: pb.PreferredAllocationRequest, context: grpc.aio.ServicerContext
     ) -> pb.PreferredAllocationResponse:
-        return await self._call("GetPreferredAllocation", context, lambda: self._preferred(request))
+        started = time.perf_counter()
+        response = await self._call("GetPreferredAllocation", context, lambda: self._preferred(request))
+        chosen = (
+            f"{c.allocation_size} of {len(c.available_deviceIDs)} available"
+            + (f" (must include {','.join(c.must_include_deviceIDs)})" if c.must_include_deviceIDs else "")
+            + f" -> {','.join(r.deviceIDs)}"
+            for c, r in zip(request.container_requests, response.container_responses, strict=True)
+        )
+        self._log_call("GetPreferredAllocation", "; ".join(chosen), started)
+        return response
 
     def _preferred(self, request: pb.PreferredAllocationRequest) -> pb.PreferredAllocationResponse:
         require_containers(request.container_requests)
@@ -258,7 +269,16 @@ class DevicePluginServicer(pb_grpc.DevicePluginServicer):
             allocations = [self.resource.allocate(list(c.devices_ids)) for c in request.container_requests]
             return pb.AllocateResponse(container_responses=[allocation_to_pb(a) for a in allocations])
 
-        return await self._call("Allocate", context, handle)
+        started = time.perf_counter()
+        response = await self._call("Allocate", context, handle)
+        allocated = (",".join(c.devices_ids) for c in request.container_requests)
+        self._log_call("Allocate", "; ".join(allocated), started)
+        return response
+
+    def _log_call(self, rpc: str, what: str, started: float) -> None:
+        """What the kubelet was handed, for an operator without DEBUG (the kubelet names no pod here)."""
+        took_ms = (time.perf_counter() - started) * 1000
+        self._calls.info("%s %s: %s in %.1f ms", self.resource.resource_name, rpc, what, took_ms)
 
     async def PreStartContainer(
         self, request: pb.PreStartContainerRequest, context: grpc.aio.ServicerContext

@@ -29,6 +29,7 @@ import grpc
 from api import dra_v1_pb2, dra_v1_pb2_grpc, dra_v1beta1_pb2, dra_v1beta1_pb2_grpc
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
+from device_plugin.core.call_log import CallLog
 from device_plugin.core.short_text import bounded_text, one_line
 from device_plugin.kubelet_plugin.claims.prepare import ERROR_CHARS, ClaimRef, Preparer, PrepareResult, claim_label
 from device_plugin.kubelet_plugin.service.offload import PREPARE_WORKERS, UNPREPARE_WORKERS, Offload
@@ -102,8 +103,26 @@ async def _prepare_one(
     return await offload.prepare(what, partial(preparer.settle, claim, ticket, read, gone), after=ticket.release)
 
 
+def _log_call(
+    calls: CallLog, method: str, claims: list[ClaimRef], results: list[PrepareResult], started: float
+) -> None:
+    """Who asked (the claims), what they got (pool/device, or "failed": the warning below says why), how long."""
+    took_ms = (time.perf_counter() - started) * 1000
+    parts = []
+    for claim, result in zip(claims, results, strict=True):
+        label = f"{one_line(claim.namespace, 64)}/{one_line(claim.name, 64)}"
+        if result.error:
+            parts.append(f"{label} failed")
+        elif method == "NodePrepareResources":
+            parts.append(f"{label} -> {','.join(f'{d.pool_name}/{d.device_name}' for d in result.devices) or 'none'}")
+        else:
+            parts.append(f"{label} released")
+    calls.info("%s: %s in %.1f ms", method, "; ".join(parts), took_ms)
+
+
 def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offload: Offload) -> Any:
     """The DRAPlugin servicer of one API version (`pb`, `pb_grpc`: its generated modules)."""
+    calls = CallLog(log)  # one INFO line per call that prepared or unprepared something, rate-limited
 
     async def prepare_all(claims: list[ClaimRef], context: grpc.aio.ServicerContext) -> list[PrepareResult]:
         cancelled = threading.Event()
@@ -128,7 +147,10 @@ def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offloa
             if not offload.running():
                 not_serving = RuntimeError("the DRA driver is not serving claims (starting or stopping)")
                 await _abort(context, "NodePrepareResources", not_serving)
-            for claim, result in zip(claims, await prepare_all(claims, context), strict=True):
+            started = time.perf_counter()
+            results = await prepare_all(claims, context)
+            _log_call(calls, "NodePrepareResources", claims, results, started)
+            for claim, result in zip(claims, results, strict=True):
                 entry = response.claims[claim.uid]
                 entry.error = result.error
                 for d in result.devices:
@@ -147,10 +169,13 @@ def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offloa
             claims = _claims(request)
             if not claims:
                 return response
+            started = time.perf_counter()
             try:
                 errors = await offload.unprepare("NodeUnprepareResources", lambda: preparer.unprepare(claims))
             except Exception as failure:  # a stopped pool or a bug of ours: the kubelet retries on INTERNAL
                 await _abort(context, "NodeUnprepareResources", failure)
+            unprepared = [PrepareResult(error=errors.get(c.uid, "")) for c in claims]
+            _log_call(calls, "NodeUnprepareResources", claims, unprepared, started)
             for uid, error in errors.items():
                 response.claims[uid].error = error
                 if error:
