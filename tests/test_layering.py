@@ -125,6 +125,8 @@ HELPER_MAY_IMPORT = (
     "device_plugin.core.backoff",
     "device_plugin.core.bounded_json",
     "device_plugin.core.atomic_write",  # the one atomic file write (the claim files)
+    "device_plugin.core.call_log",  # the one rate-limited INFO line per kubelet call
+    "device_plugin.core.instance_id",  # the instance id of per-instance socket names, one rule in both modes
 )
 
 

@@ -7,17 +7,12 @@ socket and the checkpoint in plugins/<driver>/); the instance is the pod UID in 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from device_plugin.config.model import Config
 from device_plugin.config.schema import PER_INSTANCE_SOCKET_NAMES
-from device_plugin.core.errors import ConfigError
-
-POD_UID_ENV = "POD_UID"
-SOCKET_NAMES_FIELD = "gpuDevicePlugin.socketNames"
-_POD_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+from device_plugin.core.instance_id import pod_uid
 
 
 def kubelet_dir_of(config: Config) -> Path:
@@ -26,14 +21,7 @@ def kubelet_dir_of(config: Config) -> Path:
 
 def instance_of(config: Config, env: Mapping[str, str]) -> str:
     """The pod UID with `socketNames: per-instance` (rolling-update mode), else "" (fixed socket names).
-    ConfigError when POD_UID is not a pod UID: a made-up id would change at each restart, and a crashed
-    instance's sockets, which no newcomer may remove, would pile up."""
+    ConfigError when POD_UID is not a pod UID (the rule of both modes: core/instance_id.py)."""
     if config.daemon.socket_names != PER_INSTANCE_SOCKET_NAMES:
         return ""
-    uid = env.get(POD_UID_ENV, "").strip().lower()
-    if not _POD_UID.fullmatch(uid):
-        shown = f"{uid[:60]!r}" if uid else "unset"
-        raise ConfigError(
-            SOCKET_NAMES_FIELD, f"per-instance needs POD_UID, the pod's UID (downward API metadata.uid); it is {shown}"
-        )
-    return uid
+    return pod_uid(env)

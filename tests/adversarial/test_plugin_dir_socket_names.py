@@ -4,7 +4,6 @@ and, at stop, sockets in the directory that look like a sibling of ours but are 
 
 from __future__ import annotations
 
-import logging
 import re
 import shutil
 import socket
@@ -16,7 +15,7 @@ import pytest
 
 from device_plugin.config.loader import load_config
 from device_plugin.core.errors import ConfigError
-from device_plugin.kubelet.plugin_dir import SocketNaming, instance_id
+from device_plugin.kubelet.plugin_dir import SocketNaming
 from device_plugin.serving.socket_files import too_long
 
 FIELD = "gpuDevicePlugin.socketNames"
@@ -61,29 +60,25 @@ def test_the_setting_loads(env: dict[str, str], expected: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("pod_uid", "shape", "warned"),
-    [
-        (UID, re.escape(UID), False),
-        (UID.upper(), re.escape(UID), False),
-        ("my-pod; rm -rf /", r"[0-9a-f]{12}", True),
-        ("", r"[0-9a-f]{12}", True),
-        (None, r"[0-9a-f]{12}", True),
-    ],
-    ids=["pod-uid", "upper-case-uid", "not-a-uid-gets-a-digest", "empty-gets-a-random-id", "unset-gets-a-random-id"],
+    ("pod_uid", "expected"),
+    [(UID, UID), (UID.upper(), UID), (f"  {UID}\n", UID)],
+    ids=["pod-uid", "upper-case-uid-is-the-same-pod", "whitespace-around"],
 )
-def test_the_instance_id_comes_from_pod_uid_or_a_logged_fallback(
-    caplog: pytest.LogCaptureFixture, pod_uid: str | None, shape: str, warned: bool
-) -> None:
-    env = {} if pod_uid is None else {"POD_UID": pod_uid}
-    with caplog.at_level(logging.WARNING, logger="device_plugin.kubelet.plugin_dir"):
-        made = instance_id(env)
-    assert re.fullmatch(shape, made)
-    assert bool(caplog.records) is warned
-    assert not warned or "POD_UID" in caplog.records[0].getMessage()
+def test_the_instance_id_is_the_pod_uid(pod_uid: str, expected: str) -> None:
+    assert SocketNaming.of("per-instance", {"POD_UID": pod_uid}).instance == expected
 
 
-def test_random_ids_differ_between_instances() -> None:
-    assert instance_id({}) != instance_id({})
+@pytest.mark.parametrize(
+    "env",
+    [{"POD_UID": "my-pod; rm -rf /"}, {"POD_UID": ""}, {}],
+    ids=["not-a-uid", "empty", "unset"],
+)
+def test_per_instance_names_without_a_pod_uid_are_refused_naming_the_field(env: dict[str, str]) -> None:
+    """One rule in both modes (core/instance_id.py): a made-up id would change at every restart."""
+    with pytest.raises(ConfigError) as refused:
+        SocketNaming.of("per-instance", env)
+    assert str(refused.value).startswith(f"{FIELD}: per-instance needs POD_UID")
+    assert SocketNaming.of("fixed", env).instance == ""
 
 
 @pytest.mark.parametrize(

@@ -153,11 +153,12 @@ def dra_server(
     poll_s: float = 0.05,
     wedged_after_s: float = 60.0,
     preparer: Preparer | None = None,
+    instance: str = "",
 ) -> DraGrpcServer:
     """A DraGrpcServer (not started) for `driver_name` under `kubelet_dir` (default `root`); its
-    checkpoint under `root`."""
+    checkpoint under `root`. `instance`: a pod UID, for the per-instance socket names."""
     preparer = preparer or preparer_of(root, reader if reader is not None else HeldClaims(), devices)
-    paths = SocketPaths.for_driver(driver_name, kubelet_dir or root)
+    paths = SocketPaths.for_driver(driver_name, kubelet_dir or root, instance)
     return DraGrpcServer(driver_name, paths, preparer, poll_s=poll_s, wedged_after_s=wedged_after_s)
 
 

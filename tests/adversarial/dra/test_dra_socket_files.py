@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.core.errors import ConfigError
-from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths, check_socket_paths
 from device_plugin.serving.socket_files import SUN_PATH_BYTES, bind_bytes
 from tests.adversarial.dra.harness import DRIVER, dra_server, get_info, unprepare, wait_until
 
@@ -171,3 +171,74 @@ def test_the_longest_path_that_fits_is_served_and_one_byte_more_is_refused(
 def _paths_of(name: str, root: Path) -> tuple[Path, Path]:
     paths = SocketPaths.for_driver(name, root)
     return paths.endpoint, paths.registration
+
+
+POD_UID = "8048b244-c8cf-4294-a1d1-1fb506c06452"
+
+
+@pytest.mark.parametrize(
+    ("driver_name", "kubelet_dir", "fits"),
+    [
+        (DRIVER, "/var/lib/kubelet", True),
+        (DRIVER, "/tmp/gdp-rn-abcdefgh/kubelet/root", True),  # the real-node tests' root: 34 characters
+        (DRIVER, "/" + "r" * 42, True),  # 43 characters: the longest root the default name fits
+        ("d" * 50 + ".example.com", "/k", True),  # 63 characters, the longest driver name
+        ("d" * 50 + ".example.com", "/var/lib/kubelet", False),
+        (DRIVER, "/" + "r" * 43, False),
+    ],
+    ids=[
+        "default-root", "a-34-character-root", "a-43-character-root", "63-character-name-short-root",
+        "63-character-name-default-root-refused", "a-44-character-root-refused",
+    ],
+)
+def test_per_instance_socket_paths_fit_a_unix_socket_or_are_refused_naming_the_fix(
+    driver_name: str, kubelet_dir: str, fits: bool
+) -> None:
+    """The UID, or where it would not fit its 12-digit digest (the real kubelet with a root over 19
+    characters refused the driver before); what not even that fits is refused at start, never at serving."""
+    root = Path(kubelet_dir)
+    paths = SocketPaths.for_driver(driver_name, root, POD_UID)
+    assert paths == SocketPaths.for_driver(driver_name, root, POD_UID)  # the same pod, the same names
+    assert paths.registration.name.startswith(f"{driver_name}-") and paths.endpoint.name.startswith("dra-")
+    if fits:
+        check_socket_paths(driver_name, paths)
+        assert all(bind_bytes(p) <= SUN_PATH_BYTES for p in (paths.registration, paths.endpoint))
+    else:
+        with pytest.raises(ConfigError) as refused:
+            check_socket_paths(driver_name, paths)
+        assert "108" in str(refused.value) and "socketNames fixed" in str(refused.value)
+
+
+def test_a_root_too_long_even_for_the_digest_is_refused_naming_the_limit_and_the_fix(root: Path) -> None:
+    deep = _kubelet_dir(70, root)
+    server = dra_server(root, driver_name=DRIVER, kubelet_dir=deep, instance=POD_UID)
+    with pytest.raises(ConfigError) as raised:
+        server.start()
+    assert "108" in str(raised.value) and "--root-dir" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "ours"),
+    [
+        (f"{DRIVER}-reg.sock", True),
+        (f"{DRIVER}-{POD_UID}-reg.sock", True),
+        (f"{DRIVER}-0123456789ab-reg.sock", True),
+        (f"{DRIVER}-mig-reg.sock", False),  # another driver whose name begins with ours
+        (f"{DRIVER}.example-reg.sock", False),
+        (f"{DRIVER}-{POD_UID}x-reg.sock", False),
+    ],
+    ids=["fixed", "uid", "digest", "driver-name-with-our-prefix", "longer-driver-name", "uid-and-more"],
+)
+def test_only_our_own_socket_names_count_as_another_instance(root: Path, name: str, ours: bool) -> None:
+    import socket as socket_module
+
+    registry = root / "plugins_registry"
+    registry.mkdir(parents=True, exist_ok=True)
+    other = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
+    other.bind(str(registry / name))
+    other.listen(1)
+    try:
+        paths = SocketPaths.for_driver(DRIVER, root, "11111111-2222-3333-4444-555555555555")
+        assert bool(paths.others_served(DRIVER)) is ours
+    finally:
+        other.close()
