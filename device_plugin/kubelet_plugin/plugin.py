@@ -58,7 +58,12 @@ class KubeletPlugin:
         self.health = DeviceHealthFeed(options.node_name)
         self._transport = ApiTransport(client)  # one connection pool for the slices and the claim reads
         self.publisher = SlicePublisher(
-            self._transport, driver_name=name, node_name=options.node_name, backoff_max_s=options.backoff_max_s
+            self._transport,
+            driver_name=name,
+            node_name=options.node_name,
+            backoff_max_s=options.backoff_max_s,
+            owner=self._owns_pool,
+            catch_up=self._catch_up,
         )
         self._claims = ApiClaimFetcher(self._transport, lambda: self.publisher.api_version)
         self._instance = options.instance
@@ -73,6 +78,7 @@ class KubeletPlugin:
             calls = CallLock(
                 folder / CALL_LOCK, reload=lambda: self.preparer.reload(), rounds=lambda: checkpoint.rounds
             )
+        self._calls = calls
         self.preparer = Preparer(
             driver_name=name,
             fetcher=self._claims,
@@ -113,6 +119,8 @@ class KubeletPlugin:
             return False, "not registered with the kubelet yet"
         if not status[0]:
             return False, f"the kubelet refused the registration: {status[1] or 'no reason given'}"
+        if self._instance and not self.publisher.owns_pool:  # the other's writes are none of our readiness
+            return True, "registered; another instance of this driver publishes the pool (rolling update)"
         # Ready once the pool was published: a republish on its way (a health change, the one-GPU ranks after a
         # Prepare) leaves the node serving, and an API server that refuses it shows as the error.
         if self.publisher.error or not self.publisher.published_once():
@@ -161,6 +169,18 @@ class KubeletPlugin:
             log.warning("deleting our ResourceSlices did not finish within %.1f s; stopping without it", timeout_s)
             return False
         return unpublished == [True]
+
+    def _owns_pool(self) -> bool:
+        """Whether this instance writes the pool now: always with fixed names; in rolling-update mode only
+        while its registration socket is the newest served (the kubelet's current registration)."""
+        if not self._instance:
+            return True
+        return self.server.paths.newest_served(self._driver_name) == self.server.paths.registration
+
+    def _catch_up(self) -> None:
+        """While we publish: the other instance's claim changes, read before the hints are computed from them."""
+        if self._calls is not None and self.server.opened():
+            self._calls.catch_up()
 
     def _replaced(self) -> bool:
         """Rolling-update mode: another instance of this driver serves its registration socket now (a

@@ -11,7 +11,11 @@ whenever someone else adds, changes or deletes one of our slices, so the kubelet
 pass (server down, 5xx, 429) are retried with exponential backoff, always with the newest requested
 devices; so is a write the server answered as done but did not store: each write's answer must carry a
 new resourceVersion and the spec sent, and the pool is listed again after writing (`generation` is the one
-the server was seen to hold; `error`, shown by /readyz, says what is not confirmed yet). A 400 on a write
+the server was seen to hold; `error`, shown by /readyz, says what is not confirmed yet). While several
+instances of the driver serve one node (a rolling update), only the one that `owner()` names writes the
+pool (the newest registered, which the kubelet sends its calls to): the others neither reconcile nor repair,
+so two views never write over each other; `owner()` is asked every OWNER_POLL_S, and an instance that
+becomes the owner catches up first (`catch_up`: the other's claim changes) and then reconciles. A 400 on a write
 with device taints, or an answer without them, switches the pool to leaving tainted devices out
 (kubelet_plugin/api/taint_support.py) and writes it again at once; the first write with a taint goes out
 as a dry run first, so that switch is made before a sick device could be stored untainted. The log counts
@@ -24,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from device_plugin.core.backoff import Backoff
@@ -50,6 +54,7 @@ from device_plugin.kubelet_plugin.api.taint_support import TaintSupport
 from device_plugin.kubelet_plugin.api.transport import ApiTransport
 
 log = logging.getLogger(__name__)
+OWNER_POLL_S = 0.5  # how soon an instance notices that it publishes the pool now (or no longer)
 MAX_ERROR_CHARS = 1024  # `error` is shown by /readyz and logged: an API server's answer can be megabytes
 
 
@@ -63,8 +68,15 @@ class SlicePublisher:
         backoff_initial_s: float = 0.1,
         backoff_max_s: float = 5.0,
         watch_s: int = WATCH_S,
+        owner: Callable[[], bool] = lambda: True,
+        catch_up: Callable[[], None] = lambda: None,
     ) -> None:
+        """`owner()`: whether this instance publishes the pool now (always, with one instance); `catch_up()`:
+        called while it does, every OWNER_POLL_S and before its first reconcile as owner."""
         self._transport = transport
+        self._owner = owner
+        self._catch_up = catch_up
+        self.owns_pool = False  # as `owner()` last said
         self._store = SliceStore(transport, driver_name=driver_name, node_name=node_name)
         self._driver = driver_name
         self._node = node_name
@@ -86,6 +98,7 @@ class SlicePublisher:
             self.resync,
             watch_s=watch_s,
             backoff=self._backoff,
+            repairs=lambda: self.owns_pool,
         )
 
     # ---- public --------------------------------------------------------------------------------
@@ -184,12 +197,42 @@ class SlicePublisher:
 
     # ---- the loop ------------------------------------------------------------------------------
 
+    def _await_work(self) -> None:
+        """Until there is something to write and this instance owns the pool (or a stop). Under `_cond`."""
+        while not self._stop.is_set():
+            owner = self._ask_owner()
+            if owner and self._synced < self._requested:
+                return
+            self._cond.wait(OWNER_POLL_S)
+
+    def _ask_owner(self) -> bool:
+        """Whether we publish the pool; on becoming the owner, catch up and reconcile once even if nothing
+        was requested since (the pool holds the other instance's view). Under `_cond`."""
+        try:
+            owner = self._owner()
+            if owner:
+                self._cond.release()  # catching up reads the checkpoint and may request new devices
+                try:
+                    self._catch_up()
+                finally:
+                    self._cond.acquire()
+        except Exception:  # a surprise here must not end the loop: try again at the next poll
+            log.exception("deciding whether this instance publishes the pool failed")
+            return False
+        if owner and not self.owns_pool:
+            log.info("pool %s: this instance publishes it now", self._node)
+            if self._devices is not None:
+                self._requested += 1
+        elif not owner and self.owns_pool:
+            log.info("pool %s: a newer instance of this driver publishes it now; leaving it to that one", self._node)
+        self.owns_pool = owner
+        return owner
+
     def _loop(self) -> None:
         delays = self._backoff.delays_s()
         while not self._stop.is_set():
             with self._cond:
-                while self._synced >= self._requested and not self._stop.is_set():
-                    self._cond.wait()
+                self._await_work()
                 target, devices = self._requested, self._devices
             if self._stop.is_set() or devices is None:
                 return

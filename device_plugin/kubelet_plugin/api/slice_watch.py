@@ -57,7 +57,11 @@ class SliceWatch:
         *,
         watch_s: int = WATCH_S,
         backoff: Backoff = RETRY,
+        repairs: Callable[[], bool] = lambda: True,
     ) -> None:
+        """`repairs()`: whether this instance repairs the pool now (not while another instance publishes it:
+        then its writes are expected, and are neither logged nor acted on)."""
+        self._repairs = repairs
         self._store = store
         self._api_version = api_version
         self._changed = changed
@@ -178,6 +182,8 @@ class SliceWatch:
             if kind != "DELETED" and self._store.taints_dropped_from_ours(obj):
                 log.info("ResourceSlice %s: the server dropped the taints (device taints off?)", name)
                 return version if isinstance(version, str) and version else None  # the publisher sees it too
+            if not self._repairs():
+                return version if isinstance(version, str) and version else None
             self.events_seen += 1
             log.info(
                 "ResourceSlice %s was %s by someone else (e.g. the kubelet); reconciling our pool",
