@@ -92,12 +92,12 @@ def devices(cluster: RealCluster) -> dict[str, dict[str, Any]]:
     return {d["name"]: d for s in found if s["spec"]["pool"]["generation"] == newest for d in s["spec"]["devices"]}
 
 
-def claim_of(cluster: RealCluster, pod_name: str) -> dict[str, Any]:
+def claim_of(cluster: RealCluster, pod_name: str, namespace: str = EXAMPLES) -> dict[str, Any]:
     """The ResourceClaim the resource-claim controller made for the pod's one claim."""
-    pod = cluster.kubectl.get("pod", "-n", EXAMPLES, pod_name)
+    pod = cluster.kubectl.get("pod", "-n", namespace, pod_name)
     statuses = pod.get("status", {}).get("resourceClaimStatuses", [])
     assert statuses, f"pod {pod_name} has no claim yet: {pod.get('status')}"
-    claim: dict[str, Any] = cluster.kubectl.get("resourceclaim", "-n", EXAMPLES, statuses[0]["resourceClaimName"])
+    claim: dict[str, Any] = cluster.kubectl.get("resourceclaim", "-n", namespace, statuses[0]["resourceClaimName"])
     return claim
 
 
