@@ -194,6 +194,11 @@ class DraFrontEnd:
 
     def attach(self, context: RuntimeContext) -> None:
         self._context = context
+        context.metrics.container_runtime_cdi(self._cdi)
+
+    def _cdi(self) -> tuple[str, str, str] | None:
+        verdict = self.plugin.cdi
+        return None if verdict is None else (verdict.runtime, verdict.version, verdict.cdi)
 
     def apply(self, inventory: NodeInventory, config: Config, *, serving_changed: bool) -> bool:
         """Republish when the inventory's devices changed. Nothing in our devices depends on a serving setting."""

@@ -103,9 +103,15 @@ class ApiStandin(SliceWrites):
         with self._lock:
             self._faults.extend([status] * count)
 
-    def add_node(self, name: str) -> str:
+    def add_node(self, name: str, container_runtime: str = "containerd://2.1.4") -> str:
+        """A Node as a kubelet registers it: its UID, and the runtime it reports (a CDI-capable one unless said)."""
         uid = str(uuid.uuid4())
-        self.nodes[name] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "uid": uid}}
+        self.nodes[name] = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "uid": uid},
+            "status": {"nodeInfo": {"containerRuntimeVersion": container_runtime}},
+        }
         return uid
 
     def race_next_put(self, name: str) -> None:

@@ -30,7 +30,9 @@ from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.cleanup import BUDGET_S, clean_up
 from device_plugin.kubelet_plugin.claims.prepare import ApiClaimFetcher, Preparer
+from device_plugin.kubelet_plugin.api.kube import NodeFacts
 from device_plugin.kubelet_plugin.driver import Driver
+from device_plugin.kubelet_plugin.runtime_cdi import DROPPED, NEEDS_CONFIG, SUPPORTED, CdiVerdict, cdi_verdict
 from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed
 from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
 from device_plugin.kubelet_plugin.service.health_service import HEARTBEAT_S
@@ -64,7 +66,9 @@ class KubeletPlugin:
             backoff_max_s=options.backoff_max_s,
             owner=self._owns_pool,
             catch_up=self._catch_up,
+            on_node=self._node_read,
         )
+        self.cdi: CdiVerdict | None = None  # what the Node's container runtime does with CDI devices, once read
         self._claims = ApiClaimFetcher(self._transport, lambda: self.publisher.api_version)
         self._instance = options.instance
         folder = options.kubelet_dir / "plugins" / name
@@ -120,12 +124,12 @@ class KubeletPlugin:
         if not status[0]:
             return False, f"the kubelet refused the registration: {status[1] or 'no reason given'}"
         if self._instance and not self.publisher.owns_pool:  # the other's writes are none of our readiness
-            return True, "registered; another instance of this driver publishes the pool (rolling update)"
+            return True, f"registered; another instance of this driver publishes the pool{self._cdi_note()}"
         # Ready once the pool was published: a republish on its way (a health change, the one-GPU ranks after a
         # Prepare) leaves the node serving, and an API server that refuses it shows as the error.
         if self.publisher.error or not self.publisher.published_once():
             return False, f"ResourceSlices not published yet {self.publisher.error}".strip()
-        return True, f"registered; pool generation {self.publisher.generation}"
+        return True, f"registered; pool generation {self.publisher.generation}{self._cdi_note()}"
 
     def start(self, devices: Sequence[SliceDevice]) -> None:
         """Serve the sockets; `devices` are published once they are ours, before the kubelet is sent to us."""
@@ -169,6 +173,22 @@ class KubeletPlugin:
             log.warning("deleting our ResourceSlices did not finish within %.1f s; stopping without it", timeout_s)
             return False
         return unpublished == [True]
+
+    def _node_read(self, facts: NodeFacts) -> None:
+        """Say once, loudly, when the node's runtime will drop the CDI devices every Prepare answers with."""
+        verdict = cdi_verdict(facts.container_runtime)
+        self.cdi = verdict
+        if verdict.cdi == DROPPED:
+            log.error("CDI devices will not reach containers on this node: %s", verdict.detail)
+        elif verdict.cdi == NEEDS_CONFIG:
+            log.warning("CDI devices may not reach containers on this node: %s", verdict.detail)
+        elif verdict.cdi != SUPPORTED:
+            log.info("container runtime: %s", verdict.detail)
+
+    def _cdi_note(self) -> str:
+        """Ready either way (the sockets serve, the pool is published), but /readyz says what the runtime drops."""
+        verdict = self.cdi
+        return f"; WARNING: {verdict.detail}" if verdict is not None and verdict.cdi in (DROPPED, NEEDS_CONFIG) else ""
 
     def _owns_pool(self) -> bool:
         """Whether this instance writes the pool now: always with fixed names; in rolling-update mode only

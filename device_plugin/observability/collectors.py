@@ -120,3 +120,30 @@ def _mib(value: int | None) -> float | None:
 
 def _ratio(percent: float | None) -> float | None:
     return None if percent is None else percent / 100.0
+
+
+class RuntimeCdiCollector(Collector):
+    """`<prefix>container_runtime_cdi{runtime, version, cdi}`: 1 for what the node's container runtime does
+    with CDI devices (supported, needs-enable-cdi, dropped, unknown), once the DRA driver has read its Node."""
+
+    def __init__(self, prefix: str, verdict: Callable[[], tuple[str, str, str] | None]) -> None:
+        self._prefix = prefix
+        self._verdict = verdict
+
+    def describe(self) -> Iterable[Metric]:
+        return [self._family()]
+
+    def _family(self) -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            self._prefix + "container_runtime_cdi",
+            "1 for the node's container runtime and what it does with the CDI devices of prepared claims "
+            "(cdi: supported, needs-enable-cdi, dropped or unknown); no series before the Node was read.",
+            labels=("runtime", "version", "cdi"),
+        )
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        verdict = self._verdict()
+        if verdict is not None:
+            family.add_metric(verdict, 1)
+        yield family

@@ -28,7 +28,7 @@ from device_plugin.health.state import HealthTransition
 from device_plugin.nvml.telemetry import TelemetrySource
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.observability.admission_metrics import PREFIX, AdmissionMetrics
-from device_plugin.observability.collectors import DeviceInventoryCollector, GpuTelemetryCollector
+from device_plugin.observability.collectors import DeviceInventoryCollector, GpuTelemetryCollector, RuntimeCdiCollector
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +103,10 @@ class PluginMetrics:
         )
         if process_metrics:
             ProcessCollector(registry=registry)
+
+    def container_runtime_cdi(self, verdict: Callable[[], tuple[str, str, str] | None]) -> None:
+        """The DRA driver's word on the runtime and CDI, read at scrape time: (runtime, version, cdi) or None."""
+        self.registry.register(RuntimeCdiCollector(PREFIX, verdict))
 
     # ---- registration ------------------------------------------------------------------------
 

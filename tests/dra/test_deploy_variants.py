@@ -114,10 +114,11 @@ def test_the_mig_class_selects_this_drivers_mig_devices_and_the_gpu_class_exclud
         c["metadata"]["name"]: c["spec"]["selectors"][0]["cel"]["expression"]
         for c in of_kind(RENDERED["dra"], "DeviceClass")
     }
-    attribute = f'device.attributes["{DEFAULT_DRA_DRIVER_NAME}"].type'
+    ours = f'device.attributes["{DEFAULT_DRA_DRIVER_NAME}"]'
+    guarded = f'device.driver == "{DEFAULT_DRA_DRIVER_NAME}" && "type" in {ours} && {ours}.type'
     assert classes == {
-        DEFAULT_DRA_DRIVER_NAME: f'device.driver == "{DEFAULT_DRA_DRIVER_NAME}" && {attribute} == "gpu"',
-        f"mig.{OWN_DOMAIN}": f'device.driver == "{DEFAULT_DRA_DRIVER_NAME}" && {attribute} == "mig"',
+        DEFAULT_DRA_DRIVER_NAME: f'{guarded} == "gpu"',
+        f"mig.{OWN_DOMAIN}": f'{guarded} == "mig"',
     }
 
 
@@ -129,6 +130,7 @@ def test_the_mig_example_asks_for_a_profile_that_mig_nodes_publish(machine: str)
     assert request["exactly"]["deviceClassName"] == f"mig.{OWN_DOMAIN}"
     (selector,) = request["exactly"]["selectors"]
     match = re.fullmatch(
+        rf'"profile" in device\.attributes\["{re.escape(DEFAULT_DRA_DRIVER_NAME)}"\] && '
         rf'device\.attributes\["{re.escape(DEFAULT_DRA_DRIVER_NAME)}"\]\.profile\.startsWith\("([^"]+)"\)',
         selector["cel"]["expression"],
     )

@@ -17,7 +17,7 @@ import pytest
 
 from device_plugin.core.errors import PluginError
 from device_plugin.kubelet_plugin.api.api_errors import ApiError, is_transient
-from device_plugin.kubelet_plugin.api.kube import MAX_NODE_BYTES, api_client, node_uid
+from device_plugin.kubelet_plugin.api.kube import MAX_NODE_BYTES, api_client, read_node
 from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from tests.dra.api_standin import ApiStandin
 from tests.dra.http_serving import QuietHandler, http_server
@@ -42,7 +42,7 @@ def test_the_uid_is_read_with_the_clients_token_and_user_agent() -> None:
     with http_server(Node) as port:
         client = api_client(f"http://127.0.0.1:{port}")
         client.configuration.api_key = {"authorization": "Bearer sekrit"}
-        assert node_uid(ApiTransport(client), "node-a") == "u-1"
+        assert read_node(ApiTransport(client), "node-a").uid == "u-1"
     [(path, headers)] = seen
     assert path == "/api/v1/nodes/node-a"
     assert headers["authorization"] == "Bearer sekrit"
@@ -50,7 +50,7 @@ def test_the_uid_is_read_with_the_clients_token_and_user_agent() -> None:
 
 
 def test_the_stand_ins_node(api: ApiStandin) -> None:
-    assert node_uid(api.transport(), "node-a") == api.nodes["node-a"]["metadata"]["uid"]
+    assert read_node(api.transport(), "node-a").uid == api.nodes["node-a"]["metadata"]["uid"]
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,7 @@ def test_an_answer_other_than_the_node_is_an_api_exception_with_its_status(
     if status != 404:
         api.fail_next(1, status)
     with pytest.raises(ApiError) as raised:
-        node_uid(api.transport(), "node-a" if status != 404 else "node-b")
+        read_node(api.transport(), "node-a" if status != 404 else "node-b")
     assert raised.value.status == status and is_transient(raised.value) is transient
     assert "reading node node-" in str(raised.value)
 
@@ -71,7 +71,7 @@ def test_nobody_answering_is_transient() -> None:
     with http_server(QuietHandler) as port:
         pass  # the port is free again: nothing listens there
     with pytest.raises(Exception) as raised:
-        node_uid(ApiTransport(api_client(f"http://127.0.0.1:{port}")), "node-a")
+        read_node(ApiTransport(api_client(f"http://127.0.0.1:{port}")), "node-a")
     assert is_transient(raised.value)
 
 
@@ -113,16 +113,16 @@ class _Odd(QuietHandler):
 )
 def test_a_node_without_a_uid_or_past_the_bound_is_refused(body: str, message: str) -> None:
     with http_server(type("Handler", (_Odd,), {"body": body})) as port, pytest.raises(PluginError, match=message):
-        node_uid(ApiTransport(api_client(f"http://127.0.0.1:{port}")), "node-a")
+        read_node(ApiTransport(api_client(f"http://127.0.0.1:{port}")), "node-a")
 
 
 def test_the_read_does_not_import_the_clients_core_v1_api(api: ApiStandin) -> None:
     script = (
         "import sys\n"
         "from device_plugin.dra.front_end import DraFrontEnd\n"
-        "from device_plugin.kubelet_plugin.api.kube import api_client, node_uid\n"
+        "from device_plugin.kubelet_plugin.api.kube import api_client, read_node\n"
         "from device_plugin.kubelet_plugin.api.transport import ApiTransport\n"
-        "node_uid(ApiTransport(api_client(sys.argv[1])), 'node-a')\n"
+        "read_node(ApiTransport(api_client(sys.argv[1])), 'node-a')\n"
         "print(sorted(m for m in sys.modules if m.endswith('core_v1_api')))\n"
     )
     done = subprocess.run([sys.executable, "-c", script, api.host], capture_output=True, text=True, timeout=60)

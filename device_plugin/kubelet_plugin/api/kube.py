@@ -1,4 +1,4 @@
-"""The API server's settings and the questions the publisher asks it first: which version, which Node UID.
+"""The API server's settings and the questions the publisher asks it first: which version, which Node (its UID, its runtime).
 
 Boundary: the `kubernetes` client is where the connection settings come from (api_client: a kubeconfig or
 the pod's service account, with the client's token refresh); every request goes through transport.py.
@@ -12,6 +12,7 @@ first slice can be published, for one field.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from urllib.parse import quote
 
 from kubernetes import client as k8s
@@ -62,10 +63,16 @@ def newest_resource_version(transport: ApiTransport) -> str:
     )
 
 
-def node_uid(transport: ApiTransport, node_name: str) -> str:
-    """The Node's metadata.uid (from a thread). ApiError for an answer other than the Node (a 5xx or 429
-    is transient), ApiUnreachable for no answer (api_errors.py); PluginError for a Node without one or
-    past the bound."""
+@dataclass(frozen=True)
+class NodeFacts:
+    uid: str  # metadata.uid: the slices' owner reference
+    container_runtime: str  # status.nodeInfo.containerRuntimeVersion ("containerd://1.7.2"), "" if not reported
+
+
+def read_node(transport: ApiTransport, node_name: str) -> NodeFacts:
+    """The Node's metadata.uid and container runtime (from a thread). ApiError for an answer other than the
+    Node (a 5xx or 429 is transient), ApiUnreachable for no answer (api_errors.py); PluginError for a Node
+    without a UID or past the bound."""
     try:
         answer = transport.call("GET", f"/api/v1/nodes/{quote(node_name, safe='')}", limit_bytes=MAX_NODE_BYTES)
     except AnswerTooBig as error:
@@ -78,4 +85,7 @@ def node_uid(transport: ApiTransport, node_name: str) -> str:
     uid = metadata.get("uid") if isinstance(metadata, dict) else None
     if not isinstance(uid, str) or not uid:
         raise PluginError(f"node {short(node_name)} has no metadata.uid: cannot own our ResourceSlices")
-    return uid
+    status = node.get("status") if isinstance(node, dict) else None
+    info = status.get("nodeInfo") if isinstance(status, dict) else None
+    runtime = info.get("containerRuntimeVersion") if isinstance(info, dict) else None
+    return NodeFacts(uid, runtime[:200] if isinstance(runtime, str) else "")

@@ -36,10 +36,11 @@ from device_plugin.core.short_text import one_line
 from device_plugin.kubelet_plugin.api.api_errors import ApiError, is_transient
 from device_plugin.kubelet_plugin.api.devices import SliceDevice
 from device_plugin.kubelet_plugin.api.kube import (
+    NodeFacts,
     UnsupportedApiError,
     newest_resource_version,
+    read_node,
 )
-from device_plugin.kubelet_plugin.api.kube import node_uid as read_node_uid
 from device_plugin.kubelet_plugin.api.pool_compare import (
     generation_of,
     held_summary,
@@ -70,12 +71,14 @@ class SlicePublisher:
         watch_s: int = WATCH_S,
         owner: Callable[[], bool] = lambda: True,
         catch_up: Callable[[], None] = lambda: None,
+        on_node: Callable[[NodeFacts], None] = lambda facts: None,
     ) -> None:
         """`owner()`: whether this instance publishes the pool now (always, with one instance); `catch_up()`:
         called while it does, every OWNER_POLL_S and before its first reconcile as owner."""
         self._transport = transport
         self._owner = owner
         self._catch_up = catch_up
+        self._on_node = on_node  # told once, when the Node was read (its UID, its container runtime)
         self.owns_pool = False  # as `owner()` last said
         self._store = SliceStore(transport, driver_name=driver_name, node_name=node_name)
         self._driver = driver_name
@@ -266,7 +269,12 @@ class SlicePublisher:
             version = self.api_version = newest_resource_version(self._transport)
             log.info("publishing ResourceSlices as %s/%s", GROUP, version)
         if self._node_uid is None:
-            self._node_uid = read_node_uid(self._transport, self._node)
+            facts = read_node(self._transport, self._node)
+            self._node_uid = facts.uid
+            try:
+                self._on_node(facts)
+            except Exception:  # what the caller does with it must not stop the publishing
+                log.exception("handling what node %s reports failed", self._node)
         existing = {o["metadata"]["name"]: o for o in self._store.list(version)}
 
         def build(generation: int) -> list[dict[str, Any]]:
