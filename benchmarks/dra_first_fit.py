@@ -34,6 +34,7 @@ from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.occupancy import occupancy_overrides
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.topology.build import build_topology
+from testbed.placement_quality import optimal
 
 SIZES = (1, 2, 4, 8)  # the claim sizes of the trace, each reported
 EXAMPLES = Path(__file__).resolve().parents[1] / "deploy" / "dra" / "examples" / "claim-templates.yaml"
@@ -180,12 +181,3 @@ def replay(
             stats[value][1] += 1
             stats[value][0] += optimal(allocator, [g for g, _ in free], chosen)
     return stats, unplaced, missed
-
-
-def optimal(allocator: Allocator, free: list[int], chosen: tuple[int, ...]) -> bool:
-    """Whether `chosen` is as good as the allocator's own choice among `free` (see replay)."""
-    if len(chosen) > 1:
-        return allocator.score(chosen) == allocator.score(allocator.allocate(free, [], len(chosen)))
-    best = allocator.explain(free, [], 1).chosen
-    got = allocator.explain(free, list(chosen), 1).chosen  # the only candidate: the scores of `chosen`
-    return (got.score, got.fragmentation) == (best.score, best.fragmentation)
