@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 RUNTIME := $(VENV)/.installed-runtime
 STAMP  := $(VENV)/.installed
 
-.PHONY: help venv demo test lint typecheck proto bench image image-check clean
+.PHONY: help venv demo test real-node-test lint typecheck proto bench image image-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
@@ -32,7 +32,7 @@ lint: $(STAMP) ## ruff check and ruff format --check
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP) ## mypy over the package
-	$(BIN)/mypy device_plugin mig timeslice
+	$(BIN)/mypy device_plugin mig timeslice testbed
 
 # The suite runs in TEST_WORKERS processes (pytest-xdist), a test file per worker at a time (files share
 # cached machines): most tests wait on sockets, subprocesses and threads, so even 2 cores keep 4 workers
@@ -40,9 +40,15 @@ typecheck: $(STAMP) ## mypy over the package
 # starts ~80 CLI processes, and without .pyc files each would compile every module again.
 TEST_WORKERS ?= 4
 test: export PYTHONDONTWRITEBYTECODE :=
-test: lint typecheck $(STAMP) ## ruff, mypy and the whole test suite in parallel (CI runs exactly this)
-	$(BIN)/python -m compileall -q api device_plugin mig timeslice tests benchmarks tools
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+test: lint typecheck $(STAMP) ## ruff, mypy and the whole test suite in parallel, then the real node (CI runs exactly this)
+	$(BIN)/python -m compileall -q api device_plugin mig timeslice tests benchmarks tools testbed
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --ignore=tests/real_node $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory real-node-test
+
+# The real control plane and kubelet (docs/real-node.md), started once for its tests in one process of their
+# own; where GPU_DEVICE_PLUGIN_KUBE_BIN or containerd is missing, every test skips and says why.
+real-node-test: $(STAMP) ## the tests on a real Kubernetes control plane and node (tests/real_node)
+	$(BIN)/python -m pytest -q -p no:xdist tests/real_node
 
 # Regenerate the committed gRPC stubs from api/*.proto (device plugin, DRA, plugin registration).
 proto: $(STAMP) ## regenerate the committed gRPC stubs from api/*.proto

@@ -49,8 +49,8 @@ from device_plugin.health.state import HealthTransition
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.plugin import KubeletPlugin, PluginOptions
 from device_plugin.kubelet_plugin.service.device_health import device_reports
-from device_plugin.kubelet_plugin.service.grpc_service import SocketPaths, check_socket_paths
 from device_plugin.kubelet_plugin.service.health_service import HEARTBEAT_S
+from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths, check_socket_paths
 from device_plugin.node.front_end import RuntimeContext
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.observability.http_endpoint import EndpointProbeResult

@@ -25,18 +25,19 @@ from pathlib import Path
 from kubernetes import client as k8s
 
 from device_plugin.kubelet_plugin.api.devices import SliceDevice
+from device_plugin.kubelet_plugin.api.kube import NodeFacts
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.cleanup import BUDGET_S, clean_up
 from device_plugin.kubelet_plugin.claims.prepare import ApiClaimFetcher, Preparer
-from device_plugin.kubelet_plugin.api.kube import NodeFacts
 from device_plugin.kubelet_plugin.driver import Driver
 from device_plugin.kubelet_plugin.runtime_cdi import DROPPED, NEEDS_CONFIG, SUPPORTED, CdiVerdict, cdi_verdict
 from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed
-from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
 from device_plugin.kubelet_plugin.service.health_service import HEARTBEAT_S
 from device_plugin.kubelet_plugin.service.instance_lock import CALL_LOCK, CallLock
+from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
 from device_plugin.serving import event_loop
 
 log = logging.getLogger(__name__)

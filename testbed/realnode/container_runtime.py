@@ -91,7 +91,10 @@ class ContainerRuntime:
         wait_until("containerd's socket", self._answers, 30, self.process)
         built = self.folder / "images"
         built.mkdir(exist_ok=True)
-        for archive in (images.build_pause(self.binaries.gcc, built), images.build_busybox(self.binaries.busybox, built)):
+        for archive in (
+            images.build_pause(self.binaries.gcc, built),
+            images.build_busybox(self.binaries.busybox, built),
+        ):
             self.ctr("images", "import", str(archive))
 
     def _answers(self) -> bool:

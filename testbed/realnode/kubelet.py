@@ -114,6 +114,4 @@ class Kubelet:
         self.start()
 
     def log(self) -> str:
-        return "\n".join(
-            path.read_text(errors="replace") for path in sorted(self.folder.glob("kubelet-*.log"))
-        )
+        return "\n".join(path.read_text(errors="replace") for path in sorted(self.folder.glob("kubelet-*.log")))

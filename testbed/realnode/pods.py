@@ -74,6 +74,7 @@ def delete_and_wait(cluster: RealCluster, namespace: str, name: str, timeout_s: 
     kubectl = cluster.kubectl
     kubectl.delete("pod", "-n", namespace, name)
     kubectl.wait_for(
-        f"pod {namespace}/{name} gone", lambda: not kubectl.items("pods", "-n", namespace, f"--field-selector=metadata.name={name}"),
+        f"pod {namespace}/{name} gone",
+        lambda: not kubectl.items("pods", "-n", namespace, f"--field-selector=metadata.name={name}"),
         timeout_s,
     )

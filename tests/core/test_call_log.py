@@ -20,7 +20,13 @@ class Clock:
 @pytest.mark.parametrize(
     ("calls", "spacing_s", "written"),
     [(5, 0.0, 5), (20, 0.0, 20), (100, 0.0, 20), (100, 0.2, 100), (100, 0.1, 69)],
-    ids=["a-few", "a-full-burst", "a-storm-is-held-to-the-burst", "five-a-second-all-go", "ten-a-second-the-burst-then-five-a-second"],
+    ids=[
+        "a-few",
+        "a-full-burst",
+        "a-storm-is-held-to-the-burst",
+        "five-a-second-all-go",
+        "ten-a-second-the-burst-then-five-a-second",
+    ],
 )
 def test_lines_written_for_a_stream_of_calls(
     caplog: pytest.LogCaptureFixture, calls: int, spacing_s: float, written: int

@@ -23,8 +23,16 @@ from device_plugin.kubelet_plugin.runtime_cdi import DROPPED, NEEDS_CONFIG, SUPP
         ("containerd://", "containerd", UNKNOWN),
     ],
     ids=[
-        "containerd-1.6-debian", "containerd-1.6", "containerd-1.7-needs-enable-cdi", "a-v-prefix-is-unknown",
-        "containerd-2.0", "containerd-2.1-k3s", "cri-o-1.22", "cri-o-1.31", "docker", "not-reported",
+        "containerd-1.6-debian",
+        "containerd-1.6",
+        "containerd-1.7-needs-enable-cdi",
+        "a-v-prefix-is-unknown",
+        "containerd-2.0",
+        "containerd-2.1-k3s",
+        "cri-o-1.22",
+        "cri-o-1.31",
+        "docker",
+        "not-reported",
         "no-version",
     ],
 )

@@ -1,4 +1,4 @@
-"""The API server's settings and the questions the publisher asks it first: which version, which Node (its UID, its runtime).
+"""The API server's settings and the publisher's first questions: which version, which Node (UID, runtime).
 
 Boundary: the `kubernetes` client is where the connection settings come from (api_client: a kubeconfig or
 the pod's service account, with the client's token refresh); every request goes through transport.py.

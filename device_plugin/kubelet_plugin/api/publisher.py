@@ -1,26 +1,17 @@
 """Publish this node's pool as ResourceSlices and keep it current: reconcile, retry, clean up.
 
 Boundary: owns one background thread and our slices in the API server (through `transport`); knows
-nothing of NVML or health: callers hand it the node's devices (`request`) whenever they change.
-A reconcile lists our slices (kubelet_plugin/api/slice_store.py: field selectors, and every item filtered again by
-driver and node here), and when they differ from what the devices give it writes the new generation
-into every slice, then deletes stale slices of ours (fewer slices than before, or left by an earlier
-run). When nothing differs it writes nothing. A watch (kubelet_plugin/api/slice_watch.py) asks for a reconcile
-whenever someone else adds, changes or deletes one of our slices, so the kubelet's start-up wipe
-(which may land after our reconcile on its re-registration) is repaired at once. Failures that may
-pass (server down, 5xx, 429) are retried with exponential backoff, always with the newest requested
-devices; so is a write the server answered as done but did not store: each write's answer must carry a
-new resourceVersion and the spec sent, and the pool is listed again after writing (`generation` is the one
-the server was seen to hold; `error`, shown by /readyz, says what is not confirmed yet). While several
-instances of the driver serve one node (a rolling update), only the one that `owner()` names writes the
-pool (the newest registered, which the kubelet sends its calls to): the others neither reconcile nor repair,
-so two views never write over each other; `owner()` is asked every OWNER_POLL_S, and an instance that
-becomes the owner catches up first (`catch_up`: the other's claim changes) and then reconciles. A 400 on a write
-with device taints, or an answer without them, switches the pool to leaving tainted devices out
-(kubelet_plugin/api/taint_support.py) and writes it again at once; the first write with a taint goes out
-as a dry run first, so that switch is made before a sick device could be stored untainted. The log counts
-the devices written. A server without a usable resource.k8s.io version is refused once, clearly. stop()
-ends the watch and deletes our slices, and says what it did (nothing when the API server was never reached).
+nothing of NVML or health: callers hand it the node's devices (`request`) whenever they change. A
+reconcile lists our slices (slice_store.py) and, when they differ from what the devices give, writes the
+new generation into every slice and deletes stale ones; when nothing differs it writes nothing. A watch
+(slice_watch.py) asks for a reconcile when someone else changes one of our slices (the kubelet's
+start-up wipe is repaired at once). Transient failures (server down, 5xx, 429) and writes the server
+answered but did not store (each answer must carry the spec sent; the pool is listed again after
+writing) are retried with backoff, always with the newest devices; `generation` is the one the server
+was seen to hold, `error` (shown by /readyz) what is not confirmed yet. Only the instance pool_owner.py
+names writes or repairs the pool (a rolling update runs two). Whether the server keeps device taints is
+found out by taint_support.py before a sick device is stored. stop() ends the watch and deletes our
+slices, and says what it did (nothing when the API server was never reached).
 """
 
 from __future__ import annotations
@@ -33,7 +24,7 @@ from typing import Any
 
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
-from device_plugin.kubelet_plugin.api.api_errors import ApiError, is_transient
+from device_plugin.kubelet_plugin.api.api_errors import is_transient
 from device_plugin.kubelet_plugin.api.devices import SliceDevice
 from device_plugin.kubelet_plugin.api.kube import (
     NodeFacts,
@@ -46,16 +37,15 @@ from device_plugin.kubelet_plugin.api.pool_compare import (
     held_summary,
     same_pool,
     taint_count,
-    taints_dropped,
 )
+from device_plugin.kubelet_plugin.api.pool_owner import OWNER_POLL_S, PoolOwner
 from device_plugin.kubelet_plugin.api.slice_store import SliceStore, UnconfirmedWrite
 from device_plugin.kubelet_plugin.api.slice_watch import WATCH_S, SliceWatch
 from device_plugin.kubelet_plugin.api.slices import GROUP, build_slices
-from device_plugin.kubelet_plugin.api.taint_support import TaintSupport
+from device_plugin.kubelet_plugin.api.taint_support import TaintSupport, write_checked
 from device_plugin.kubelet_plugin.api.transport import ApiTransport
 
 log = logging.getLogger(__name__)
-OWNER_POLL_S = 0.5  # how soon an instance notices that it publishes the pool now (or no longer)
 MAX_ERROR_CHARS = 1024  # `error` is shown by /readyz and logged: an API server's answer can be megabytes
 
 
@@ -76,10 +66,8 @@ class SlicePublisher:
         """`owner()`: whether this instance publishes the pool now (always, with one instance); `catch_up()`:
         called while it does, every OWNER_POLL_S and before its first reconcile as owner."""
         self._transport = transport
-        self._owner = owner
-        self._catch_up = catch_up
+        self._ownership = PoolOwner(node_name, owner, catch_up)
         self._on_node = on_node  # told once, when the Node was read (its UID, its container runtime)
-        self.owns_pool = False  # as `owner()` last said
         self._store = SliceStore(transport, driver_name=driver_name, node_name=node_name)
         self._driver = driver_name
         self._node = node_name
@@ -101,10 +89,15 @@ class SlicePublisher:
             self.resync,
             watch_s=watch_s,
             backoff=self._backoff,
-            repairs=lambda: self.owns_pool,
+            repairs=lambda: self._ownership.owns,
         )
 
     # ---- public --------------------------------------------------------------------------------
+
+    @property
+    def owns_pool(self) -> bool:
+        """Whether this instance writes the pool now (always, with one instance): pool_owner.py."""
+        return self._ownership.owns
 
     @property
     def taints_kept(self) -> bool:
@@ -178,21 +171,8 @@ class SlicePublisher:
         except Exception as error:  # the kubelet also deletes them when our socket goes away
             log.warning("could not list our ResourceSlices at shutdown: %s", _describe(error))
             return False
-        failures: list[str] = []
-
-        def delete(name: str) -> None:
-            try:
-                self._store.delete(version, name)
-            except Exception as error:
-                failures.append(f"{name}: {_describe(error)}")
-
-        threads = [threading.Thread(target=delete, args=(n,), name="dra-unpublish", daemon=True) for n in names]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        if failures or any(t.is_alive() for t in threads):
-            left = failures or ["no answer in time"]
+        left = self._store.delete_all(version, names, deadline)
+        if left:
             log.warning("could not delete our ResourceSlices at shutdown: %s", "; ".join(left)[:MAX_ERROR_CHARS])
             return False
         log.info("deleted the ResourceSlices of pool %s (%d)", self._node, len(names))
@@ -209,26 +189,15 @@ class SlicePublisher:
             self._cond.wait(OWNER_POLL_S)
 
     def _ask_owner(self) -> bool:
-        """Whether we publish the pool; on becoming the owner, catch up and reconcile once even if nothing
-        was requested since (the pool holds the other instance's view). Under `_cond`."""
+        """Whether we publish the pool (pool_owner.py); on becoming its writer, reconcile once. Under `_cond`,
+        released while asking: catching up reads the checkpoint and may request new devices."""
+        self._cond.release()
         try:
-            owner = self._owner()
-            if owner:
-                self._cond.release()  # catching up reads the checkpoint and may request new devices
-                try:
-                    self._catch_up()
-                finally:
-                    self._cond.acquire()
-        except Exception:  # a surprise here must not end the loop: try again at the next poll
-            log.exception("deciding whether this instance publishes the pool failed")
-            return False
-        if owner and not self.owns_pool:
-            log.info("pool %s: this instance publishes it now", self._node)
-            if self._devices is not None:
-                self._requested += 1
-        elif not owner and self.owns_pool:
-            log.info("pool %s: a newer instance of this driver publishes it now; leaving it to that one", self._node)
-        self.owns_pool = owner
+            owner, became = self._ownership.ask()
+        finally:
+            self._cond.acquire()
+        if became and self._devices is not None:
+            self._requested += 1
         return owner
 
     def _loop(self) -> None:
@@ -317,28 +286,11 @@ class SlicePublisher:
     def _write(
         self, version: str, obj: dict[str, Any], existing: dict[str, Any], generation: int, *, dry_run: bool = False
     ) -> bool:
-        """Write one slice (or dry-run it) and check the answer; False when it shows that the server keeps no
-        taints (the pool must be built again without the tainted devices)."""
-        name = obj["metadata"]["name"]
+        """One slice written (or dry-run) and checked: taint_support.write_checked."""
         try:
-            stored = self._store.write(version, obj, existing.get(name), dry_run=dry_run)
+            return write_checked(self._store, self.taints, version, obj, existing, dry_run=dry_run)
         except UnconfirmedWrite as error:
             raise UnconfirmedWrite(f"pool generation {generation} not confirmed: {error}") from None
-        except ApiError as error:
-            if error.status != 400 or not taint_count(obj["spec"]):
-                raise
-            self.taints.found_off("refused", name, f"HTTP 400: {error.message()}")
-            return False
-        if taint_count(obj["spec"]):
-            if taints_dropped(obj, stored):
-                self.taints.found_off("dropped", name, "a dry run came back without them" if dry_run else "")
-                return False
-            self.taints.found_kept()
-        if not dry_run and (not isinstance(stored, dict) or stored.get("spec") != obj["spec"]):
-            raise UnconfirmedWrite(
-                f"pool generation {generation} not confirmed: slice {name}: answered with another spec"
-            )
-        return True
 
 
 def _describe(error: BaseException) -> str:

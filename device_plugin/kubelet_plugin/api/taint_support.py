@@ -13,6 +13,11 @@ from then on a device that a taint keeps from scheduling leaves the pool instead
 from __future__ import annotations
 
 import logging
+from typing import Any
+
+from device_plugin.kubelet_plugin.api.api_errors import ApiError
+from device_plugin.kubelet_plugin.api.pool_compare import taint_count, taints_dropped
+from device_plugin.kubelet_plugin.api.slice_store import SliceStore, UnconfirmedWrite
 
 log = logging.getLogger(__name__)
 
@@ -51,3 +56,33 @@ class TaintSupport:
             f"{detail}; " if detail else "",
             FALLBACK,
         )
+
+
+def write_checked(
+    store: SliceStore,
+    taints: TaintSupport,
+    version: str,
+    obj: dict[str, Any],
+    existing: dict[str, Any],
+    *,
+    dry_run: bool = False,
+) -> bool:
+    """Write one slice (or dry-run it) and check the answer; False when it shows that the server keeps no
+    taints (the pool must be built again without the tainted devices). UnconfirmedWrite: the answer holds
+    another spec than the one sent."""
+    name = obj["metadata"]["name"]
+    try:
+        stored = store.write(version, obj, existing.get(name), dry_run=dry_run)
+    except ApiError as error:
+        if error.status != 400 or not taint_count(obj["spec"]):
+            raise
+        taints.found_off("refused", name, f"HTTP 400: {error.message()}")
+        return False
+    if taint_count(obj["spec"]):
+        if taints_dropped(obj, stored):
+            taints.found_off("dropped", name, "a dry run came back without them" if dry_run else "")
+            return False
+        taints.found_kept()
+    if not dry_run and (not isinstance(stored, dict) or stored.get("spec") != obj["spec"]):
+        raise UnconfirmedWrite(f"slice {name}: answered with another spec")
+    return True

@@ -27,7 +27,8 @@ from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedDevice
 from device_plugin.kubelet_plugin.claims.claim import Allocation, ClaimRef, PrepareResult
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
-from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
+from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
 from device_plugin.nvml.fake import FakeNvml
 from tests.allocation.machines import topology_of
 

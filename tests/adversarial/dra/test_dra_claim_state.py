@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from device_plugin.kubelet_plugin.claims.prepare import ClaimRef, PrepareResult
-from device_plugin.kubelet_plugin.service.grpc_service import SocketPaths
+from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
 from tests.adversarial.dra.harness import (
     DRIVER,
     HeldClaims,

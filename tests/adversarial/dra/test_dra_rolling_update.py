@@ -15,7 +15,7 @@ import pytest
 
 from device_plugin.dra_standin.kubelet import DraKubeletStandin
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
-from device_plugin.kubelet_plugin.service.grpc_service import SocketPaths
+from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
 from device_plugin.nvml.fake import FakeNvml
 from tests.adversarial.dra.harness import prepare, unprepare
 from tests.dra.api_standin import ApiStandin

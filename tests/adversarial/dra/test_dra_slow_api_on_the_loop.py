@@ -20,7 +20,7 @@ from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.prepare import READS_IN_FLIGHT, ApiClaimFetcher, Preparer
-from device_plugin.kubelet_plugin.service.grpc_service import SocketPaths
+from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
 from device_plugin.serving import event_loop
 from tests.adversarial.dra.harness import (
     DRIVER,

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from device_plugin.core.errors import ConfigError
-from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths, check_socket_paths
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
+from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths, check_socket_paths
 from device_plugin.serving.socket_files import SUN_PATH_BYTES, bind_bytes
 from tests.adversarial.dra.harness import DRIVER, dra_server, get_info, unprepare, wait_until
 
@@ -187,8 +188,12 @@ POD_UID = "8048b244-c8cf-4294-a1d1-1fb506c06452"
         (DRIVER, "/" + "r" * 43, False),
     ],
     ids=[
-        "default-root", "a-34-character-root", "a-43-character-root", "63-character-name-short-root",
-        "63-character-name-default-root-refused", "a-44-character-root-refused",
+        "default-root",
+        "a-34-character-root",
+        "a-43-character-root",
+        "63-character-name-short-root",
+        "63-character-name-default-root-refused",
+        "a-44-character-root-refused",
     ],
 )
 def test_per_instance_socket_paths_fit_a_unix_socket_or_are_refused_naming_the_fix(

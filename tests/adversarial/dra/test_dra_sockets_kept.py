@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer, SocketPaths
+from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
+from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
 from device_plugin.serving import event_loop
 from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, get_info, prepare, unprepare, wait_until
 from tests.dra.kubelet_dra_standin import DraKubeletStandin

@@ -34,7 +34,7 @@ def test_the_second_pod_gets_the_best_set_among_the_gpus_left_free(cluster: Real
     """GetPreferredAllocation is asked with the free GPUs only: the kubelet, not we, knows which are taken."""
     first = start_running(cluster, busybox_pod("holder", NAMESPACE, "env; sleep 3600", limits={GPU: 2}))
     held = set(env_of(cluster.kubectl.logs(NAMESPACE, first["metadata"]["name"]), "NVIDIA_VISIBLE_DEVICES").split(","))
-    done, log = run_to_end(cluster, busybox_pod("four", NAMESPACE, "env", limits={GPU: 4}))
+    _, log = run_to_end(cluster, busybox_pod("four", NAMESPACE, "env", limits={GPU: 4}))
     got = set(env_of(log, "NVIDIA_VISIBLE_DEVICES").split(","))
     free = {i for i, uuid in enumerate(oracle.uuids(MACHINE)) if uuid not in held}
     assert not got & held
@@ -43,7 +43,7 @@ def test_the_second_pod_gets_the_best_set_among_the_gpus_left_free(cluster: Real
 
 
 def test_every_allocation_is_logged_at_info_with_the_pod_and_the_devices(cluster: RealCluster, dgx1: OurDaemon) -> None:
-    done, log = run_to_end(cluster, busybox_pod("logged", NAMESPACE, "env", limits={GPU: 2}))
+    _, log = run_to_end(cluster, busybox_pod("logged", NAMESPACE, "env", limits={GPU: 2}))
     chosen = env_of(log, "NVIDIA_VISIBLE_DEVICES").split(",")
     lines = dgx1.log().splitlines()
     preferred = [line for line in lines if " INFO " in line and "GetPreferredAllocation" in line]

@@ -69,7 +69,9 @@ def test_a_second_claim_gets_a_set_optimal_among_the_gpus_still_free(
     dra_driver("--machine", MACHINE)
     allocator = Allocator(build_topology(FakeNvml.from_machine(MACHINE)))
     held: set[int] = set()
-    for number, (template, size) in enumerate([("one-gpu", 1), ("two-gpus-best-effort", 2), ("four-gpus-best-effort", 4)]):
+    for number, (template, size) in enumerate(
+        [("one-gpu", 1), ("two-gpus-best-effort", 2), ("four-gpus-best-effort", 4)]
+    ):
         before = _generation(deployed)
         name = f"held-{number}"
         start_running(deployed, busybox_pod(name, EXAMPLES, "sleep 3600", claims={"gpus": template}))
@@ -82,4 +84,6 @@ def test_a_second_claim_gets_a_set_optimal_among_the_gpus_still_free(
 
 def _generation(cluster: RealCluster) -> int:
     found: list[dict[str, Any]] = cluster.kubectl.items("resourceslices")
-    return max((s["spec"]["pool"]["generation"] for s in found if s["spec"]["nodeName"] == cluster.node_name), default=0)
+    return max(
+        (s["spec"]["pool"]["generation"] for s in found if s["spec"]["nodeName"] == cluster.node_name), default=0
+    )

@@ -104,7 +104,9 @@ def test_a_kubelet_restart_with_claims_prepared_keeps_them_and_unprepares_them_l
     claim = claim_of(deployed, "survivor")
     registered = driver.log().count("registered with the kubelet")
     deployed.kubelet.restart()
-    deployed.kubectl.wait_for("the driver registered again", lambda: driver.log().count("registered with the kubelet") > registered, 30)
+    deployed.kubectl.wait_for(
+        "the driver registered again", lambda: driver.log().count("registered with the kubelet") > registered, 30
+    )
     deployed.wait_node_ready()
     assert deployed.kubectl.pod_phase(EXAMPLES, "survivor") == "Running"
     delete_and_wait(deployed, EXAMPLES, "survivor")
@@ -143,7 +145,9 @@ def test_a_runtime_that_drops_cdi_devices_is_named_in_the_log_readyz_and_a_metri
     deployed.kubectl.wait_for("the verdict", lambda: "container_runtime_cdi{" in driver.metrics(), 20)
     assert 'cdi="dropped"' in driver.metrics() and 'runtime="containerd"' in driver.metrics()
     assert "WARNING: containerd 1.6" in driver.readyz()[1]
-    assert any(" ERROR " in line and "CDI devices will not reach containers" in line for line in driver.log().splitlines())
+    assert any(
+        " ERROR " in line and "CDI devices will not reach containers" in line for line in driver.log().splitlines()
+    )
     done, log = run_to_end(deployed, busybox_pod("no-cdi", EXAMPLES, "env", claims={"gpus": "one-gpu"}))
     assert done["status"]["phase"] == "Succeeded" and "NVIDIA_VISIBLE_DEVICES" not in log
     assert any("NodePrepareResources:" in line and "no-cdi" in line for line in driver.log().splitlines())

@@ -98,7 +98,9 @@ def test_a_device_without_our_attributes_under_our_driver_name_breaks_no_claim(
         deployed.kubectl.delete("resourceslice", "elsewhere-bare-device")
 
 
-def test_the_mig_example_claim_gets_a_1g_mig_device(deployed: RealCluster, dra_driver: Callable[..., OurDaemon]) -> None:
+def test_the_mig_example_claim_gets_a_1g_mig_device(
+    deployed: RealCluster, dra_driver: Callable[..., OurDaemon]
+) -> None:
     dra_driver("--machine", "a100-mig-7x1g")
     template = ROOT / "deploy" / "dra" / "examples" / "mig" / "claim-template.yaml"
     namespace = "gpu-dra-mig-examples"

@@ -44,7 +44,9 @@ def test_two_instances_write_the_pool_once_per_claim_change_and_never_while_idle
     rewrote the pool over each other, 120 to 250 writes per claim change."""
     old = dra_driver("--machine", MACHINE, per_instance=True)
     new = dra_driver("--machine", MACHINE, per_instance=True)
-    deployed.kubectl.wait_for("the newest instance publishing", lambda: "this instance publishes it now" in new.log(), 20)
+    deployed.kubectl.wait_for(
+        "the newest instance publishing", lambda: "this instance publishes it now" in new.log(), 20
+    )
     writes.start()
     writes.settle(quiet_s=2.0)
     idle = writes.count()
@@ -59,7 +61,9 @@ def test_two_instances_write_the_pool_once_per_claim_change_and_never_while_idle
         mark = writes.count()
         released = new.log().count(" released in ")
         delete_and_wait(deployed, EXAMPLES, f"churn-{number}")
-        deployed.kubectl.wait_for("the kubelet's unprepare", lambda r=released: new.log().count(" released in ") > r, 30)
+        deployed.kubectl.wait_for(
+            "the kubelet's unprepare", lambda r=released: new.log().count(" released in ") > r, 30
+        )
         writes.settle()
         per_change.append(len(writes.since(mark)))
     assert max(per_change) <= 1, (per_change, writes.events)
