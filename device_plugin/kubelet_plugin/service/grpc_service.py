@@ -1,11 +1,9 @@
 """The DRA driver's two kubelet sockets, served and kept: the DRAPlugin endpoint and the registration socket.
 
-Boundary: keeping the sockets served (where they go: service/socket_paths.py); the servicers (kubelet_plugin/service/servicers.py) do the
-talking, device_plugin.serving does the binding. `<kubelet>/plugins_registry/<driver>-reg.sock` is
-where the kubelet's plugin watcher finds us (it calls GetInfo); `<kubelet>/plugins/<driver>/dra.sock`
-is the endpoint GetInfo names. GetInfo lists every served version as "<proto package>.DRAPlugin", and
-"<package>.DRAResourceHealth" for the device-health service (service/health_service.py) served on the same
-endpoint when the driver hands a DeviceHealthFeed.
+Boundary: keeping the sockets served (where they go: service/socket_paths.py); the servicers
+(service/servicers.py) do the talking, device_plugin.serving does the binding. GetInfo lists every served
+version as "<proto package>.DRAPlugin", and "<package>.DRAResourceHealth" for the device-health service
+(service/health_service.py) served on the same endpoint when the driver hands a DeviceHealthFeed.
 
 Both are served by grpc.aio on the process's one serving loop, bound 0600 whatever the umask. A
 foreign file at either path is refused and left untouched (logged; serving() says so); a path another
