@@ -1,6 +1,9 @@
 """A kubelet stand-in: the kubelet's side of the device-plugin contract, on real unix sockets.
 
-Test harness and demo prop, not part of the daemon. It behaves like kubelets >= 1.25:
+Test harness and demo prop, not part of the daemon, and not the judge of what a kubelet does: the real
+kubelet is (tests/real_node, docs/real-node.md). It stays for what the real one cannot do on purpose: a
+kubelet of another generation (PR 135437), cancelled streams, hundreds of calls, and the demo. It behaves
+like kubelets >= 1.25:
 - serves v1beta1.Registration on `<dir>/kubelet.sock`, refusing a wrong version or an invalid
   resource name with the kubelet's own messages;
 - inside Register dials `<dir>/<endpoint>`, calls GetDevicePluginOptions and opens ListAndWatch in a

@@ -129,3 +129,20 @@ class OurDaemon:
 
     def running(self) -> bool:
         return self.process is not None and self.process.running()
+
+
+def dra_env(cluster: RealCluster, name: str, *, per_instance: bool = False) -> dict[str, str]:
+    """What the DaemonSet's pod `name` gives our DRA driver: KUBECONFIG with a token bound to that pod (a
+    holder made here), POD_UID, and SOCKET_NAMES=per-instance for the rolling-update mode."""
+    pod = holder_pod(cluster, name)
+    kubeconfig = bound_kubeconfig(cluster, pod, cluster.folder / f"{name}.kubeconfig")
+    env = {"KUBECONFIG": str(kubeconfig), "POD_UID": pod["metadata"]["uid"]}
+    if per_instance:
+        env["SOCKET_NAMES"] = "per-instance"
+    return env
+
+
+def dra_args(cluster: RealCluster, *args: str) -> list[str]:
+    """`run` flags for the DRA mode on this node: the kubelet directory is devicePluginDir's parent."""
+    assert cluster.kubelet is not None
+    return ["--mode", "dra", f"--device-plugin-dir={cluster.kubelet.root_dir / 'device-plugins'}", *args]

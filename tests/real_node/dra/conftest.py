@@ -16,31 +16,20 @@ import pytest
 
 from testbed.realnode.cluster import RealCluster
 from testbed.realnode.kubectl import KubectlError
+from testbed.realnode.manifests import EXAMPLES_NAMESPACE, apply_dra
 from testbed.realnode.our_daemon import NAMESPACE as DRIVER_NAMESPACE
-from testbed.realnode.our_daemon import OurDaemon, bound_kubeconfig, holder_pod
+from testbed.realnode.our_daemon import OurDaemon, dra_args, dra_env
 
-ROOT = Path(__file__).resolve().parents[3]
 DRIVER = "gpu.gpu-device-plugin.io"
-EXAMPLES = "gpu-dra-examples"  # deploy/dra/examples' namespace
+EXAMPLES = EXAMPLES_NAMESPACE
 _serial = itertools.count()
 
 
 @pytest.fixture(scope="session")
 def deployed(cluster: RealCluster) -> RealCluster:
     """deploy/dra as shipped (server-side apply: the real API server validates every object)."""
-    cluster.kubectl.run("apply", "--server-side", "-k", str(ROOT / "deploy" / "dra"))
-    cluster.kubectl.run("apply", "--server-side", "-f", str(ROOT / "deploy" / "dra" / "examples" / "namespace.yaml"))
-    cluster.kubectl.run(
-        "apply", "--server-side", "-f", str(ROOT / "deploy" / "dra" / "examples" / "claim-templates.yaml")
-    )
+    apply_dra(cluster)
     return cluster
-
-
-def driver_env(cluster: RealCluster, name: str) -> dict[str, str]:
-    """NODE_NAME, POD_UID and KUBECONFIG as the DaemonSet's pod `name` would have them."""
-    pod = holder_pod(cluster, name)
-    kubeconfig = bound_kubeconfig(cluster, pod, cluster.folder / f"{name}.kubeconfig")
-    return {"KUBECONFIG": str(kubeconfig), "POD_UID": pod["metadata"]["uid"]}
 
 
 def kubelet_dir(cluster: RealCluster) -> Path:
@@ -55,11 +44,8 @@ def dra_driver(deployed: RealCluster) -> Iterator[Callable[..., OurDaemon]]:
 
     def start(*args: str, per_instance: bool = False, holder: str | None = None, wait: bool = True) -> OurDaemon:
         name = holder or f"driver-{next(_serial)}"
-        env = driver_env(deployed, name)
-        if per_instance:
-            env["SOCKET_NAMES"] = "per-instance"
-        dp_dir = kubelet_dir(deployed) / "device-plugins"  # DRA mode reads the kubelet dir as its parent
-        daemon = OurDaemon(deployed, name, ["--mode", "dra", f"--device-plugin-dir={dp_dir}", *args], env)
+        env = dra_env(deployed, name, per_instance=per_instance)
+        daemon = OurDaemon(deployed, name, dra_args(deployed, *args), env)
         started.append(daemon)
         return daemon.start(wait_ready=wait)
 
