@@ -29,8 +29,9 @@ from device_plugin.kubelet_plugin.api.kube import NodeFacts
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.kubelet_plugin.claims.api_read import ApiClaimFetcher
 from device_plugin.kubelet_plugin.claims.cleanup import BUDGET_S, clean_up
-from device_plugin.kubelet_plugin.claims.prepare import ApiClaimFetcher, Preparer
+from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.kubelet_plugin.driver import Driver
 from device_plugin.kubelet_plugin.runtime_cdi import DROPPED, NEEDS_CONFIG, SUPPORTED, CdiVerdict, cdi_verdict
 from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed

@@ -20,7 +20,7 @@ from kubernetes import client as k8s
 from device_plugin.kubelet_plugin.api.connection_settings import bypasses_proxy, proxy_for
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.transport import ApiTransport
-from device_plugin.kubelet_plugin.claims.prepare import ApiClaimFetcher
+from device_plugin.kubelet_plugin.claims.api_read import ApiClaimFetcher
 from tests.dra.api_standin import ApiStandin
 from tests.dra.http_serving import QuietHandler, http_server
 

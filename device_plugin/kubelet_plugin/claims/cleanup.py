@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 MAX_RESERVED = 256  # the API's limit on status.reservedFor
 # How long the start waits for the reads (claim calls are not taken meanwhile): a claim not judged by then
-# stays, as on any doubt. Each read has its own timeout too (ApiClaimFetcher, claims/prepare.py).
+# stays, as on any doubt. Each read has its own timeout too (ApiClaimFetcher, claims/api_read.py).
 BUDGET_S = 10.0
 
 

@@ -154,6 +154,18 @@ class DeviceHolders:
         with self._lock:
             self._remove(uid)
 
+    def rivals(self, uid: str, holds: Sequence[Hold]) -> list[tuple[str, str]]:
+        """(other claim's UID, device) for each device of `holds` held without adminAccess that another claim
+        holds without it too: what `take` would refuse, or a conflict the checkpoint was loaded with."""
+        with self._lock:
+            return [
+                (other, hold.device)
+                for hold in holds
+                if not hold.admin_access
+                for other in self._exclusive.get(hold.device, {})
+                if other != uid
+            ]
+
     def snapshot(self) -> tuple[int, frozenset[str]]:
         """(a number larger than every earlier snapshot's, the devices held without adminAccess now)."""
         with self._lock:

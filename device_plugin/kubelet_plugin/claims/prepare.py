@@ -1,7 +1,7 @@
 """NodePrepareResources / NodeUnprepareResources, the generic steps, without gRPC: claims in, prepared devices out.
 
-Boundary: reads ResourceClaims through a ClaimFetcher (in production ApiClaimFetcher, below: one GET a
-claim through kubelet_plugin/api/transport.py, awaited on the serving loop), asks the driver which
+Boundary: reads ResourceClaims through a ClaimFetcher (in production claims/api_read.py's ApiClaimFetcher),
+asks the driver which
 devices a claim's allocation prepares (the Driver protocol, kubelet_plugin/driver.py), remembers answers
 in a Checkpoint. Per-claim problems become a per-claim error message naming the claim and the device (cut
 short); they never raise, and a claim answered with an error has nothing checkpointed. A Prepare is
@@ -16,27 +16,15 @@ checkpoint says, the checkpoint's answer is given again; when the allocation cha
 prepared afresh; when the read fails, the checkpoint answers (the kubelet read the claim just before).
 A device held by another prepared claim is refused (claims/exclusion.py). What a claim's devices are, and
 which of its opaque configs are refused, is the driver's decision.
-
-The claim read (ApiClaimFetcher): in the resource.k8s.io version the publisher discovered (asked of the
-server when it has none yet); at most READS_IN_FLIGHT sent together (further ones wait their turn before
-their own timeout starts); an answer read up to MAX_ANSWER_BYTES (decompressed), no further; 404 is "no
-such claim", any other failure a RuntimeError naming it (a 2xx that is no object included: a proxy's page
-is no word on the claim).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
 
 from device_plugin.core.short_text import one_line
-from device_plugin.kubelet_plugin.api.api_errors import AnswerTooBig
-from device_plugin.kubelet_plugin.api.kube import newest_resource_version
-from device_plugin.kubelet_plugin.api.slices import GROUP
-from device_plugin.kubelet_plugin.api.transport import REQUEST_TIMEOUT_S, ApiTransport
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim
 from device_plugin.kubelet_plugin.claims.claim import (
     ClaimBodyError,
@@ -44,10 +32,10 @@ from device_plugin.kubelet_plugin.claims.claim import (
     ClaimRead,
     ClaimRef,
     PrepareResult,
-    check_claim_name,
     read_allocation,
 )
 from device_plugin.kubelet_plugin.claims.exclusion import ClaimLocks, DeviceHolders, Hold, Ticket
+from device_plugin.kubelet_plugin.claims.rivals import read_verdict
 from device_plugin.kubelet_plugin.driver import Driver
 
 log = logging.getLogger(__name__)
@@ -188,7 +176,37 @@ class Preparer:
             return PrepareResult(error=f"{label}: malformed ResourceClaim: {error}")
         if problems:
             return PrepareResult(error=f"{label}: " + "; ".join(problems))
-        return self._commit(claim, label, ticket, gave_up, PreparedClaim(claim.namespace, claim.name, tuple(devices)))
+        prepared = PreparedClaim(claim.namespace, claim.name, tuple(devices))
+        self._forget_unbacked(claim.uid, label, prepared)
+        return self._commit(claim, label, ticket, gave_up, prepared)
+
+    def _forget_unbacked(self, uid: str, label: str, prepared: PreparedClaim) -> None:
+        """Other claims recorded on devices this claim was just read allocated: those the API server no longer
+        backs are forgotten (claims/rivals.py), each named with this claim in a warning."""
+        pools = {d.device_name: d.pool_name for d in prepared.devices}
+        for rival, device in self.holders.rivals(uid, _holds(prepared)):
+            held = self._checkpoint.get(rival)
+            if held is None:
+                continue
+            why = read_verdict(
+                self._fetcher, held.namespace, held.name, rival, device, pools[device], self._driver_name
+            )
+            if not why:
+                continue
+            rival_label = claim_label(held.namespace, held.name, rival)
+            with self._locks.ticket(rival) as ticket, ticket.locked():
+                ticket.supersede()
+                try:
+                    self._checkpoint.remove(rival)
+                except OSError as error:
+                    log.warning("%s: cannot forget %s: %s", label, rival_label, error)
+                    continue
+                self.holders.release(rival)
+            log.warning(
+                "%s is allocated %s, which the checkpoint also recorded for %s; %s: forgetting %s",
+                label, device, rival_label, why, rival_label,
+            )  # fmt: skip
+            self._tell_held()
 
     def _from_checkpoint(self, claim: ClaimRef, ticket: Ticket, error: str) -> PrepareResult:
         """The read failed: a claim prepared before is answered as it was, anything else gets `error`."""
@@ -196,8 +214,24 @@ class Preparer:
             done = self._checkpoint.get(claim.uid) if ticket.still_wanted() else None
         if done is None:
             return PrepareResult(error=error)
+        rival = self._rival_of(claim.uid, done)
+        if rival:  # two records of one device and no word from the API server: confirm neither
+            return PrepareResult(error=f"{error}; {rival}")
         log.warning("%s; answering what was prepared before", error)
         return PrepareResult(done.devices)
+
+    def _rival_of(self, uid: str, prepared: PreparedClaim) -> str:
+        """ "" when no other claim holds one of `prepared`'s exclusive devices; else why it is not confirmed
+        (and an ERROR line naming both claims)."""
+        rivals = self.holders.rivals(uid, _holds(prepared))
+        if not rivals:
+            return ""
+        other_uid, device = rivals[0]
+        other = self._checkpoint.get(other_uid)
+        other_label = claim_label(other.namespace, other.name, other_uid) if other else other_uid
+        label = claim_label(prepared.namespace, prepared.name, uid)
+        log.error("%s and %s are both recorded on %s; confirming neither", label, other_label, device)
+        return f"device {device} is also recorded for {other_label}"
 
     def _commit(
         self, claim: ClaimRef, label: str, ticket: Ticket, gave_up: Callable[[], bool], prepared: PreparedClaim
@@ -210,6 +244,14 @@ class Preparer:
                 return PrepareResult(error=f"{label}: the kubelet gave up on this call; nothing prepared")
             before = self._checkpoint.get(claim.uid)
             if before == prepared:
+                rivals = self.holders.rivals(claim.uid, _holds(prepared))
+                if rivals:  # the checkpoint records another claim on one of its devices, still backed: never both
+                    other = self._checkpoint.get(rivals[0][0])
+                    other_label = claim_label(other.namespace, other.name, rivals[0][0]) if other else rivals[0][0]
+                    log.error(
+                        "%s and %s are both recorded on %s; refusing to confirm it", label, other_label, rivals[0][1]
+                    )
+                    return PrepareResult(error=f"{label}: device {rivals[0][1]} is also recorded for {other_label}")
                 return PrepareResult(before.devices)  # idempotent: the same answer
             conflict = self.holders.take(claim.uid, label, _holds(prepared))
             if conflict is not None:
@@ -229,48 +271,3 @@ class Preparer:
             self.holders.release(uid)
         else:
             self.holders.take(uid, label, _holds(before))
-
-
-class ApiClaimFetcher:
-    """The Preparer's ClaimFetcher in production."""
-
-    def __init__(
-        self,
-        transport: ApiTransport,
-        discovered: Callable[[], str | None] = lambda: None,
-        *,
-        timeout_s: float = REQUEST_TIMEOUT_S,
-    ) -> None:
-        """`discovered()`: the resource.k8s.io version the publisher found the server serving, or None."""
-        self.transport = transport  # shared (the plugin's); whoever made it closes it
-        self._discovered = discovered
-        self._version: str | None = None
-        self._timeout_s = timeout_s
-        self._turns: asyncio.Semaphore | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        """The claim, or None when it does not exist. ValueError: a name no claim can have (not sent);
-        RuntimeError: no answer, or an answer other than the claim or 404 (the status named)."""
-        check_claim_name(namespace, name)
-        if self._version is None:  # the publisher discovers it at start; until then, ask (blocking: a thread)
-            found = self._discovered()
-            self._version = found or await asyncio.to_thread(newest_resource_version, self.transport)
-        path = _CLAIM_PATH.format(group=GROUP, version=self._version, namespace=namespace, name=name)
-        async with self._opened():
-            try:
-                answer = await self.transport.send("GET", path, timeout_s=self._timeout_s, limit_bytes=MAX_ANSWER_BYTES)
-            except AnswerTooBig as error:
-                raise RuntimeError(f"{error}: not a ResourceClaim") from None
-        if answer.status == 404:
-            return None
-        obj = answer.json(f"reading ResourceClaim {namespace}/{name}")
-        if not isinstance(obj, dict):  # a proxy's or a broken server's answer: no word on the claim
-            raise RuntimeError(f"the API server answered ResourceClaim {namespace}/{name} with no object")
-        return obj
-
-    def _opened(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._turns is None or self._loop is not loop:
-            self._turns, self._loop = asyncio.Semaphore(READS_IN_FLIGHT), loop
-        return self._turns

@@ -126,6 +126,10 @@ class CallLock:
 
     @contextmanager
     def held(self) -> Iterator[None]:
+        """The lock for one claim change. A "pending" stamp is written before the change and the final one
+        after it: an instance killed in between leaves the pending stamp, which the other has never seen,
+        so it reads the checkpoint again before it acts (it used to keep its stale view of the holders and
+        confirm a GPU that the dead instance had written to another claim)."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # blocks: run in a worker thread, never on the serving loop
@@ -134,12 +138,19 @@ class CallLock:
                 self._reload()
                 self._seen = stamp
             before = self._rounds()
-            yield
-            if self._rounds() != before:
-                self._count += 1
-                stamp = f"{self._token} {self._count}\n".encode()
-                os.pwrite(fd, stamp, 0)
-                os.ftruncate(fd, len(stamp))
+            _stamp(fd, f"{self._token} {self._count + 1} pending\n".encode())
+            try:
+                yield
+            finally:
+                if self._rounds() != before:
+                    self._count += 1
+                    stamp = f"{self._token} {self._count}\n".encode()
+                _stamp(fd, stamp)  # nothing changed: the stamp the other instance already knows
                 self._seen = stamp
         finally:
             os.close(fd)  # and the lock with it
+
+
+def _stamp(fd: int, stamp: bytes) -> None:
+    os.pwrite(fd, stamp, 0)
+    os.ftruncate(fd, len(stamp))

@@ -4,7 +4,7 @@
 Boundary: translates protobuf messages to Preparer calls and back, nothing more. They run on the
 process's one serving loop (device_plugin.serving.event_loop), which must never block: the Preparer
 may block, so its blocking work runs in the Offload's pools (service/offload.py): each claim of a Prepare
-is read on the loop (the ClaimFetcher: the API server, ApiClaimFetcher in claims/prepare.py) and then settled (decided,
+is read on the loop (the ClaimFetcher: the API server, ApiClaimFetcher in claims/api_read.py) and then settled (decided,
 checkpointed) in a prepare worker; the claims of a call are read concurrently. A whole Unprepare is one
 task of its own pool, so it never queues behind Prepares. A request without claims is answered on the
 loop (the liveness probe sends one). Every claim of a request is answered: a claim whose task failed

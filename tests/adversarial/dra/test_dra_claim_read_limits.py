@@ -11,7 +11,7 @@ import pytest
 
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.transport import ApiTransport
-from device_plugin.kubelet_plugin.claims.prepare import MAX_ANSWER_BYTES, ApiClaimFetcher
+from device_plugin.kubelet_plugin.claims.api_read import MAX_ANSWER_BYTES, ApiClaimFetcher
 from tests.dra.http_serving import QuietHandler, http_server
 from tests.dra.test_claim_fetch import fetch
 

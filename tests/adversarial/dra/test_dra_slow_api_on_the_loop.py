@@ -19,7 +19,8 @@ import pytest
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
-from device_plugin.kubelet_plugin.claims.prepare import READS_IN_FLIGHT, ApiClaimFetcher, Preparer
+from device_plugin.kubelet_plugin.claims.api_read import READS_IN_FLIGHT, ApiClaimFetcher
+from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
 from device_plugin.serving import event_loop
 from tests.adversarial.dra.harness import (
