@@ -17,8 +17,10 @@ after the checkpoint is loaded, each claim is read once, and dropped only on the
 
 A read that fails (an error, a timeout, a body of the wrong shape) or is not answered within the
 budget keeps the claim: on doubt, the claim stays until the kubelet unprepares it. The helper runs it
-once the checkpoint is read and before claim calls are taken (plugin.py): a Prepare answered from the
-checkpoint while the claim's read is in flight would otherwise be undone by a verdict made before it.
+once the checkpoint is read and before this instance takes claim calls (plugin.py); in rolling-update mode
+the other instance serves meanwhile, and the claim may be reserved and prepared there after our read.
+So a claim judged stale is read again just before it is unprepared, under the claim's lock and the lock
+both instances take for a claim change, and kept unless that second read says so too.
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from device_plugin.core.short_text import one_line
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim
 from device_plugin.kubelet_plugin.claims.claim import ClaimBodyError, ClaimFetcher, ClaimRef, read_allocation
-from device_plugin.kubelet_plugin.claims.prepare import Preparer, claim_label
+from device_plugin.kubelet_plugin.claims.prepare import KEPT, Preparer, claim_label
+from device_plugin.serving import event_loop
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +44,7 @@ MAX_RESERVED = 256  # the API's limit on status.reservedFor
 # How long the start waits for the reads (claim calls are not taken meanwhile): a claim not judged by then
 # stays, as on any doubt. Each read has its own timeout too (ApiClaimFetcher, claims/api_read.py).
 BUDGET_S = 10.0
+RECHECK_S = 5.0  # the second read of a claim judged stale, under the locks
 
 
 @dataclass(frozen=True)
@@ -101,14 +106,27 @@ async def clean_up(
             kept[uid] = doubt
             log.warning("DRA clean-up: keeping %s: cannot tell whether it is still ours: %s", label, doubt)
         elif stale:
-            error = preparer.unprepare_claim(ClaimRef(claim.namespace, uid, claim.name))
-            if error:
+            ref = ClaimRef(claim.namespace, uid, claim.name)
+            recheck = partial(_still_stale, fetcher, uid, claim, driver_name)
+            error = await asyncio.to_thread(preparer.unprepare_claim, ref, recheck)
+            if error == KEPT:
+                log.info("DRA clean-up: keeping %s: read again, it is still this node's", label)
+            elif error:
                 failed[uid] = error
                 log.warning("DRA clean-up: %s: %s, but unpreparing it failed: %s", label, stale, error)
             else:
                 dropped[uid] = stale
                 log.info("DRA clean-up: unprepared %s: %s", label, stale)
     return CleanUp(dropped, kept, failed)
+
+
+def _still_stale(fetcher: ClaimFetcher, uid: str, claim: PreparedClaim, driver_name: str) -> bool:
+    """The second read, from a worker thread under the locks: stale again on the API server's clear word."""
+    try:
+        body = event_loop.run(fetcher.fetch_claim(claim.namespace, claim.name), timeout_s=RECHECK_S)
+        return bool(why_stale(uid, claim, body, driver_name))
+    except Exception:  # a failed or malformed read: on doubt the claim stays
+        return False
 
 
 async def _verdict(uid: str, claim: PreparedClaim, fetcher: ClaimFetcher, driver_name: str) -> tuple[str, str]:

@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 
 NAME_CHARS = 64  # of a claim's namespace, name, UID or a device name in a message
 ERROR_CHARS = 1024  # of a whole per-claim error
+KEPT = "kept: still this node's when read again"  # unprepare_claim's answer when `still_stale` said no
 READS_IN_FLIGHT = 16  # claim reads sent at once, all calls together
 MAX_ANSWER_BYTES = 4 * 1024 * 1024  # a claim is at most ~1.5 MiB (etcd's object limit); past this, no claim
 _CLAIM_PATH = "/apis/{group}/{version}/namespaces/{namespace}/resourceclaims/{name}"  # names checked first
@@ -138,9 +139,13 @@ class Preparer:
             result = PrepareResult(error=f"{label}: internal error: {type(error).__name__}: {error}")
         return PrepareResult(result.devices, one_line(result.error, ERROR_CHARS)) if result.error else result
 
-    def unprepare_claim(self, claim: ClaimRef) -> str:
-        """Forget the claim (no Prepare of it that is in flight will write it again); "" on success."""
+    def unprepare_claim(self, claim: ClaimRef, still_stale: Callable[[], bool] | None = None) -> str:
+        """Forget the claim (no Prepare of it that is in flight will write it again); "" on success.
+        `still_stale`: asked under the same locks first (the other instance's calls wait meanwhile); False
+        keeps the claim and answers KEPT."""
         with self._serialized(), self._locks.ticket(claim.uid) as ticket, ticket.locked():  # settle's order
+            if still_stale is not None and not still_stale():
+                return KEPT
             ticket.supersede()
             try:
                 self._checkpoint.remove(claim.uid)

@@ -12,15 +12,18 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim
 from device_plugin.kubelet_plugin.claims.claim import ClaimRef, read_allocation
+from device_plugin.kubelet_plugin.claims.cleanup import clean_up
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.kubelet_plugin.service.instance_lock import CALL_LOCK, CallLock
+from device_plugin.serving import event_loop
 from tests.adversarial.dra.harness import DRIVER, Devices, HeldClaims, prepared_here
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -154,3 +157,45 @@ def test_a_checkpoint_holding_two_claims_on_one_gpu_never_confirms_both(
         assert any("are both recorded on gpu-0" in r.getMessage() for r in caplog.records)
     if answered:  # the one confirmed is the one left on gpu-0
         assert {uid for uid, devices in _on_disk(folder).items() if "gpu-0" in devices} == answered
+
+
+class Reads:
+    """A claim's ResourceClaim as the API server answers each read in turn (the last answer repeats)."""
+
+    def __init__(self, *answers: dict[str, Any] | None) -> None:
+        self.answers = list(answers)
+        self.count = 0
+
+    async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        answer = self.answers[min(self.count, len(self.answers) - 1)]
+        self.count += 1
+        return answer
+
+
+def test_a_claim_reserved_again_during_the_other_instances_clean_up_is_not_unprepared(folder: Path) -> None:
+    """Instance B's clean-up reads c1 while no pod reserves it (stale); a new pod reserves c1 and the kubelet
+    prepares it at instance A; B's verdict must not be acted on: the claim is read again first."""
+    api = HeldClaims()
+    api.add("c1", "u1", "gpu-0")
+    a = _instance(folder, api)
+    assert not prepared_here(a, [ClaimRef("ns", "u1", "c1")])["u1"].error
+    reserved = api.claims[("ns", "c1")]
+    unreserved = {**reserved, "status": {**reserved["status"], "reservedFor": []}}
+    b = _instance(folder, api)
+    reads = Reads(unreserved, reserved)  # the verdict's read, then the one made just before acting on it
+    outcome = event_loop.run(clean_up(b, b._checkpoint, reads, DRIVER, budget_s=5.0), timeout_s=10.0)
+    assert reads.count == 2 and not outcome.dropped
+    assert _on_disk(folder) == {"u1": ("gpu-0",)}  # the running pod's claim is still prepared
+    rival = api.add("c9", "u9", "gpu-0")
+    assert "already prepared for claim ns/c1" in prepared_here(b, [ClaimRef(*rival)])["u9"].error
+
+
+def test_a_claim_still_stale_when_read_again_is_unprepared(folder: Path) -> None:
+    api = HeldClaims()
+    api.add("c1", "u1", "gpu-0")
+    a = _instance(folder, api)
+    assert not prepared_here(a, [ClaimRef("ns", "u1", "c1")])["u1"].error
+    b = _instance(folder, api)
+    reads = Reads(None)  # gone, and still gone
+    outcome = event_loop.run(clean_up(b, b._checkpoint, reads, DRIVER, budget_s=5.0), timeout_s=10.0)
+    assert reads.count == 2 and set(outcome.dropped) == {"u1"} and _on_disk(folder) == {}
