@@ -7,7 +7,7 @@ HTTP on 127.0.0.1 (ephemeral port, one thread per request, bounded by the test's
 - /apis/resource.k8s.io/{v}/resourceslices: list (fieldSelector a=b,c=d and labelSelector equality),
   POST (409 AlreadyExists), and per name GET / PUT (resourceVersion must match, else 409 Conflict;
   404 when missing) / DELETE (404 when missing);
-- GET /apis/resource.k8s.io/{v}/namespaces/{ns}/resourceclaims/{name}.
+- GET /apis/resource.k8s.io/{v}/namespaces/{ns}/resourceclaims/{name}, and the list of all of them.
 Every object we are sent is checked by the `validate` the caller passes (the tests pass kubernetes-validate's
 strict check: tests/dra/schema_check.py) against the Kubernetes release that introduced its version; an
 invalid one is refused with 422 and recorded in `invalid`. Without a validator only the rules below apply.
@@ -228,6 +228,9 @@ class ApiStandin(SliceWrites):
             if parts[:2] != ["apis", GROUP] or len(parts) < 4 or parts[2] not in self.versions:
                 return 404, _status(404, f"no such path {path}")
             version, rest = parts[2], parts[3:]
+            if rest == ["resourceclaims"] and method == "GET":  # every namespace's, as a List
+                items = [self.claims[key] for key in sorted(self.claims)]
+                return 200, {"apiVersion": f"{GROUP}/{version}", "kind": "ResourceClaimList", "items": items}
             if rest[0] == "namespaces" and len(rest) == 4 and rest[2] == "resourceclaims" and method == "GET":
                 claim = self.claims.get((rest[1], rest[3]))
                 return (200, claim) if claim else (404, _status(404, f'resourceclaims "{rest[3]}" not found'))

@@ -32,6 +32,7 @@ from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.api_read import ApiClaimFetcher
 from device_plugin.kubelet_plugin.claims.cleanup import BUDGET_S, clean_up
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
+from device_plugin.kubelet_plugin.claims.restore import LIST_TIMEOUT_S, restore
 from device_plugin.kubelet_plugin.driver import Driver
 from device_plugin.kubelet_plugin.runtime_cdi import DROPPED, NEEDS_CONFIG, SUPPORTED, CdiVerdict, cdi_verdict
 from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed
@@ -79,6 +80,7 @@ class KubeletPlugin:
         checkpoint = Checkpoint(folder / "checkpoint.json", deferred=True, shared=bool(options.instance))
         self._checkpoint = checkpoint
         self._driver_name = name
+        self._node_name = options.node_name  # also the pool's name
         calls = None
         if options.instance:
             calls = CallLock(
@@ -139,8 +141,17 @@ class KubeletPlugin:
         self.server.start()
 
     def _opened(self) -> None:
-        """The sockets and the checkpoint are ours: publish, and forget the claims no longer this node's."""
+        """The sockets and the checkpoint are ours: publish, restore what the checkpoint set aside and the API
+        server says we hold, and forget the claims no longer this node's."""
         self.publisher.start()
+        if self._checkpoint.damaged:
+            event_loop.run(
+                restore(
+                    self.preparer, self._transport, lambda: self.publisher.api_version, self._driver_name,
+                    self._node_name, set(self._checkpoint.uids()),
+                ),
+                timeout_s=LIST_TIMEOUT_S + CLEAN_UP_SLACK_S,
+            )  # fmt: skip
         if not self._checkpoint.uids():
             return
         outcome = event_loop.run(

@@ -159,6 +159,11 @@ SKIP_RULES: tuple[tuple[str, str, Callable[[str], bool]], ...] = (
         "prepares files for the example that follows (a directory, the overlay's registry)",
         lambda c: bool(re.match(r"(mkdir|sed -i|echo|pip install)\b", c)),
     ),
+    (
+        "machine-set-up",
+        "installs packages or fetches release binaries on a development machine (.ci/run does it in CI)",
+        lambda c: bool(re.match(r"(apt-get|curl|tar|export)\b", c)),
+    ),
 )
 
 

@@ -51,6 +51,7 @@ def test_quote_matching(expected: tuple[str, ...], printed: list[str], verdict: 
         ("nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml", "node-set-up"),
         (".venv/bin/python tools/real_node_check.py", "real-nvml"),
         ("gpu-device-plugin labels --machine dgx1-v100", None),
+        ("apt-get install --no-install-recommends containerd", "machine-set-up"),
     ],
     ids=[
         "runnable-on-a-shipped-machine",
@@ -61,6 +62,7 @@ def test_quote_matching(expected: tuple[str, ...], printed: list[str], verdict: 
         "nvidia-ctk-is-gpu-node-set-up",
         "tool-without-machine-is-real-nvml",
         "labels-on-a-shipped-machine-runs",
+        "apt-get-is-machine-set-up",
     ],
 )
 def test_skip_rules(command: str, rule: str | None) -> None:

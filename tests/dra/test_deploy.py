@@ -35,13 +35,15 @@ def test_every_object_validates_strictly(obj: dict, version: str) -> None:
     kubernetes_validate.validate(obj, version, strict=True)
 
 
-def test_rbac_grants_exactly_slices_write_and_claims_and_nodes_get() -> None:
+def test_rbac_grants_exactly_slices_write_claims_read_and_nodes_get() -> None:
+    """Claims: get (Prepare's read) and list (restoring damaged checkpoint entries at start); nothing else."""
     (role,) = [o for o in OBJECTS if o["kind"] == "ClusterRole"]
     grants = {
         (g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
     }
     slices = {("resource.k8s.io", "resourceslices", v) for v in ("get", "list", "watch", "create", "update", "delete")}
-    assert grants == slices | {("resource.k8s.io", "resourceclaims", "get"), ("", "nodes", "get")}
+    claims = {("resource.k8s.io", "resourceclaims", v) for v in ("get", "list")}
+    assert grants == slices | claims | {("", "nodes", "get")}
 
 
 def test_the_daemonset_runs_dra_mode_with_the_kubelet_plugin_dirs_node_name_and_the_rbac_account() -> None:

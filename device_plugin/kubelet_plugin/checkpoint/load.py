@@ -55,24 +55,32 @@ class Leftover(NamedTuple):
     uids: frozenset[str]
 
 
-def load(folder: ClaimsFolder, group: GroupSync, legacy: Path) -> tuple[dict[str, PreparedClaim], list[Leftover], int]:
-    """The checkpointed claims, the journals replayed (to compact), and the next journal's number; the
-    folder made if missing, `legacy` (checkpoint.json) migrated into it."""
+class Loaded(NamedTuple):
+    claims: dict[str, PreparedClaim]
+    leftovers: list[Leftover]  # the journals replayed, to compact
+    next_journal: int
+    damaged: int  # entries and journal records set aside: claims that may be missing from `claims`
+
+
+def load(folder: ClaimsFolder, group: GroupSync, legacy: Path) -> Loaded:
+    """The checkpointed claims, the journals replayed (to compact), the next journal's number and how much
+    was set aside; the folder made if missing, `legacy` (checkpoint.json) migrated into it."""
     try:
         folder.open()
-        claims = _read_folder(folder)
-        leftovers, number = _replay_journals(folder, claims)
+        claims, bad_files = _read_folder(folder)
+        leftovers, number, bad_records = _replay_journals(folder, claims)
     except OSError as error:
         raise ConfigError(FIELD, f"cannot use {short_path(folder.path)}: {error.strerror or error}") from error
     _remove_legacy_temps(legacy.parent)
     _migrate(folder, group, legacy, claims)
-    return claims, leftovers, number
+    return Loaded(claims, leftovers, number, bad_files + bad_records)
 
 
-def _replay_journals(folder: ClaimsFolder, claims: dict[str, PreparedClaim]) -> tuple[list[Leftover], int]:
+def _replay_journals(folder: ClaimsFolder, claims: dict[str, PreparedClaim]) -> tuple[list[Leftover], int, int]:
     with os.scandir(folder.path) as entries:
         found = sorted((n, e.name, e.is_symlink()) for e in entries if (n := journal_number(e.name)) is not None)
     leftovers = []
+    damaged = 0
     spoiled: dict[str, str] = {}  # uid -> the journal of its last record, a bad one: its state is unknown
 
     def apply(uid: str, claim: PreparedClaim | None) -> None:
@@ -96,14 +104,16 @@ def _replay_journals(folder: ClaimsFolder, claims: dict[str, PreparedClaim]) -> 
             uids, bad = replay(path, apply, spoil)
         except ConfigError as error:
             set_aside(path, _why(path, error))
+            damaged += 1
             continue
         if bad:
             keep_aside(path, f"has {bad} bad records (skipped)")
+            damaged += bad
         leftovers.append(Leftover(path, frozenset(uids)))
     _set_aside_spoiled(folder, spoiled)
     if leftovers:
         log.info("DRA checkpoint: replayed %d journals", len(leftovers))
-    return leftovers, (found[-1][0] + 1 if found else 1)
+    return leftovers, (found[-1][0] + 1 if found else 1), damaged + len(spoiled)
 
 
 def _set_aside_spoiled(folder: ClaimsFolder, spoiled: dict[str, str]) -> None:
@@ -123,7 +133,7 @@ def _set_aside_spoiled(folder: ClaimsFolder, spoiled: dict[str, str]) -> None:
         log.warning("DRA checkpoint: %d claims set aside for bad journal records in all", len(spoiled))
 
 
-def _read_folder(folder: ClaimsFolder) -> dict[str, PreparedClaim]:
+def _read_folder(folder: ClaimsFolder) -> tuple[dict[str, PreparedClaim], int]:
     claims: dict[str, PreparedClaim] = {}
     bad, stale = 0, 0
     with os.scandir(folder.path) as entries:
@@ -143,7 +153,7 @@ def _read_folder(folder: ClaimsFolder) -> dict[str, PreparedClaim]:
     if stale:
         log.info("DRA checkpoint: removed %d temp files left by an interrupted write", stale)
     log.info("DRA checkpoint: %d prepared claims in %s", len(claims), short_path(folder.path))
-    return claims
+    return claims, bad
 
 
 def _problem_or_claim(path: Path, is_symlink: bool, claims: dict[str, PreparedClaim]) -> str:

@@ -83,6 +83,7 @@ class Checkpoint:
         self._next = 1
         self._compact_soon = False
         self.opened = False
+        self.damaged = 0
         if not deferred:
             self.open()
 
@@ -92,7 +93,9 @@ class Checkpoint:
         ConfigError: the folder cannot be made or listed (checkpoint/load.py)."""
         if self.opened:
             return
-        self._claims, self._closed, self._next = load(self.folder, self._group, self.legacy_path)
+        loaded = load(self.folder, self._group, self.legacy_path)
+        self._claims, self._closed, self._next = loaded.claims, loaded.leftovers, loaded.next_journal
+        self.damaged = loaded.damaged  # entries set aside: claims the API server may have to restore
         # The journals found are compacted at the first change, in the background: a Checkpoint that only
         # reads (a tool, a test reading back what a live driver wrote) removes nothing.
         self._compact_soon = bool(self._closed)
@@ -159,9 +162,11 @@ class Checkpoint:
             if self._journal is not None:
                 self._journal.close()
                 self._journal = None
-            claims, self._closed, self._next = load(self.folder, self._group, self.legacy_path)
+            loaded = load(self.folder, self._group, self.legacy_path)
+            self._closed, self._next = loaded.leftovers, loaded.next_journal
+            self.damaged += loaded.damaged
             with self._lock:
-                self._claims = claims
+                self._claims = loaded.claims
             self._compact_soon = bool(self._closed)
             self.opened = True
 

@@ -68,12 +68,12 @@ def why_stale(uid: str, claim: PreparedClaim, body: Mapping[str, Any] | None, dr
     pools = {device.pool_name for device in claim.devices}
     if pools and not any(device.pool in pools for device in allocation.devices):
         return "the ResourceClaim is allocated to another node"
-    if not _reserved(body):
+    if not reserved(body):
         return "the ResourceClaim is reserved for no pod"
     return ""
 
 
-def _reserved(body: Mapping[str, Any]) -> bool:
+def reserved(body: Mapping[str, Any]) -> bool:
     status = body.get("status")
     reserved = status.get("reservedFor") if isinstance(status, Mapping) else None
     if reserved is None:

@@ -25,6 +25,7 @@ from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.kubelet_plugin.service.instance_lock import CALL_LOCK, CallLock
 from device_plugin.serving import event_loop
 from tests.adversarial.dra.harness import DRIVER, Devices, HeldClaims, prepared_here
+from tests.dra.driver_node import Node, node  # noqa: F401  (the fixture: a whole driver on stand-ins)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -199,3 +200,32 @@ def test_a_claim_still_stale_when_read_again_is_unprepared(folder: Path) -> None
     reads = Reads(None)  # gone, and still gone
     outcome = event_loop.run(clean_up(b, b._checkpoint, reads, DRIVER, budget_s=5.0), timeout_s=10.0)
     assert reads.count == 2 and set(outcome.dropped) == {"u1"} and _on_disk(folder) == {}
+
+
+@pytest.mark.parametrize("where", ["claim-file", "journal-record"])
+def test_a_damaged_entry_of_a_running_pods_claim_is_restored_from_the_api_and_keeps_its_gpu(
+    node: Node,  # noqa: F811  (the fixture imported above)
+    where: str,
+) -> None:
+    """One byte changed in a claim's entry (gpu-0 rewritten as gpu-1, still JSON): the CRC sets it aside, and
+    the restart restores it from the API server's allocation before it serves; a new claim on gpu-0 is refused
+    and the kubelet's re-prepare of the damaged claim is answered (before: forgotten, gpu-0 given away)."""
+    node.start()  # the whole driver, on the API and DRA kubelet stand-ins (tests/dra/driver_node.py)
+    kubelet = node.kubelet()
+    plugin = kubelet.wait_for_plugin()
+    damaged = node.claim("c2", "uid-2", "gpu-0")
+    assert not kubelet.prepare(plugin, [damaged])["uid-2"].error
+    node.stop()
+    claims = node.root / "plugins" / DRIVER / "claims"
+    if where == "claim-file":
+        Checkpoint(claims.parent / "checkpoint.json").compact()  # the journal folded into claims/uid-2.json
+        entry = next(claims.glob("*.json"))
+    else:
+        entry = max(claims.glob("journal-*.log"))
+    entry.write_bytes(entry.read_bytes().replace(b'"gpu-0"', b'"gpu-1"', 1))
+    node.start()
+    plugin = node.kubelet().wait_for_plugin()
+    rival = kubelet.prepare(plugin, [node.claim("c3", "uid-3", "gpu-0")])["uid-3"]
+    assert "already prepared for claim ns/c2" in rival.error
+    again = kubelet.prepare(plugin, [damaged])["uid-2"]
+    assert not again.error and [d.device_name for d in again.devices] == ["gpu-0"]
