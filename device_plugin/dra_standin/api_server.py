@@ -61,6 +61,7 @@ class ApiStandin(SliceWrites):
         self.claims: dict[tuple[str, str], dict[str, Any]] = {}
         self.invalid: list[str] = []
         self.requests: list[tuple[str, str]] = []  # (method, path)
+        self.answered: list[tuple[str, str, int]] = []  # (method, path, status) of every request handled
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._events: list[tuple[int, str, dict[str, Any]]] = []  # (resourceVersion, type, object) in order
@@ -206,6 +207,12 @@ class ApiStandin(SliceWrites):
     def handle(
         self, method: str, path: str, query: dict[str, str], body: Any, content_type: str = "application/json"
     ) -> tuple[int, Any]:
+        status, answer = self._handle(method, path, query, body, content_type)
+        with self._lock:
+            self.answered.append((method, path, status))
+        return status, answer
+
+    def _handle(self, method: str, path: str, query: dict[str, str], body: Any, content_type: str) -> tuple[int, Any]:
         # Checked before the lock: a strict schema check takes ~20 ms in Python, and a real API server does
         # not hold up other requests (a claim read by NodePrepareResources) while it validates a write.
         refused = self._refusal(body) if method in ("POST", "PUT") else None
