@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import _common  # noqa: F401  (puts the checkout on sys.path)
 from _common import percentile, table
 
+from testbed.realnode import binaries
 from testbed.realnode.cluster import RealCluster
 from testbed.realnode.kubectl import KubectlError
 from testbed.realnode.manifests import EXAMPLES_NAMESPACE, apply_dra
@@ -163,7 +164,12 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=4)
     parser.add_argument("--ways", default=",".join(WAYS))
     args = parser.parse_args()
-    cluster = RealCluster.create().start()
+    try:
+        found = binaries.find()
+    except binaries.Missing as missing:
+        print(f"not run: no real node here: {missing}")
+        return
+    cluster = RealCluster.create(found).start()
     rows = []
     try:
         apply_dra(cluster)

@@ -30,6 +30,7 @@ from device_plugin.allocator import Allocator
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.topology.build import build_topology
 from testbed.placement_quality import optimal
+from testbed.realnode import binaries
 from testbed.realnode.cluster import RealCluster
 from testbed.realnode.manifests import EXAMPLES_NAMESPACE as NS
 from testbed.realnode.manifests import apply_dra
@@ -130,7 +131,12 @@ def main() -> None:
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--claims", type=int, default=24)
     args = parser.parse_args()
-    cluster = RealCluster.create().start()
+    try:
+        found = binaries.find()
+    except binaries.Missing as missing:
+        print(f"not run: no real node here: {missing}")
+        return
+    cluster = RealCluster.create(found).start()
     rows, verdicts = [], []
     try:
         apply_dra(cluster)

@@ -34,6 +34,11 @@ BENCHMARKS = (
     "bench_dra_rolling_update.py",
     "bench_checkpoint.py",
     "bench_config_limits.py",
+    "bench_dra_two_instances.py",
+    "bench_dra_chaos.py",
+    # On a real control plane and kubelet (docs/real-node.md): each says why it ran nothing where they are missing.
+    "bench_real_scheduler.py",
+    "bench_real_rolling_update.py",
 )
 
 

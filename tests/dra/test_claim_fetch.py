@@ -21,6 +21,7 @@ from device_plugin.kubelet_plugin.api.connection_settings import bypasses_proxy,
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.kubelet_plugin.claims.api_read import ApiClaimFetcher
+from device_plugin.serving import event_loop
 from tests.dra.api_standin import ApiStandin
 from tests.dra.http_serving import QuietHandler, http_server
 
@@ -265,3 +266,22 @@ def test_no_proxy_rules(url: str, no_proxy: str, bypassed: bool) -> None:
     client = api_client(url)
     client.configuration.proxy, client.configuration.no_proxy = "http://proxy:3128", no_proxy
     assert proxy_for(client.configuration) == ("" if bypassed else "http://proxy:3128")
+
+
+def test_many_first_reads_before_the_version_is_known_do_not_starve_the_loops_threads(api: ApiStandin) -> None:
+    """At a start with many checkpointed claims the clean-up reads them all at once, before the publisher has
+    asked which resource.k8s.io version is served. Each read used to ask in a thread of the loop's pool that
+    waited on the loop, which needed another pool thread for the token: with more reads than threads, every
+    read stalled until the token's 5 s bound and the claims were kept "on doubt". Now one discovery, awaited."""
+    for n in range(24):
+        api.claims[("ns", f"c{n}")] = {**CLAIM, "metadata": {**CLAIM["metadata"], "name": f"c{n}"}}
+    fetcher = ApiClaimFetcher(api.transport(), lambda: None)  # the version unknown yet
+
+    async def all_at_once() -> list[Mapping[str, Any] | None]:
+        return list(await asyncio.gather(*(fetcher.fetch_claim("ns", f"c{n}") for n in range(24))))
+
+    started = time.monotonic()
+    read = event_loop.run(all_at_once(), timeout_s=20.0)
+    assert [r["metadata"]["name"] for r in read if r] == [f"c{n}" for n in range(24)]
+    assert time.monotonic() - started < 4.0  # not the token's 5 s bound
+    assert sum(1 for method, path in api.requests if path == "/apis/resource.k8s.io") == 1

@@ -22,7 +22,7 @@ from device_plugin.core.errors import PluginError
 from device_plugin.core.short_text import short
 from device_plugin.kubelet_plugin.api.api_errors import AnswerTooBig
 from device_plugin.kubelet_plugin.api.slices import API_VERSIONS, GROUP
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
+from device_plugin.kubelet_plugin.api.transport import Answer, ApiTransport
 
 MAX_NODE_BYTES = 16 * 1024 * 1024  # a Node with every image it holds listed is well under this
 
@@ -46,7 +46,17 @@ def api_client(host: str | None = None) -> k8s.ApiClient:
 
 def newest_resource_version(transport: ApiTransport) -> str:
     """v1, else v1beta2, else v1beta1: the newest resource.k8s.io version the server serves (from a thread)."""
-    answer = transport.call("GET", f"/apis/{GROUP}")
+    return _served_version(transport.call("GET", f"/apis/{GROUP}"))
+
+
+async def newest_resource_version_on_loop(transport: ApiTransport) -> str:
+    """newest_resource_version, awaited on the serving loop: no thread of the loop's pool waits on the loop
+    (a read that blocked a pool thread on the loop starved the token read it needed, at every start with six
+    or more checkpointed claims)."""
+    return _served_version(await transport.send("GET", f"/apis/{GROUP}"))
+
+
+def _served_version(answer: Answer) -> str:
     if answer.status == 404:
         raise UnsupportedApiError(
             f"the API server does not serve {GROUP} at all; Dynamic Resource Allocation needs Kubernetes >= 1.32"

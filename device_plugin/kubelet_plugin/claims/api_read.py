@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from device_plugin.kubelet_plugin.api.api_errors import AnswerTooBig
-from device_plugin.kubelet_plugin.api.kube import newest_resource_version
+from device_plugin.kubelet_plugin.api.kube import newest_resource_version_on_loop
 from device_plugin.kubelet_plugin.api.slices import GROUP
 from device_plugin.kubelet_plugin.api.transport import REQUEST_TIMEOUT_S, ApiTransport
 from device_plugin.kubelet_plugin.claims.claim import check_claim_name
@@ -41,15 +41,18 @@ class ApiClaimFetcher:
         self._version: str | None = None
         self._timeout_s = timeout_s
         self._turns: asyncio.Semaphore | None = None
+        self._discovery: asyncio.Lock | None = None
+        self._discovery_loop: asyncio.AbstractEventLoop | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The claim, or None when it does not exist. ValueError: a name no claim can have (not sent);
         RuntimeError: no answer, or an answer other than the claim or 404 (the status named)."""
         check_claim_name(namespace, name)
-        if self._version is None:  # the publisher discovers it at start; until then, ask (blocking: a thread)
-            found = self._discovered()
-            self._version = found or await asyncio.to_thread(newest_resource_version, self.transport)
+        if self._version is None:  # the publisher discovers it at start; until then, ask (once for all reads)
+            async with self._discovering():
+                if self._version is None:
+                    self._version = self._discovered() or await newest_resource_version_on_loop(self.transport)
         path = _CLAIM_PATH.format(group=GROUP, version=self._version, namespace=namespace, name=name)
         async with self._opened():
             try:
@@ -62,6 +65,12 @@ class ApiClaimFetcher:
         if not isinstance(obj, dict):  # a proxy's or a broken server's answer: no word on the claim
             raise RuntimeError(f"the API server answered ResourceClaim {namespace}/{name} with no object")
         return obj
+
+    def _discovering(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._discovery is None or self._discovery_loop is not loop:
+            self._discovery, self._discovery_loop = asyncio.Lock(), loop
+        return self._discovery
 
     def _opened(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from device_plugin.core.short_text import one_line
-from device_plugin.kubelet_plugin.api.kube import newest_resource_version
+from device_plugin.kubelet_plugin.api.kube import newest_resource_version_on_loop
 from device_plugin.kubelet_plugin.api.slices import GROUP
 from device_plugin.kubelet_plugin.api.transport import ApiTransport
 from device_plugin.kubelet_plugin.claims.claim import ClaimBodyError, ClaimRead, ClaimRef, read_allocation
@@ -61,7 +61,7 @@ async def restore(
 ) -> list[str]:
     """Restore what the API server says this node holds and the checkpoint lost; the UIDs restored."""
     try:
-        version = discovered() or await asyncio.to_thread(newest_resource_version, transport)
+        version = discovered() or await newest_resource_version_on_loop(transport)
         answer = await transport.send(
             "GET", f"/apis/{GROUP}/{version}/resourceclaims", timeout_s=LIST_TIMEOUT_S, limit_bytes=MAX_LIST_BYTES
         )
