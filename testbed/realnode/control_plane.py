@@ -38,6 +38,9 @@ class ControlPlane:
     api_port: int = 0
     processes: list[Process] | None = None
     pki: pki_module.Pki | None = None
+    # "*" (every default controller); "*,-node-lifecycle-controller" where the nodes are hand-made (no kubelet
+    # renews their leases, so that controller would taint them unreachable)
+    controllers: str = "*"
 
     @property
     def server(self) -> str:
@@ -148,6 +151,7 @@ class ControlPlane:
                 "--bind-address=127.0.0.1", f"--secure-port={free_port()}", "--leader-elect=false",
                 f"--service-account-private-key-file={self.pki.service_account_key}",
                 f"--root-ca-file={self.pki.ca.cert}", "--use-service-account-credentials=true",
+                f"--controllers={self.controllers}",
                 f"--kube-api-qps={CLIENT_QPS}", f"--kube-api-burst={CLIENT_BURST}",
                 f"--feature-gates={FEATURE_GATES}",
             ],

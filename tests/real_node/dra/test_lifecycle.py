@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from testbed.realnode.cluster import RealCluster
+from testbed.realnode.manifests import ROOT
 from testbed.realnode.our_daemon import OurDaemon
 from testbed.realnode.pods import busybox_pod, delete_and_wait, run_to_end, start_running
-from tests.real_node.dra.conftest import EXAMPLES, ROOT, allocated, claim_of, devices
+from tests.real_node.dra.conftest import EXAMPLES, allocated, claim_of, devices
 from tests.real_node.dra.test_claims import gpu_indices, kubelet_claims
 
 MACHINE = "dgx1-v100"

@@ -19,9 +19,10 @@ from device_plugin.nvml.fake import FakeNvml
 from device_plugin.topology.build import build_topology
 from testbed.realnode.cluster import RealCluster
 from testbed.realnode.kubectl import Kubectl, KubectlError
+from testbed.realnode.manifests import ROOT
 from testbed.realnode.our_daemon import OurDaemon
 from testbed.realnode.pods import busybox_pod, run_to_end, start_running
-from tests.real_node.dra.conftest import DRIVER, EXAMPLES, ROOT, allocated, claim_of, slices
+from tests.real_node.dra.conftest import DRIVER, EXAMPLES, allocated, claim_of, slices
 
 
 def _slices_of(machine: str, node: str, version: str) -> list[dict[str, object]]:

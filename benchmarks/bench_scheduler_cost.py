@@ -1,0 +1,214 @@
+"""What our ResourceSlices cost the real scheduler at cluster scale (issue 47; prints figures, never fails).
+
+A real control plane (testbed/realnode: kube-apiserver, kube-controller-manager, kube-scheduler v1.36 or what
+GPU_DEVICE_PLUGIN_KUBE_BIN holds; client rate limits lifted; the node lifecycle controller off, as no kubelet
+renews the hand-made nodes' leases) and N hand-made nodes, each with the slice `dra slices` builds for a
+dgx1-v100 (8 GPUs). Three styles, alternated over the rounds:
+- count-only: the same devices with only the unqualified attributes (what a count-only driver publishes),
+  and a plain claim (`exactly`, count k);
+- ours, shipped claim: our slices and the example claim of deploy/dra/examples for k GPUs;
+- ours, plain claim: our slices and the plain claim (the attributes' own cost).
+Per style, P pods asking k GPUs are created at once and scheduled (nothing runs them); measured: pods/s
+(from the first create to the last binding) and the scheduler's CPU seconds per pod (from /proc, its user
+and system time over that window), and the ratio to count-only. Target (issue 47): at most 1.05x the
+scheduler CPU per pod of count-only at 500 and 1,000 nodes, sizes 2, 4 and 8, with the shipped claims.
+
+Run: .venv/bin/python benchmarks/bench_scheduler_cost.py [--nodes 100,500,1000] [--sizes 2,4,8] [--pods 200]
+     [--rounds 2]
+Needs the Kubernetes binaries and etcd of the real-node tests (docs/real-node.md); no kubelet, no containerd.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import _common  # noqa: F401  (puts the checkout on sys.path)
+import yaml
+from _common import table, target_line
+
+from device_plugin.dra.inventory import build_devices
+from device_plugin.kubelet_plugin.api.slices import build_slices
+from device_plugin.nvml.fake import FakeNvml
+from device_plugin.topology.build import build_topology
+from testbed.realnode import binaries
+from testbed.realnode.control_plane import ControlPlane
+from testbed.realnode.manifests import DEPLOY, EXAMPLES
+from testbed.realnode.processes import wait_until
+from testbed.realnode.rest import Rest
+
+DRIVER, NS, MACHINE = "gpu.gpu-device-plugin.io", "sched-cost", "dgx1-v100"
+CLASS = "gpu.gpu-device-plugin.io"
+SHIPPED = {1: "one-gpu", 2: "two-gpus-best-effort", 4: "four-gpus-best-effort", 8: "eight-gpus-best-effort"}
+UNQUALIFIED = {"type", "uuid", "index", "minor", "productName", "architecture", "cudaComputeCapability",
+               "driverVersion", "cudaDriverVersion", "pcieBusID"}  # fmt: skip
+STYLES = ("count-only", "ours, shipped claim", "ours, plain claim")
+RESOURCE = "/apis/resource.k8s.io/v1"
+
+
+def _devices(count_only: bool) -> tuple[Any, ...]:
+    fake = FakeNvml.from_machine(MACHINE)
+    devices, _ = build_devices(fake, build_topology(fake))
+    if not count_only:
+        return devices
+    return tuple(replace(d, attributes=tuple(a for a in d.attributes if a[0] in UNQUALIFIED)) for d in devices)
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Bench:
+    def __init__(self, plane: ControlPlane) -> None:
+        self.plane = plane
+        self.rest = Rest(plane, workers=16)
+        self.nodes: list[str] = []
+
+    def setup(self) -> None:
+        manifests = [DEPLOY / "dra" / "driver" / "deviceclass.yaml"]
+        for path in manifests:
+            for obj in yaml.safe_load_all(path.read_text()):
+                self.rest.call("POST", f"{RESOURCE}/deviceclasses", obj)
+        self.rest.call("POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
+        for obj in yaml.safe_load_all((EXAMPLES / "claim-templates.yaml").read_text()):
+            obj["metadata"]["namespace"] = NS
+            self.rest.call("POST", f"{RESOURCE}/namespaces/{NS}/resourceclaimtemplates", obj)
+        for k in (1, 2, 4, 8):
+            plain = {"metadata": {"name": f"plain-{k}", "namespace": NS}, "spec": {"spec": {"devices": {"requests": [
+                {"name": "gpus", "exactly": {"deviceClassName": CLASS, "allocationMode": "ExactCount", "count": k}}
+            ]}}}}  # fmt: skip
+            self.rest.call("POST", f"{RESOURCE}/namespaces/{NS}/resourceclaimtemplates", plain)
+        wait_until(
+            "the default service account",
+            lambda: bool(self._exists(f"/api/v1/namespaces/{NS}/serviceaccounts/default")),
+            60,
+        )
+
+    def _exists(self, path: str) -> bool:
+        try:
+            self.rest.call("GET", path)
+            return True
+        except Exception:
+            return False
+
+    def grow(self, count: int) -> None:
+        """Hand-made Ready nodes up to `count`, each with 64 CPUs, no taint."""
+        new = [f"node-{n:04d}" for n in range(len(self.nodes), count)]
+        self.rest.each(("POST", "/api/v1/nodes", {"metadata": {"name": n}}) for n in new)
+        status = {"status": {
+            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "hand-made"}],
+        }}  # fmt: skip
+        calls = [("PATCH", f"/api/v1/nodes/{n}/status", status) for n in new]
+        with_taints = [("PATCH", f"/api/v1/nodes/{n}", {"spec": {"taints": None}}) for n in new]
+        for batch in (calls, with_taints):
+            self._patch_all(batch)
+        self.nodes += new
+
+    def _patch_all(self, calls: list[tuple[str, str, Any]]) -> None:
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda c: self.rest.merge_patch(c[1], c[2]), calls))
+
+    def publish(self, count_only: bool) -> None:
+        self.rest.call("DELETE", f"{RESOURCE}/resourceslices?fieldSelector=spec.driver%3D{DRIVER}")
+        wait_until(
+            "old slices gone", lambda: not self.rest.call("GET", f"{RESOURCE}/resourceslices?limit=1")["items"], 120
+        )
+        devices = _devices(count_only)
+        objects = [build_slices(devices, node_name=n, driver_name=DRIVER, generation=1)[0] for n in self.nodes]
+        self.rest.each(("POST", f"{RESOURCE}/resourceslices", o) for o in objects)
+
+    def schedule(self, pods: int, size: int, template: str) -> tuple[float, float]:
+        """(pods a second, scheduler CPU seconds a pod) for `pods` pods of `size` GPUs from `template`."""
+        scheduler = self.plane.scheduler_process().pid
+        made = [{
+            "metadata": {"name": f"p{n}", "namespace": NS},
+            "spec": {
+                "terminationGracePeriodSeconds": 0,
+                "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": template}],
+                "containers": [{"name": "c", "image": "none", "resources": {"claims": [{"name": "gpus"}]}}],
+            },
+        } for n in range(pods)]  # fmt: skip
+        cpu_before, began = _cpu_s(scheduler), time.monotonic()
+        self.rest.each(("POST", f"/api/v1/namespaces/{NS}/pods", p) for p in made)
+
+        def bound() -> bool:
+            listed = self.rest.call("GET", f"/api/v1/namespaces/{NS}/pods?fieldSelector=spec.nodeName%3D")
+            return not listed["items"]
+
+        wait_until(f"{pods} pods bound", bound, 600)
+        took, cpu = time.monotonic() - began, _cpu_s(scheduler) - cpu_before
+        self.rest.call("DELETE", f"/api/v1/namespaces/{NS}/pods?gracePeriodSeconds=0")
+        wait_until(
+            "pods gone", lambda: not self.rest.call("GET", f"/api/v1/namespaces/{NS}/pods?limit=1")["items"], 120
+        )
+        self.rest.call("DELETE", f"{RESOURCE}/namespaces/{NS}/resourceclaims")
+        wait_until(
+            "claims gone",
+            lambda: not self.rest.call("GET", f"{RESOURCE}/namespaces/{NS}/resourceclaims?limit=1")["items"],
+            120,
+        )
+        return pods / took, cpu / pods
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", default="100,500,1000")
+    parser.add_argument("--sizes", default="2,4,8")
+    parser.add_argument("--pods", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    try:
+        found = binaries.find()
+    except binaries.Missing as missing:
+        print(f"not run: no real control plane here: {missing}")
+        return
+    plane = ControlPlane(Path(tempfile.mkdtemp(prefix="gdp-sc-", dir="/tmp")), found, "none",
+                         controllers="*,-node-lifecycle-controller")  # fmt: skip
+    rows, verdicts = [], []
+    try:
+        plane.start()
+        bench = Bench(plane)
+        bench.setup()
+        for nodes in (int(n) for n in args.nodes.split(",")):
+            bench.grow(nodes)
+            for size in (int(s) for s in args.sizes.split(",")):
+                pods = min(args.pods, nodes * (8 // size) // 2)
+                figures: dict[str, list[tuple[float, float]]] = {s: [] for s in STYLES}
+                published = None
+                for _ in range(args.rounds):
+                    for style in STYLES:
+                        count_only = style == "count-only"
+                        if published != count_only:
+                            bench.publish(count_only)
+                            published = count_only
+                        template = SHIPPED[size] if style == "ours, shipped claim" else f"plain-{size}"
+                        figures[style].append(bench.schedule(pods, size, template))
+                base = sum(c for _, c in figures["count-only"]) / args.rounds
+                for style in STYLES:
+                    rate = sum(r for r, _ in figures[style]) / args.rounds
+                    cpu = sum(c for _, c in figures[style]) / args.rounds
+                    rows.append([str(nodes), str(size), str(pods), style, f"{rate:.1f}", f"{cpu * 1000:.1f}",
+                                 f"{cpu / base:.2f}x"])  # fmt: skip
+                    if style == "ours, shipped claim" and nodes >= 500:
+                        verdicts.append(cpu / base <= 1.05)
+                print(f"{nodes} nodes, {size} GPUs: done", flush=True)
+    finally:
+        plane.stop()
+    print(table(["nodes", "GPUs", "pods", "style", "pods/s", "scheduler ms CPU/pod", "vs count-only"], rows))
+    if verdicts:
+        print(
+            target_line("shipped claims at most 1.05x count-only scheduler CPU at 500 and 1,000 nodes", all(verdicts))
+        )
+
+
+if __name__ == "__main__":
+    main()
