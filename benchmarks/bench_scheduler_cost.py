@@ -14,7 +14,7 @@ and system time over that window), and the ratio to count-only. Target (issue 47
 scheduler CPU per pod of count-only at 500 and 1,000 nodes, sizes 2, 4 and 8, with the shipped claims.
 
 Run: .venv/bin/python benchmarks/bench_scheduler_cost.py [--nodes 100,500,1000] [--sizes 2,4,8] [--pods 200]
-     [--rounds 2]
+     [--rounds 2] [--styles "ours sets, shipped claim;ours none, shipped claim"] (placementHints turned down)
 Needs the Kubernetes binaries and etcd of the real-node tests (docs/real-node.md); no kubelet, no containerd.
 """
 
@@ -49,13 +49,24 @@ SHIPPED = {1: "one-gpu", 2: "two-gpus-best-effort", 4: "four-gpus-best-effort", 
 UNQUALIFIED = {"type", "uuid", "index", "minor", "productName", "architecture", "cudaComputeCapability",
                "driverVersion", "cudaDriverVersion", "pcieBusID"}  # fmt: skip
 STYLES = ("count-only", "ours, shipped claim", "ours, plain claim")
+# the same, with gpuDevicePlugin.placementHints turned down (--styles to measure them)
+HINT_STYLES = ("ours sets, shipped claim", "ours none, shipped claim")
 RESOURCE = "/apis/resource.k8s.io/v1"
 
 
-def _devices(count_only: bool) -> tuple[Any, ...]:
+def _slices_of(style: str) -> str:
+    """Which devices a style publishes: count-only, or ours at a placementHints level ("ours sets, ...")."""
+    if style == "count-only":
+        return "count-only"
+    words = style.split(",")[0].split()
+    return words[1] if len(words) > 1 else "full"
+
+
+def _devices(published: str) -> tuple[Any, ...]:
     fake = FakeNvml.from_machine(MACHINE)
-    devices, _ = build_devices(fake, build_topology(fake))
-    if not count_only:
+    hints = published if published in ("sets", "none") else "full"
+    devices, _ = build_devices(fake, build_topology(fake), hints=hints)
+    if published != "count-only":
         return devices
     return tuple(replace(d, attributes=tuple(a for a in d.attributes if a[0] in UNQUALIFIED)) for d in devices)
 
@@ -117,12 +128,12 @@ class Bench:
         with ThreadPoolExecutor(16) as pool:
             list(pool.map(lambda c: self.rest.merge_patch(c[1], c[2]), calls))
 
-    def publish(self, count_only: bool) -> None:
+    def publish(self, published: str) -> None:
         self.rest.call("DELETE", f"{RESOURCE}/resourceslices?fieldSelector=spec.driver%3D{DRIVER}")
         wait_until(
             "old slices gone", lambda: not self.rest.call("GET", f"{RESOURCE}/resourceslices?limit=1")["items"], 120
         )
-        devices = _devices(count_only)
+        devices = _devices(published)
         objects = [build_slices(devices, node_name=n, driver_name=DRIVER, generation=1)[0] for n in self.nodes]
         self.rest.each(("POST", f"{RESOURCE}/resourceslices", o) for o in objects)
 
@@ -165,7 +176,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="2,4,8")
     parser.add_argument("--pods", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--styles", default=";".join(STYLES), help=f"';'-separated, of: {'; '.join(STYLES + HINT_STYLES)}"
+    )
     args = parser.parse_args()
+    styles = [s.strip() for s in args.styles.split(";")]
+    if "count-only" not in styles:
+        styles.insert(0, "count-only")  # every ratio is to it
     try:
         found = binaries.find()
     except binaries.Missing as missing:
@@ -182,18 +199,17 @@ def main() -> None:
             bench.grow(nodes)
             for size in (int(s) for s in args.sizes.split(",")):
                 pods = min(args.pods, nodes * (8 // size) // 2)
-                figures: dict[str, list[tuple[float, float]]] = {s: [] for s in STYLES}
+                figures: dict[str, list[tuple[float, float]]] = {s: [] for s in styles}
                 published = None
                 for _ in range(args.rounds):
-                    for style in STYLES:
-                        count_only = style == "count-only"
-                        if published != count_only:
-                            bench.publish(count_only)
-                            published = count_only
-                        template = SHIPPED[size] if style == "ours, shipped claim" else f"plain-{size}"
+                    for style in styles:
+                        if published != _slices_of(style):
+                            published = _slices_of(style)
+                            bench.publish(published)
+                        template = SHIPPED[size] if "shipped claim" in style else f"plain-{size}"
                         figures[style].append(bench.schedule(pods, size, template))
                 base = sum(c for _, c in figures["count-only"]) / args.rounds
-                for style in STYLES:
+                for style in styles:
                     rate = sum(r for r, _ in figures[style]) / args.rounds
                     cpu = sum(c for _, c in figures[style]) / args.rounds
                     rows.append([str(nodes), str(size), str(pods), style, f"{rate:.1f}", f"{cpu * 1000:.1f}",

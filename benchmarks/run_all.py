@@ -39,6 +39,7 @@ BENCHMARKS = (
     # On a real control plane and kubelet (docs/real-node.md): each says why it ran nothing where they are missing.
     "bench_real_scheduler.py",
     "bench_real_rolling_update.py",
+    "bench_scheduler_cost.py",
 )
 
 

@@ -130,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
                 for key in (STANDARD + "pcieRoot", STANDARD + "numaNode")
                 if key in a
             ]
-            nic_key, distance_key = f"{OWN_DOMAIN}/nearestNIC", f"{OWN_DOMAIN}/nearestNICDistance"
-            nic = f"nearestNIC={a[nic_key]} ({a[distance_key]})" if nic_key in a else "no NIC"
+            nic_key = f"{OWN_DOMAIN}/nearestNIC"
+            nic = f"nearestNIC={a[nic_key]}" if nic_key in a else "no NIC"
             parts = " ".join(f"{k.rsplit('/', 1)[1]}={v}" for k, v in a.items() if best_set_size(k) is not None)
             print(
                 f"  {d['name']:<22} {a.get('productName', '')}  {' '.join(where) or 'no pcieRoot/NUMA'}  {nic}  {parts}"

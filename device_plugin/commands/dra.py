@@ -57,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
         backend = open_backend(args.machine)
         try:
             topology = build_topology(backend)
-            devices, _ = build_devices(backend, topology, own_domain=config.daemon.own_domain)
+            devices, _ = build_devices(
+                backend, topology, own_domain=config.daemon.own_domain, hints=config.daemon.placement_hints
+            )
         finally:
             backend.close()
     except PluginError as error:
@@ -79,12 +81,8 @@ def run(args: argparse.Namespace) -> int:
         for device in spec["devices"]:
             attrs = device.get("attributes") or device["basic"]["attributes"]
             # Ours, shown without the domain (the header line names it), in OWN_ATTRIBUTES' order; the ranked
-            # groupings (eight more numbers) and gpuDirectNIC only in --json.
-            ours = [
-                (k, own_name(config.daemon.own_domain, k))
-                for k in OWN_ATTRIBUTES
-                if k != "gpuDirectNIC" and not k.startswith("rankedSet")
-            ]
+            # groupings (ten more numbers) only in --json.
+            ours = [(k, own_name(config.daemon.own_domain, k)) for k in OWN_ATTRIBUTES if not k.startswith("rankedSet")]
             parts = [f"{short}={v}" for short, k in ours if k in attrs for v in attrs[k].values()]
             print(f"{device['name']:<22} {attrs['uuid']['string']:<42} {' '.join(parts)}")
     return 0

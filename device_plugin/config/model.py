@@ -40,6 +40,7 @@ from device_plugin.config.schema import (
     OUR_SECTION,
     OWN_DOMAIN_NAME,
     PATH,
+    PLACEMENT_HINTS,
     RAW_MAPPING,
     RESCAN_INTERVAL,
     SOCKET_NAMINGS,
@@ -171,6 +172,19 @@ class DaemonSettings:
             "how our sockets are named: fixed (nvidia-<name>.sock) or per-instance (nvidia-<name>-<POD_UID>.sock, "
             "for rolling updates with maxSurge 1 on kubelets with PR 135437, see docs/upgrade.md)",
             "fixed|per-instance",
+        ),
+    )
+    # DRA: the placement attributes of ours the slices carry; fewer cost the scheduler less (docs/dra.md)
+    placement_hints: str = setting(
+        "placementHints",
+        choice(*PLACEMENT_HINTS),
+        default="full",
+        reload=Reload.RESTART,
+        env="PLACEMENT_HINTS",
+        cli=CliFlag(
+            "--placement-hints",
+            "DRA: the placement attributes the slices carry: full, sets (no ranked sets) or none (docs/dra.md)",
+            "full|sets|none",
         ),
     )
 

@@ -121,6 +121,7 @@ MODES = ("device-plugin", "dra")  # one node runs one: both would hand out the s
 # gpuDevicePlugin.socketNames: NVIDIA's one name per resource, or one per plugin pod (rolling updates)
 FIXED_SOCKET_NAMES, PER_INSTANCE_SOCKET_NAMES = "fixed", "per-instance"
 SOCKET_NAMINGS = (FIXED_SOCKET_NAMES, PER_INSTANCE_SOCKET_NAMES)
+PLACEMENT_HINTS = ("full", "sets", "none")  # DRA: which of our placement attributes the slices carry
 DEFAULT_DRA_DRIVER_NAME = f"gpu.{OWN_DOMAIN}"  # ours, so our attributes never read as NVIDIA driver's
 
 

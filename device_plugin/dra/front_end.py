@@ -39,6 +39,7 @@ from device_plugin.config.model import Config
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import OWN_DOMAIN
+from device_plugin.dra.attribute_budget import within_limit
 from device_plugin.dra.hint_thread import HintThread
 from device_plugin.dra.inventory import DraDevice, inventory_devices
 from device_plugin.dra.occupancy import Overrides, is_whole_gpu, occupancy_overrides, with_values
@@ -205,7 +206,13 @@ class DraFrontEnd:
         if inventory == self._inventory:
             return False  # the common rescan: a comparison, nothing built, nothing published
         assert self._context is not None, "attach() first"
-        devices, _ = inventory_devices(self._context.backend, inventory, own_domain=self.own_domain)
+        built, _ = inventory_devices(
+            self._context.backend, inventory, own_domain=self.own_domain, hints=config.daemon.placement_hints
+        )
+        devices, dropped = within_limit(built)  # one device over the API's limit would fail the whole pool
+        for name, attributes in dropped.items():
+            log.warning("device %s has more than 32 attributes: left out %s", name, ", ".join(attributes))
+            self._context.metrics.dra_attributes_dropped(attributes)
         with self._lock:
             self._inventory = inventory
             self._health_checked = config.daemon.health.enabled

@@ -39,7 +39,7 @@ from device_plugin.nvml.mig_profiles import profile_table
 from device_plugin.nvml.mig_types import MigDevice
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
-from device_plugin.topology.model import GPUDIRECT_CLOSE, Topology
+from device_plugin.topology.model import Topology
 from mig.discovery import discover
 
 STANDARD = "resource.kubernetes.io/"
@@ -53,7 +53,6 @@ ATTRIBUTES = {
     "cudaComputeCapability": "version, e.g. 9.0.0 (NVIDIA's driver)",
     "driverVersion": "version, e.g. 535.161.8 (NVIDIA's driver; leading zeros dropped as semver requires)",
     "cudaDriverVersion": "version, e.g. 12.2.0 (NVIDIA's driver)",
-    "pcieBusID": "PCI address of the GPU (NVIDIA's driver, older releases)",
     "profile": "MIG profile name, MIG devices only (NVIDIA's driver)",
     "parentUUID": "UUID of the MIG device's GPU (NVIDIA's driver)",
     STANDARD + "pciBusID": "PCI address, Kubernetes standard attribute",
@@ -62,8 +61,7 @@ ATTRIBUTES = {
 }
 # Ours, under the own domain (`<ownDomain>/<name>`).
 OWN_ATTRIBUTES = {
-    "bestSet2": "greedy best pairs; equal values = one of this node's best pairs, numbered in listing order",
-    "bestSet4": "greedy best 4-sets",
+    "bestSet4": "greedy best 4-sets; equal values = one of this node's best 4-sets, numbered in listing order",
     "bestSet8": "greedy best 8-sets",
     "bestSet16": "greedy best 16-sets",
     **{
@@ -76,12 +74,12 @@ OWN_ATTRIBUTES = {
     "singleGPURank": "the order one-GPU claims should take whole GPUs in: 0 first (single_order.py)",
     "nvlinkDomain": "GPU indices reachable over NVLink/NVSwitch, joined by '-'",
     "nearestNIC": "RDMA device name (e.g. mlx5_0) of the NIC nearest this GPU; only where NICs are seen",
-    "nearestNICDistance": "PCIe distance to that NIC as nvidia-smi topo -m prints it: PIX|PXB|PHB|NODE|SYS",
-    "gpuDirectNIC": "true when that NIC is GPUDirect-close (PIX or PXB): RDMA skips host memory",
     "clique": "NVLink clique <clusterUUID>.<cliqueID> the GPU is registered in (nvidia.com/gpu.clique's form); "
     "only where the fabric registration completed",
 }
 CAPACITIES = {"memory": "GPU or MIG device memory"}
+HINTS_FULL, HINTS_SETS, HINTS_NONE = "full", "sets", "none"  # gpuDevicePlugin.placementHints
+PUBLISHED_BEST_SETS = (4, 8, 16)  # bestSet2: no shipped claim reads it (rankedSet2A-D place pairs), so not published
 
 
 @dataclass(frozen=True)
@@ -112,16 +110,12 @@ def nvlink_domain_text(topology: Topology, gpu: int) -> str:
 
 
 def nic_attributes(topology: Topology, gpu: int, domain: str = OWN_DOMAIN) -> list[Attribute]:
-    """The GPU's nearest RDMA NIC and its PCIe distance; nothing on a node where no NIC is seen."""
+    """The GPU's nearest RDMA NIC; nothing on a node where no NIC is seen. (Its PCIe distance is the
+    allocator's to weigh, and `resource.kubernetes.io/pcieRoot` is what a claim aligns a NIC with.)"""
     nearest = topology.nearest_nic(gpu)
     if nearest is None:
         return []
-    level = topology.nic_level(gpu, nearest)
-    return [
-        (own_name(domain, "nearestNIC"), "string", topology.nic_names[nearest]),
-        (own_name(domain, "nearestNICDistance"), "string", level.short_name),
-        (own_name(domain, "gpuDirectNIC"), "bool", level <= GPUDIRECT_CLOSE),
-    ]
+    return [(own_name(domain, "nearestNIC"), "string", topology.nic_names[nearest])]
 
 
 def clique_attributes(topology: Topology, gpu: int, domain: str = OWN_DOMAIN) -> list[Attribute]:
@@ -136,11 +130,12 @@ def build_devices(
     *,
     exclude_uuids: Iterable[str] = (),
     own_domain: str = OWN_DOMAIN,
+    hints: str = HINTS_FULL,
 ) -> tuple[tuple[DraDevice, ...], Partitions]:
     """Every device of the node read afresh, minus `exclude_uuids` (left out of the partitions too)."""
     mig = discover(backend)
     inventory = NodeInventory(mig.gpus, mig, topology, Allocator(topology) if mig.gpus else None)
-    return inventory_devices(backend, inventory, exclude_uuids=exclude_uuids, own_domain=own_domain)
+    return inventory_devices(backend, inventory, exclude_uuids=exclude_uuids, own_domain=own_domain, hints=hints)
 
 
 def inventory_devices(
@@ -149,9 +144,11 @@ def inventory_devices(
     *,
     exclude_uuids: Iterable[str] = (),
     own_domain: str = OWN_DOMAIN,
+    hints: str = HINTS_FULL,
 ) -> tuple[tuple[DraDevice, ...], Partitions]:
     """The inventory's devices, whole GPUs in partition order (over the inventory's own Allocator), then
-    MIG devices by parent."""
+    MIG devices by parent. `hints` (gpuDevicePlugin.placementHints): full, sets (no ranked groupings) or
+    none (none of our own attributes); the listing order is the same for all three."""
     excluded = set(exclude_uuids)
     system = backend.system_info()
     gpus = {g.index: g for g in inventory.gpus}
@@ -171,21 +168,23 @@ def inventory_devices(
     for index in listing:
         gpu = gpus[index]
         attrs = [WHOLE_GPU, ("uuid", "string", gpu.uuid), *_gpu_attributes(backend, gpu, common)]
-        attrs += [
-            (own_name(own_domain, f"bestSet{k}"), "int", g)
-            for k in sorted(partitions.groups)
-            if (g := partitions.group_of(k, index)) is not None
-        ]
-        attrs += [
-            (own_name(own_domain, f"rankedSet{k}{LETTERS[grouping]}"), "int", group)
-            for k in sorted(partitions.ranked)
-            for grouping, group in ranked_values(partitions.ranked[k], index)
-        ]
-        attrs.append((own_name(own_domain, RANK_ATTRIBUTE), "int", single_rank[index]))
         attrs += _pci_attributes(gpu, topology)
-        attrs.append((own_name(own_domain, "nvlinkDomain"), "string", nvlink_domain_text(topology, index)))
-        attrs += nic_attributes(topology, index, own_domain)
-        attrs += clique_attributes(topology, index, own_domain)
+        if hints != HINTS_NONE:
+            attrs += [
+                (own_name(own_domain, f"bestSet{k}"), "int", g)
+                for k in sorted(partitions.groups)
+                if k in PUBLISHED_BEST_SETS and (g := partitions.group_of(k, index)) is not None
+            ]
+            attrs.append((own_name(own_domain, RANK_ATTRIBUTE), "int", single_rank[index]))
+            attrs.append((own_name(own_domain, "nvlinkDomain"), "string", nvlink_domain_text(topology, index)))
+            attrs += nic_attributes(topology, index, own_domain)
+            attrs += clique_attributes(topology, index, own_domain)
+        if hints == HINTS_FULL:
+            attrs += [
+                (own_name(own_domain, f"rankedSet{k}{LETTERS[grouping]}"), "int", group)
+                for k in sorted(partitions.ranked)
+                for grouping, group in ranked_values(partitions.ranked[k], index)
+            ]
         name = f"gpu-{backend.device_minor(index)}"
         devices.append(DraDevice(name, gpu.uuid, index, tuple(attrs), (("memory", quantity_mib(gpu.memory_mib)),)))
     for index in sorted(mig_gpus):
@@ -218,10 +217,7 @@ def _gpu_attributes(backend: NvmlBackend, gpu: GpuInfo, common: list[Attribute])
 
 def _pci_attributes(gpu: GpuInfo, topology: Topology) -> list[Attribute]:
     """Bus ID, and from the Topology the PCIe root and NUMA node, each only where it is known."""
-    attrs: list[Attribute] = [
-        ("pcieBusID", "string", gpu.pci_bus_id),
-        (STANDARD + "pciBusID", "string", gpu.pci_bus_id),
-    ]
+    attrs: list[Attribute] = [(STANDARD + "pciBusID", "string", gpu.pci_bus_id)]
     root = topology.pcie_root(gpu.index)
     if root is not None:
         attrs.append((STANDARD + "pcieRoot", "string", root))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +38,12 @@ class ApiSide(Protocol):
 class Server(ThreadingHTTPServer):
     request_queue_size = 128  # the default 5 drops bursts of connections (a 1 s SYN retry), as no API server does
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-answer (a driver killed) is no error of the server's: said nothing of."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
 
 def handler_for(api: ApiSide) -> type[BaseHTTPRequestHandler]:

@@ -95,6 +95,12 @@ class PluginMetrics:
             registry=r,
         )
         self.nvml_errors = Counter(PREFIX + "nvml_errors", "Failed NVML calls by call name.", ("call",), registry=r)
+        self.attributes_dropped = Counter(
+            PREFIX + "dra_attributes_dropped",
+            "DRA: attributes left out of a device over the API's 32 attributes and capacities, by attribute.",
+            ("attribute",),
+            registry=r,
+        )
         self.replicas = Gauge(
             PREFIX + "replica_info",
             "Always 1: maps a shared (time-sliced) replica ID to the physical GPU behind it.",
@@ -103,6 +109,10 @@ class PluginMetrics:
         )
         if process_metrics:
             ProcessCollector(registry=registry)
+
+    def dra_attributes_dropped(self, attributes: Iterable[str]) -> None:
+        for attribute in attributes:
+            self.attributes_dropped.labels(attribute).inc()
 
     def container_runtime_cdi(self, verdict: Callable[[], tuple[str, str, str] | None]) -> None:
         """The DRA driver's word on the runtime and CDI, read at scrape time: (runtime, version, cdi) or None."""

@@ -52,6 +52,7 @@ ENV = {
     "IMEX_REQUIRED": "imex.required",
     "OWN_DOMAIN": f"{D}.ownDomain",
     "SOCKET_NAMES": f"{D}.socketNames",
+    "PLACEMENT_HINTS": f"{D}.placementHints",
 }
 CLI = {
     "--mig-strategy": "flags.migStrategy",
@@ -71,6 +72,7 @@ CLI = {
     "--imex-required": "imex.required",
     "--own-domain": f"{D}.ownDomain",
     "--socket-names": f"{D}.socketNames",
+    "--placement-hints": f"{D}.placementHints",
 }
 # What a hot reload does (README "Hot reload"); everything under `flags` and the sections re-serve.
 RELOAD = {
@@ -83,6 +85,7 @@ RELOAD = {
     f"{D}.devicePluginDir": Reload.RESTART,
     f"{D}.ownDomain": Reload.RESTART,
     f"{D}.socketNames": Reload.RESTART,
+    f"{D}.placementHints": Reload.RESTART,
     f"{D}.nicHints": Reload.NEXT_RESERVE,
     f"{D}.mode": Reload.START_ONLY,
     f"{D}.driverName": Reload.START_ONLY,

@@ -56,7 +56,7 @@ def _duplicate_first_device(slices: list[dict[str, Any]]) -> None:
 
 
 def _break_a_partition(slices: list[dict[str, Any]]) -> None:
-    slices[0]["spec"]["devices"][0]["attributes"][f"{OWN_DOMAIN}/bestSet2"] = {"int": 99}
+    slices[0]["spec"]["devices"][0]["attributes"][f"{OWN_DOMAIN}/bestSet4"] = {"int": 99}
 
 
 def _break_a_ranked_group(slices: list[dict[str, Any]]) -> None:
@@ -72,7 +72,7 @@ def _too_many_attributes(slices: list[dict[str, Any]]) -> None:
     [
         (_drop_first_device, "not published as gpu-"),
         (_duplicate_first_device, "published 2 times"),
-        (_break_a_partition, f"{OWN_DOMAIN}/bestSet2=99 has 1 GPU"),
+        (_break_a_partition, f"{OWN_DOMAIN}/bestSet4=99 has 1 GPU"),
         (_break_a_ranked_group, f"{OWN_DOMAIN}/rankedSet4B=99 has 1 GPU"),
         (_too_many_attributes, "attributes and capacities (limit 32)"),
     ],
