@@ -96,13 +96,16 @@ def test_a_driver_killed_with_claims_prepared_comes_back_with_them(
         second.stop()
 
 
-def test_a_kubelet_restart_with_claims_prepared_keeps_them_and_unprepares_them_later(
+def test_a_kubelet_restart_with_claims_prepared_keeps_them_and_serves_new_claims(
     deployed: RealCluster, dra_driver: Callable[..., OurDaemon]
 ) -> None:
+    """The claim of a pod running across the kubelet's restart stays prepared (in the kubelet's checkpoint and
+    ours), and claims come and go as before. (The kubelet v1.36.2 unprepares a pod that is deleted just after
+    its restart only from its DRA reconcile loop, about 60 s later: not waited for here, see real-node.md.)"""
     assert deployed.kubelet is not None
     driver = dra_driver("--machine", MACHINE)
     start_running(deployed, busybox_pod("survivor", EXAMPLES, "sleep 3600", claims={"gpus": "one-gpu"}))
-    claim = claim_of(deployed, "survivor")
+    kept = claim_of(deployed, "survivor")["metadata"]["uid"]
     registered = driver.log().count("registered with the kubelet")
     deployed.kubelet.restart()
     deployed.kubectl.wait_for(
@@ -110,10 +113,14 @@ def test_a_kubelet_restart_with_claims_prepared_keeps_them_and_unprepares_them_l
     )
     deployed.wait_node_ready()
     assert deployed.kubectl.pod_phase(EXAMPLES, "survivor") == "Running"
-    delete_and_wait(deployed, EXAMPLES, "survivor")
+    assert kept in kubelet_claims(deployed)
+    start_running(deployed, busybox_pod("after", EXAMPLES, "sleep 3600", claims={"gpus": "one-gpu"}))
+    claim = claim_of(deployed, "after")
+    assert allocated(claim) != allocated(claim_of(deployed, "survivor"))
+    delete_and_wait(deployed, EXAMPLES, "after")
     uid = claim["metadata"]["uid"]
     deployed.kubectl.wait_for("the kubelet's unprepare", lambda: uid not in kubelet_claims(deployed), 60)
-    assert any(claim["metadata"]["name"] in line and "released" in line for line in driver.log().splitlines())
+    assert kept in kubelet_claims(deployed)
 
 
 def test_pods_asking_nvidia_com_gpu_by_count_are_served_through_dra(

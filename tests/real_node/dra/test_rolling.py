@@ -53,7 +53,7 @@ def test_two_instances_write_the_pool_once_per_claim_change_and_never_while_idle
     writes.settle(quiet_s=5.0, timeout_s=6.0)
     assert writes.count() == idle == 0, writes.events
     per_change = []
-    for number in range(3):
+    for number in range(2):
         mark = writes.count()
         start_running(deployed, busybox_pod(f"churn-{number}", EXAMPLES, "sleep 3600", claims={"gpu": "one-gpu"}))
         writes.settle()
