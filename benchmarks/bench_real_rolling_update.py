@@ -164,10 +164,8 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=4)
     parser.add_argument("--ways", default=",".join(WAYS))
     args = parser.parse_args()
-    try:
-        found = binaries.find()
-    except binaries.Missing as missing:
-        print(f"not run: no real node here: {missing}")
+    found = binaries.find_or_say("no real node here")
+    if found is None:
         return
     cluster = RealCluster.create(found).start()
     rows = []

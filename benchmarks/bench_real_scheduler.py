@@ -131,10 +131,8 @@ def main() -> None:
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--claims", type=int, default=24)
     args = parser.parse_args()
-    try:
-        found = binaries.find()
-    except binaries.Missing as missing:
-        print(f"not run: no real node here: {missing}")
+    found = binaries.find_or_say("no real node here")
+    if found is None:
         return
     cluster = RealCluster.create(found).start()
     rows, verdicts = [], []

@@ -183,10 +183,8 @@ def main() -> None:
     styles = [s.strip() for s in args.styles.split(";")]
     if "count-only" not in styles:
         styles.insert(0, "count-only")  # every ratio is to it
-    try:
-        found = binaries.find()
-    except binaries.Missing as missing:
-        print(f"not run: no real control plane here: {missing}")
+    found = binaries.find_or_say("no real control plane here")
+    if found is None:
         return
     plane = ControlPlane(Path(tempfile.mkdtemp(prefix="gdp-sc-", dir="/tmp")), found, "none",
                          controllers="*,-node-lifecycle-controller")  # fmt: skip

@@ -107,3 +107,12 @@ def find() -> Binaries:
         openssl=_which("openssl", "the throw-away certificates"),
         kubectl=_which("kubectl", "the tests speak to the API server through kubectl"),
     )
+
+
+def find_or_say(what: str) -> Binaries | None:
+    """find(), or None after printing why `what` did not run (a benchmark prints and exits 0)."""
+    try:
+        return find()
+    except Missing as missing:
+        print(f"not run: {what}: {missing}")
+        return None

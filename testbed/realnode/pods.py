@@ -78,3 +78,14 @@ def delete_and_wait(cluster: RealCluster, namespace: str, name: str, timeout_s: 
         lambda: not kubectl.items("pods", "-n", namespace, f"--field-selector=metadata.name={name}"),
         timeout_s,
     )
+
+
+def resource_health(pod: dict[str, Any]) -> dict[str, str]:
+    """What the kubelet reports in the pod's status of each device it allocated (KEP-4680): resourceID ->
+    health. Device plugin: the device ID; DRA: the CDI device ID Prepare answered."""
+    found: dict[str, str] = {}
+    for status in pod.get("status", {}).get("containerStatuses", []) or []:
+        for resource in status.get("allocatedResourcesStatus", []) or []:
+            for entry in resource.get("resources", []) or []:
+                found[entry["resourceID"]] = entry.get("health", "")
+    return found

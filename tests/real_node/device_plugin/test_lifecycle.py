@@ -8,9 +8,9 @@ from typing import Any
 
 from testbed.realnode.cluster import RealCluster
 from testbed.realnode.our_daemon import OurDaemon
-from testbed.realnode.pods import busybox_pod, run_to_end, start_running
+from testbed.realnode.pods import busybox_pod, resource_health, run_to_end, start_running
 from tests.real_node import oracle
-from tests.real_node.device_plugin.conftest import GPU, NAMESPACE, env_of, statuses, wait_allocatable
+from tests.real_node.device_plugin.conftest import GPU, NAMESPACE, env_of, wait_allocatable
 
 MACHINE = "dgx1-v100"
 
@@ -44,15 +44,6 @@ def test_sigterm_takes_the_resource_to_zero(cluster: RealCluster, device_plugin:
     wait_allocatable(cluster, {GPU: "0"})
 
 
-def _resource_health(pod: dict[str, Any]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for status in statuses(pod):
-        for resource in status.get("allocatedResourcesStatus", []) or []:
-            for entry in resource.get("resources", []) or []:
-                found[entry["resourceID"]] = entry.get("health", "")
-    return found
-
-
 def test_an_xid_shows_in_the_pods_allocated_resources_status_and_recovery_clears_it(
     cluster: RealCluster, device_plugin: Callable[..., OurDaemon], tmp_path: Any
 ) -> None:
@@ -66,7 +57,7 @@ def test_an_xid_shows_in_the_pods_allocated_resources_status_and_recovery_clears
     daemon.inject({"gpu": oracle.index_of(MACHINE, uuid), "xid": 79})
 
     def health() -> str:
-        return _resource_health(cluster.kubectl.get("pod", "-n", NAMESPACE, name)).get(uuid, "")
+        return resource_health(cluster.kubectl.get("pod", "-n", NAMESPACE, name)).get(uuid, "")
 
     cluster.kubectl.wait_for("the pod's device Unhealthy", lambda: health() == "Unhealthy", 30)
     daemon.inject({"gpu": oracle.index_of(MACHINE, uuid), "recovered": True})

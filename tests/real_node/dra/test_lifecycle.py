@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from testbed.realnode.cluster import RealCluster
 from testbed.realnode.manifests import ROOT
 from testbed.realnode.our_daemon import OurDaemon
-from testbed.realnode.pods import busybox_pod, delete_and_wait, run_to_end, start_running
+from testbed.realnode.pods import busybox_pod, delete_and_wait, resource_health, run_to_end, start_running
 from tests.real_node.dra.conftest import EXAMPLES, allocated, claim_of, devices
 from tests.real_node.dra.test_claims import gpu_indices, kubelet_claims
 
@@ -48,15 +47,6 @@ def test_a_sick_gpu_is_a_taint_the_scheduler_honours_and_recovery_lifts_it(
     assert done["status"]["phase"] == "Succeeded", done["status"]
 
 
-def _claim_health(pod: dict[str, Any]) -> dict[str, str]:
-    found = {}
-    for status in pod.get("status", {}).get("containerStatuses", []) or []:
-        for resource in status.get("allocatedResourcesStatus", []) or []:
-            for entry in resource.get("resources", []) or []:
-                found[entry["resourceID"]] = entry.get("health", "")
-    return found
-
-
 def test_a_sick_gpu_shows_in_the_pods_allocated_resources_status(
     deployed: RealCluster, dra_driver: Callable[..., OurDaemon], tmp_path: Path
 ) -> None:
@@ -68,7 +58,7 @@ def test_a_sick_gpu_shows_in_the_pods_allocated_resources_status(
 
     def health() -> str:
         """The kubelet names a DRA device here by the CDI device ID Prepare answered (nvidia.com/gpu=<UUID>)."""
-        got = _claim_health(deployed.kubectl.get("pod", "-n", EXAMPLES, "watched"))
+        got = resource_health(deployed.kubectl.get("pod", "-n", EXAMPLES, "watched"))
         return next((h for resource, h in got.items() if resource.endswith(f"={uuid}")), "")
 
     driver.inject({"gpu": index, "xid": 79})
