@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 
@@ -51,7 +50,3 @@ def env_of(log: str, key: str) -> str:
         if line.startswith(f"{key}="):
             return line.split("=", 1)[1]
     raise AssertionError(f"{key} not in the container's environment:\n{log}")
-
-
-def statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(pod.get("status", {}).get("containerStatuses", []) or [])
