@@ -24,6 +24,7 @@
     own (dra_processes.py), as on a node.
 
 Run: .venv/bin/python benchmarks/bench_dra.py [--rounds N] [--claims N] [--seeds 1,2,3] [--parts abcd]
+     [--hints full|sets|none] (c with placementHints turned down)
 The running driver, its stand-ins and the pool polls are dra_driver.py's.
 """
 
@@ -213,7 +214,9 @@ def placement_machines() -> list[tuple[str, int]]:
     return out
 
 
-def bench_listing(seeds: list[int], claims: int) -> tuple[list[list[str]], list[list[str]], list[str]]:
+def bench_listing(
+    seeds: list[int], claims: int, hints: str = "full"
+) -> tuple[list[list[str]], list[list[str]], list[str]]:
     """(rows by machine and scenario over all seeds, firstAvailable rows by machine and seed, target lines)."""
     alternatives = first_fit_model.shipped_alternatives()
     traces = {seed: first_fit_model.trace(seed, claims) for seed in seeds}
@@ -226,7 +229,7 @@ def bench_listing(seeds: list[int], claims: int) -> tuple[list[list[str]], list[
             unplaced_fa = 0
             for seed in seeds:
                 stats, unplaced, missed = first_fit_model.replay(
-                    machine, scenario, traces[seed], alternatives, OWN_DOMAIN
+                    machine, scenario, traces[seed], alternatives, OWN_DOMAIN, hints
                 )
                 for size in total:
                     total[size] = [a + b for a, b in zip(total[size], stats[size], strict=True)]
@@ -259,6 +262,7 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=300, help="claims in the trace")
     parser.add_argument("--seeds", default="1,2,3,4,5", help="(c): the trace seeds, comma-separated")
     parser.add_argument("--parts", default="abcd", help="which parts to run, e.g. d (default abcd)")
+    parser.add_argument("--hints", default="full", help="(c): gpuDevicePlugin.placementHints: full, sets or none")
     parser.add_argument(
         "--schema-check",
         action="store_true",
@@ -277,7 +281,7 @@ def main() -> None:
         seeds = [int(seed) for seed in args.seeds.split(",")]
         trace = f"trace seeds {args.seeds}, {args.claims} claims each (sizes 1/2/4/8: 40/30/20/10%)"
         print(f"\n(c) first-fit allocator model, {trace}; claims as deploy/dra/examples ships them")
-        overall, per_seed, verdicts = bench_listing(seeds, args.claims)
+        overall, per_seed, verdicts = bench_listing(seeds, args.claims, args.hints)
         headers = ["machine", "listing/claim", *(f"{size}-GPU optimal" for size in first_fit_model.SIZES)]
         print(table([*headers, "unplaced (enough free)", "missed (free bestSet group)"], overall))
         print("\nshipped firstAvailable claims, by seed:")

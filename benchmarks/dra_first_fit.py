@@ -134,7 +134,12 @@ def trace(seed: int, claims: int) -> list[tuple[str, int]]:
 
 
 def replay(
-    machine: str, scenario: str, events: list[tuple[str, int]], alternatives: Alternatives, own_domain: str
+    machine: str,
+    scenario: str,
+    events: list[tuple[str, int]],
+    alternatives: Alternatives,
+    own_domain: str,
+    hints: str = "full",
 ) -> tuple[dict[int, list[int]], int, int]:
     """(size -> [optimal among the free, placed] for 1, 2, 4 and 8, claims unplaced while enough GPUs were free,
     bestSetK claims refused while a whole group of theirs was free). A claim of 2 or more GPUs is optimal when
@@ -142,7 +147,7 @@ def replay(
     when its GPU is as good as the allocator's own choice by criteria 4 and 5 (NIC, and what it leaves free)."""
     fake = FakeNvml.from_machine(machine)
     topology = build_topology(fake)
-    devices, _ = build_devices(fake, topology, own_domain=own_domain)
+    devices, _ = build_devices(fake, topology, own_domain=own_domain, hints=hints)  # placementHints
     whole = [d for d in devices if ("type", "string", "gpu") in d.attributes]  # MIG devices: other claims
     listing: list[Device] = [(d.gpu_index, {n: v for n, _, v in d.attributes}) for d in whole]
     if scenario == "index":

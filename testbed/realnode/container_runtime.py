@@ -10,6 +10,7 @@ image built by images.py. containerd 1.6 has no CDI: CDI device names the kubele
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,4 +120,5 @@ class ContainerRuntime:
         if self.process is not None:
             self.process.stop()
         kill_pids(pids_matching(str(self.socket)))
-        subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True, check=False)
+        if shutil.which("ip"):  # the CNI plugin made the bridge; iproute2 removes it (nothing routes to it anyway)
+            subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True, check=False)
