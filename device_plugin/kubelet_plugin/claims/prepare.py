@@ -1,11 +1,10 @@
 """NodePrepareResources / NodeUnprepareResources, the generic steps, without gRPC: claims in, prepared devices out.
 
 Boundary: reads ResourceClaims through a ClaimFetcher (in production claims/api_read.py's ApiClaimFetcher),
-asks the driver which
-devices a claim's allocation prepares (the Driver protocol, kubelet_plugin/driver.py), remembers answers
-in a Checkpoint. Per-claim problems become a per-claim error message naming the claim and the device (cut
-short); they never raise, and a claim answered with an error has nothing checkpointed. A Prepare is
-three steps, so that its caller can run the read and the write where each belongs (service/servicers.py):
+asks the driver which devices a claim's allocation prepares (the Driver protocol, kubelet_plugin/driver.py),
+remembers answers in a Checkpoint. Per-claim problems become a per-claim error message naming the claim and
+the device (cut short); they never raise, and a claim answered with an error has nothing checkpointed. A
+Prepare is three steps, so that its caller can run the read and the write where each belongs (service/servicers.py):
 `ticket` (the claim's place in claims/exclusion.py), `fetch` (no lock held), `settle` (decide and write,
 blocking; in a worker thread).
 
@@ -43,9 +42,6 @@ log = logging.getLogger(__name__)
 NAME_CHARS = 64  # of a claim's namespace, name, UID or a device name in a message
 ERROR_CHARS = 1024  # of a whole per-claim error
 KEPT = "kept: still this node's when read again"  # unprepare_claim's answer when `still_stale` said no
-READS_IN_FLIGHT = 16  # claim reads sent at once, all calls together
-MAX_ANSWER_BYTES = 4 * 1024 * 1024  # a claim is at most ~1.5 MiB (etcd's object limit); past this, no claim
-_CLAIM_PATH = "/apis/{group}/{version}/namespaces/{namespace}/resourceclaims/{name}"  # names checked first
 
 
 def claim_label(namespace: str, name: str, uid: str) -> str:
@@ -249,14 +245,9 @@ class Preparer:
                 return PrepareResult(error=f"{label}: the kubelet gave up on this call; nothing prepared")
             before = self._checkpoint.get(claim.uid)
             if before == prepared:
-                rivals = self.holders.rivals(claim.uid, _holds(prepared))
-                if rivals:  # the checkpoint records another claim on one of its devices, still backed: never both
-                    other = self._checkpoint.get(rivals[0][0])
-                    other_label = claim_label(other.namespace, other.name, rivals[0][0]) if other else rivals[0][0]
-                    log.error(
-                        "%s and %s are both recorded on %s; refusing to confirm it", label, other_label, rivals[0][1]
-                    )
-                    return PrepareResult(error=f"{label}: device {rivals[0][1]} is also recorded for {other_label}")
+                rival = self._rival_of(claim.uid, prepared)  # another claim still backed on one of its devices
+                if rival:
+                    return PrepareResult(error=f"{label}: {rival}")
                 return PrepareResult(before.devices)  # idempotent: the same answer
             conflict = self.holders.take(claim.uid, label, _holds(prepared))
             if conflict is not None:
