@@ -243,6 +243,15 @@ class Checkpoint:
             self._compact_logged()
         return removed
 
+    def settle(self, timeout_s: float) -> bool:
+        """Wait for a background compaction to finish (at stop, once no change can come): a clean stop
+        leaves whole claim files, never a temp file for the next start to remove. False if cut short."""
+        background = self._background
+        if background is not None:
+            background.join(timeout=max(0.0, timeout_s))
+            return not background.is_alive()
+        return True
+
     def _compact_logged(self) -> None:
         try:
             self.compact()
