@@ -181,7 +181,7 @@ class KubeletPlugin:
         unpublishing.start()
         self.server.stop(0.5)
         if not self._checkpoint.settle(max(0.1, deadline - time.monotonic())):
-            log.warning("the checkpoint's compaction did not finish within %.1f s; the next start finishes it", timeout_s)
+            log.warning("the checkpoint's compaction outlasted %.1f s; the next start finishes it", timeout_s)
         unpublishing.join(timeout=max(0.1, deadline - time.monotonic()))
         self._close_connections()  # after the deletes: they travel on the same connections
         if unpublishing.is_alive():
