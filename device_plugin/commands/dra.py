@@ -47,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from device_plugin.core.names import own_name
     from device_plugin.dra.inventory import OWN_ATTRIBUTES, build_devices
+    from device_plugin.dra.memory_shares import shareable
     from device_plugin.kubelet_plugin.api.slices import build_slices
     from device_plugin.nvml.backends import open_backend
     from device_plugin.topology.build import build_topology
@@ -60,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
             devices, _ = build_devices(
                 backend, topology, own_domain=config.daemon.own_domain, hints=config.daemon.placement_hints
             )
+            if config.daemon.memory_shares:
+                devices = shareable(devices, config.daemon.own_domain)
         finally:
             backend.close()
     except PluginError as error:

@@ -174,6 +174,15 @@ class DaemonSettings:
             "fixed|per-instance",
         ),
     )
+    # DRA: whole GPUs published as shareable by memory (consumable capacity); docs/sharing-dra.md
+    memory_shares: bool = setting(
+        "memoryShares",
+        BOOL,
+        default=False,
+        reload=Reload.RESTART,
+        env="MEMORY_SHARES",
+        cli=CliFlag("--memory-shares", "DRA: whole GPUs shareable by memory, no isolation yet", "true|false"),
+    )
     # DRA: the placement attributes of ours the slices carry; fewer cost the scheduler less (docs/dra.md)
     placement_hints: str = setting(
         "placementHints",
@@ -182,9 +191,7 @@ class DaemonSettings:
         reload=Reload.RESTART,
         env="PLACEMENT_HINTS",
         cli=CliFlag(
-            "--placement-hints",
-            "DRA: the placement attributes the slices carry: full, sets (no ranked sets) or none (docs/dra.md)",
-            "full|sets|none",
+            "--placement-hints", "DRA: the placement attributes the slices carry (docs/dra.md)", "full|sets|none"
         ),
     )
 

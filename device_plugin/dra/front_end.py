@@ -42,6 +42,7 @@ from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.attribute_budget import within_limit
 from device_plugin.dra.hint_thread import HintThread
 from device_plugin.dra.inventory import DraDevice, inventory_devices
+from device_plugin.dra.memory_shares import shareable, shareable_memory
 from device_plugin.dra.occupancy import Overrides, is_whole_gpu, occupancy_overrides, with_values
 from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.dra.start_settings import instance_of, kubelet_dir_of
@@ -187,7 +188,7 @@ class DraFrontEnd:
     def _marked_locked(self) -> None:
         """After the devices or the taints changed: what the prepare decision sees and the kubelet's health."""
         unhealthy = frozenset(d.name for d in self._all if d.gpu_index in self._taints)
-        self.decision.see(self._uuids, unhealthy)
+        self.decision.see(self._uuids, unhealthy, shareable_memory(self._all))
         named = ((d.name, d.gpu_index) for d in self._all)
         self.health.set(device_reports(named, self._reasons, checked=self._health_checked))
 
@@ -209,6 +210,8 @@ class DraFrontEnd:
         built, _ = inventory_devices(
             self._context.backend, inventory, own_domain=self.own_domain, hints=config.daemon.placement_hints
         )
+        if config.daemon.memory_shares:
+            built = shareable(built, self.own_domain)
         devices, dropped = within_limit(built)  # one device over the API's limit would fail the whole pool
         for name, attributes in dropped.items():
             log.warning("device %s has more than 32 attributes: left out %s", name, ", ".join(attributes))

@@ -33,7 +33,7 @@ from device_plugin.dra.ranked_sets import (
     ranked_values,
 )
 from device_plugin.dra.single_order import RANK_ATTRIBUTE, WHOLE_GPU, single_gpu_order
-from device_plugin.kubelet_plugin.api.devices import Attribute, DeviceTaint
+from device_plugin.kubelet_plugin.api.devices import Attribute, DeviceTaint, RequestPolicy
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.nvml.mig_profiles import profile_table
 from device_plugin.nvml.mig_types import MigDevice
@@ -76,6 +76,8 @@ OWN_ATTRIBUTES = {
     "nearestNIC": "RDMA device name (e.g. mlx5_0) of the NIC nearest this GPU; only where NICs are seen",
     "clique": "NVLink clique <clusterUUID>.<cliqueID> the GPU is registered in (nvidia.com/gpu.clique's form); "
     "only where the fabric registration completed",
+    "memoryIsolation": "what a share's memory limit is on this node (memoryShares on): none = bookkeeping only "
+    "(memory_shares.py)",
 }
 CAPACITIES = {"memory": "GPU or MIG device memory"}
 HINTS_FULL, HINTS_SETS, HINTS_NONE = "full", "sets", "none"  # gpuDevicePlugin.placementHints
@@ -90,6 +92,8 @@ class DraDevice:
     attributes: tuple[Attribute, ...]
     capacity: tuple[tuple[str, str], ...]  # (name, Kubernetes quantity)
     taints: tuple[DeviceTaint, ...] = ()  # its GPU's health (dra/taints.py); none while the GPU is Healthy
+    request_policies: tuple[tuple[str, RequestPolicy], ...] = ()  # memory shares (dra/memory_shares.py)
+    allow_multiple_allocations: bool = False  # a whole GPU with memoryShares on
 
 
 def semver(text: str, parts: int = 3) -> str:

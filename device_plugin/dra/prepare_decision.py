@@ -34,6 +34,7 @@ from typing import Any
 
 from device_plugin.core.names import CDI_KIND
 from device_plugin.core.short_text import one_line, short
+from device_plugin.dra.memory_shares import share_of, share_problem
 from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
 from device_plugin.kubelet_plugin.claims.claim import (
     Allocation,
@@ -63,16 +64,17 @@ class PrepareDecision:
     def __init__(self, *, driver_name: str, pool_name: str, on_held: Callable[[], None] = lambda: None) -> None:
         self._driver = driver_name
         self._pool = pool_name
-        # (device name -> UUID of every device, healthy or not; the unhealthy names): one value, replaced
-        # whole, so a decide reads both from the same moment without a lock.
-        self._view: tuple[Mapping[str, str], frozenset[str]] = ({}, frozenset())
+        # (device name -> UUID of every device, healthy or not; the unhealthy names; name -> memory MiB of
+        # the shareable ones): one value, replaced whole, so a decide reads all from one moment, lock-free.
+        self._view: tuple[Mapping[str, str], frozenset[str], Mapping[str, int]] = ({}, frozenset(), {})
         self._held_lock = threading.Lock()
         self._held: tuple[int, frozenset[str]] = (0, frozenset())
         self._on_held = on_held
 
-    def see(self, uuids: Mapping[str, str], unhealthy: frozenset[str]) -> None:
-        """The node's devices now, and which are unhealthy (after every inventory or health change)."""
-        self._view = (uuids, unhealthy)
+    def see(self, uuids: Mapping[str, str], unhealthy: frozenset[str], shareable: Mapping[str, int]) -> None:
+        """The node's devices now, which are unhealthy, and the memory (MiB) of each one published as
+        shareable (after every inventory or health change)."""
+        self._view = (uuids, unhealthy, shareable)
 
     def held(self, snapshot: int, devices: frozenset[str]) -> None:
         """The helper's Driver.held: recorded unless a newer snapshot already was; `on_held()` (which must
@@ -101,7 +103,7 @@ class PrepareDecision:
         return devices, problems + self._refused_configs(configs, allocation)
 
     def _resolve(self, allocation: Allocation) -> tuple[tuple[PreparedDevice, ...], list[str]]:
-        known, unhealthy = self._view
+        known, unhealthy, shareable = self._view
         problems, devices = [], []
         for result in allocation.devices:
             pool, device = one_line(result.pool, NAME_CHARS), one_line(result.device, NAME_CHARS)
@@ -111,6 +113,8 @@ class PrepareDecision:
                 problems.append(f"device {device} is unknown on this node")
             elif result.device in unhealthy:
                 problems.append(f"device {device} is unhealthy")
+            elif problem := share_problem(result, shareable.get(result.device)):
+                problems.append(problem)
             else:
                 # Containers (and the kubelet, matching them against request_names) know "<request>" only.
                 devices.append(
@@ -120,6 +124,7 @@ class PrepareDecision:
                         result.device,
                         (cdi_device_id(known[result.device]),),
                         result.admin_access,
+                        share_of(result, shareable.get(result.device)),
                     )
                 )
         return tuple(devices), problems

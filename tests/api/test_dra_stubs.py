@@ -62,9 +62,11 @@ HEALTH_FIELDS = {
     ("DeviceHealth", "message"): (5, T["string"], False),
     ("NodeWatchResourcesResponse", "devices"): (1, T["message"], True),
 }
+# v1 only: the share a claim holds of a device several claims may hold (consumable capacity, 1.34+)
+DRA_V1_FIELDS = {**DRA_FIELDS, ("Device", "share_id"): (5, T["string"], False)}
 SCHEMAS = {
     "dra_v1beta1": DRA_FIELDS,
-    "dra_v1": DRA_FIELDS,
+    "dra_v1": DRA_V1_FIELDS,
     "pluginregistration": REGISTRATION_FIELDS,
     "dra_health_v1alpha1": HEALTH_FIELDS,
     "dra_health_v1": HEALTH_FIELDS,

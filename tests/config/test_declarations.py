@@ -53,6 +53,7 @@ ENV = {
     "OWN_DOMAIN": f"{D}.ownDomain",
     "SOCKET_NAMES": f"{D}.socketNames",
     "PLACEMENT_HINTS": f"{D}.placementHints",
+    "MEMORY_SHARES": f"{D}.memoryShares",
 }
 CLI = {
     "--mig-strategy": "flags.migStrategy",
@@ -73,6 +74,7 @@ CLI = {
     "--own-domain": f"{D}.ownDomain",
     "--socket-names": f"{D}.socketNames",
     "--placement-hints": f"{D}.placementHints",
+    "--memory-shares": f"{D}.memoryShares",
 }
 # What a hot reload does (README "Hot reload"); everything under `flags` and the sections re-serve.
 RELOAD = {
@@ -86,6 +88,7 @@ RELOAD = {
     f"{D}.ownDomain": Reload.RESTART,
     f"{D}.socketNames": Reload.RESTART,
     f"{D}.placementHints": Reload.RESTART,
+    f"{D}.memoryShares": Reload.RESTART,
     f"{D}.nicHints": Reload.NEXT_RESERVE,
     f"{D}.mode": Reload.START_ONLY,
     f"{D}.driverName": Reload.START_ONLY,

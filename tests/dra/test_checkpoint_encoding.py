@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint.format import PreparedClaim, PreparedDevice, decode, encode
+from device_plugin.kubelet_plugin.checkpoint.format import PreparedClaim, PreparedDevice, Share, decode, encode
 
 CLAIMS = {
     "no devices": PreparedClaim("ns", "c", ()),
@@ -23,12 +23,46 @@ CLAIMS = {
             PreparedDevice(("a", "b"), "pool", "mig-1", ("x=MIG-1", "x=MIG-2"), admin_access=False),
         ),
     ),
+    "a share": PreparedClaim(
+        "ns", "c", (PreparedDevice(("g",), "pool", "gpu-0", ("x=GPU-0",), share=Share("s-1", 20480, 81559)),)
+    ),
 }
+
+
+def as_written(claim: PreparedClaim) -> dict[str, object]:
+    """asdict(claim), less `share` where a device has none: such an entry is what the release before wrote."""
+    value = asdict(claim)
+    for device in value["devices"]:
+        if device["share"] is None:
+            del device["share"]
+    return value
 
 
 @pytest.mark.parametrize("claim", CLAIMS.values(), ids=CLAIMS.keys())
 def test_encode_is_asdict_byte_for_byte_and_decodes_back(claim: PreparedClaim) -> None:
-    body = {"version": 2, "uid": "u1", "claim": asdict(claim)}
+    body = {"version": 2, "uid": "u1", "claim": as_written(claim)}
     expected = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8", "surrogatepass")
     assert encode("u1", claim) == expected[:-1] + b',"crc32":"%08x"}' % zlib.crc32(expected)
     assert decode(json.loads(encode("u1", claim).decode("utf-8", "surrogatepass"))) == ("u1", claim)
+
+
+BAD_SHARES = [
+    pytest.param({"share_id": 1, "memory_mib": 1, "of_mib": 2}, "share.share_id: expected a string", id="numeric-id"),
+    pytest.param(
+        {"share_id": "s", "memory_mib": -1, "of_mib": 2}, "share.memory_mib: expected a whole number", id="negative"
+    ),
+    pytest.param(
+        {"share_id": "s", "memory_mib": True, "of_mib": 2}, "share.memory_mib: expected a whole number", id="a-bool"
+    ),
+    pytest.param(["s"], "share: expected a mapping", id="a-list"),
+]
+
+
+@pytest.mark.parametrize(("share", "why"), BAD_SHARES)
+def test_a_malformed_share_is_an_entry_error_naming_the_field(share: object, why: str) -> None:
+    from device_plugin.kubelet_plugin.checkpoint.format import EntryError, sealed
+
+    claim = as_written(CLAIMS["one"])
+    claim["devices"][0]["share"] = share  # type: ignore[index]
+    with pytest.raises(EntryError, match=why):
+        decode(json.loads(sealed({"version": 2, "uid": "u1", "claim": claim})))

@@ -42,7 +42,7 @@ def pod_spec(objects: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_every_kustomization_under_deploy_dra_is_found() -> None:
-    examples = {"dra/examples", "dra/examples/mig", "dra/examples/gpu-count"}
+    examples = {"dra/examples", "dra/examples/mig", "dra/examples/gpu-count", "dra/examples/memory-shares"}
     assert {"dra", "dra/driver", "dra/extended-resource", "dra/rolling-update", *examples} <= set(KUSTOMIZATIONS)
 
 

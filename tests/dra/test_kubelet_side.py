@@ -30,7 +30,7 @@ DGX1 = {d.name: d.uuid for d in build_devices(FakeNvml.from_machine("dgx1-v100")
 def node_decision() -> PrepareDecision:
     """The prepare decision over the dgx1-v100's devices, all healthy."""
     decision = PrepareDecision(driver_name=DRIVER, pool_name=NODE)
-    decision.see(DGX1, frozenset())
+    decision.see(DGX1, frozenset(), {})
     return decision
 
 
@@ -60,6 +60,7 @@ class Driver:
     store: ClaimStore
     decision: PrepareDecision
     server: DraGrpcServer | None = None
+    preparer: Preparer | None = None
 
     @property
     def checkpoint_path(self) -> Path:
@@ -77,6 +78,7 @@ class Driver:
             driver=self.decision,
             checkpoint=Checkpoint(self.checkpoint_path),
         )
+        self.preparer = preparer
         self.server = DraGrpcServer(DRIVER, paths, preparer)
         self.server.start()
 
@@ -174,7 +176,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES), ids=sorted(CASES))
 def test_a_bad_claim_gets_its_own_error_naming_the_problem_and_is_not_checkpointed(driver: Driver, case: str) -> None:
     results, fail, expected = CASES[case]
-    driver.decision.see(DGX1, frozenset({"gpu-2"}))
+    driver.decision.see(DGX1, frozenset({"gpu-2"}), {})
     k = kubelet(driver)
     plugin = k.wait_for_plugin()
     bad = driver.store.add("bad", "uid-bad", results)

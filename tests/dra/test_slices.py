@@ -253,8 +253,8 @@ def test_our_own_attributes_follow_the_configured_domain() -> None:
     devices, _ = build_devices(fake, topology_of("dgx1-v100"), own_domain="gpus.example.org")
     names = {name for d in devices for name in attrs(d)}
     ours = {name.split("/", 1)[1] for name in names if name.startswith("gpus.example.org/")}
-    # 8 GPUs: no 16-set; NICs: the NIC attributes; no NVLink fabric beyond the node: no clique
-    assert ours == set(OWN_ATTRIBUTES) - {"bestSet16", "clique"}
+    # 8 GPUs: no 16-set; NICs: the NIC attributes; no NVLink fabric beyond the node: no clique; memoryShares off
+    assert ours == set(OWN_ATTRIBUTES) - {"bestSet16", "clique", "memoryIsolation"}
     assert not any(name.startswith(f"{OWN}/") for name in names)
 
 

@@ -38,6 +38,19 @@ class DeviceTaint:
         return out
 
 
+@dataclass(frozen=True)
+class RequestPolicy:
+    """How the scheduler charges a share of a capacity (consumable capacity, Kubernetes 1.34+): `default_value`
+    when a claim asks none, else the request rounded up to `min_value` + n * `step` (at most the capacity)."""
+
+    default_value: str  # Kubernetes quantities, as the API takes them
+    min_value: str
+    step: str
+
+    def as_api(self) -> dict[str, Any]:
+        return {"default": self.default_value, "validRange": {"min": self.min_value, "step": self.step}}
+
+
 class SliceDevice(Protocol):
     """A device as a ResourceSlice lists it; a frozen dataclass (a pool without taints is a `replace`)."""
 
@@ -55,3 +68,11 @@ class SliceDevice(Protocol):
 
     @property
     def taints(self) -> tuple[DeviceTaint, ...]: ...
+
+    @property
+    def request_policies(self) -> tuple[tuple[str, RequestPolicy], ...]:  # (capacity name, policy)
+        ...
+
+    @property
+    def allow_multiple_allocations(self) -> bool:  # several claims may hold it (shares of its capacities)
+        ...

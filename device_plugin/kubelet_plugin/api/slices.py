@@ -58,8 +58,14 @@ def device_object(device: SliceDevice, api_version: str) -> dict[str, Any]:
     if len(device.attributes) + len(device.capacity) > MAX_ATTRIBUTES_AND_CAPACITIES:
         raise ValueError(f"device {device.name}: more than {MAX_ATTRIBUTES_AND_CAPACITIES} attributes and capacities")
     attributes = {name: {kind: value} for name, kind, value in device.attributes}
-    capacity = {name: {"value": quantity} for name, quantity in device.capacity}
+    policies = dict(device.request_policies)
+    capacity = {
+        name: {"value": quantity, **({"requestPolicy": policies[name].as_api()} if name in policies else {})}
+        for name, quantity in device.capacity
+    }
     body: dict[str, Any] = {"attributes": attributes, "capacity": capacity}
+    if device.allow_multiple_allocations:
+        body["allowMultipleAllocations"] = True
     if device.taints:
         body["taints"] = [t.as_api() for t in device.taints]
     if api_version == "v1beta1":

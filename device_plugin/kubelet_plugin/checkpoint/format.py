@@ -40,12 +40,23 @@ _PLAIN_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 
 @dataclass(frozen=True)
+class Share:
+    """One share of a device several claims hold (consumable capacity): the scheduler's shareID, and how
+    much of the device's memory it was charged, of how much (MiB, as the device was published then)."""
+
+    share_id: str
+    memory_mib: int
+    of_mib: int
+
+
+@dataclass(frozen=True)
 class PreparedDevice:
     request_names: tuple[str, ...]
     pool_name: str
     device_name: str
     cdi_device_ids: tuple[str, ...]
     admin_access: bool = False  # the allocation's adminAccess (claims/exclusion.py: such a holder shares the device)
+    share: Share | None = None  # a share of the device, not all of it (dra/memory_shares.py)
 
 
 @dataclass(frozen=True)
@@ -96,16 +107,19 @@ def _canonical(body: dict[str, Any]) -> bytes:
 def _claim_value(claim: PreparedClaim) -> dict[str, Any]:
     """dataclasses.asdict(claim), written out: asdict deep-copies every field, and encode runs once per
     put, on the prepare path (a third of a put's CPU went there)."""
-    devices = [
-        {
+    devices = []
+    for d in claim.devices:
+        device: dict[str, Any] = {
             "request_names": list(d.request_names),
             "pool_name": d.pool_name,
             "device_name": d.device_name,
             "cdi_device_ids": list(d.cdi_device_ids),
             "admin_access": d.admin_access,
         }
-        for d in claim.devices
-    ]
+        if d.share is not None:  # only then: a whole device's entry is what the release before wrote
+            share = d.share
+            device["share"] = {"share_id": share.share_id, "memory_mib": share.memory_mib, "of_mib": share.of_mib}
+        devices.append(device)
     return {"namespace": claim.namespace, "name": claim.name, "devices": devices}
 
 
@@ -151,7 +165,23 @@ def _device(value: Any, where: str) -> PreparedDevice:
         _string(device.get("device_name"), f"{where}.device_name"),
         _strings(device.get("cdi_device_ids"), f"{where}.cdi_device_ids"),
         device.get("admin_access", False) is True,  # absent in files written before it was recorded
+        None if device.get("share") is None else _share(device["share"], f"{where}.share"),
     )
+
+
+def _share(value: Any, where: str) -> Share:
+    share = _mapping(value, where)
+    return Share(
+        _string(share.get("share_id"), f"{where}.share_id"),
+        _count(share.get("memory_mib"), f"{where}.memory_mib"),
+        _count(share.get("of_mib"), f"{where}.of_mib"),
+    )
+
+
+def _count(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise EntryError(f"{where}: expected a whole number >= 0, got {short(value)}")
+    return value
 
 
 def _mapping(value: Any, where: str) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from device_plugin.core.short_text import one_line
 from device_plugin.kubelet_plugin.checkpoint.commit import GroupSync, replace_files
 from device_plugin.kubelet_plugin.checkpoint.files import ClaimsFolder
-from device_plugin.kubelet_plugin.checkpoint.format import PreparedClaim, PreparedDevice, encode, file_name
+from device_plugin.kubelet_plugin.checkpoint.format import PreparedClaim, PreparedDevice, Share, encode, file_name
 from device_plugin.kubelet_plugin.checkpoint.journal import (
     MAX_RECORD_BYTES,
     CommitQueue,
@@ -41,7 +41,7 @@ from device_plugin.kubelet_plugin.checkpoint.journal import (
 )
 from device_plugin.kubelet_plugin.checkpoint.load import Leftover, load
 
-__all__ = ["CLAIMS_FOLDER", "COMPACT_AFTER_BYTES", "Checkpoint", "PreparedClaim", "PreparedDevice"]
+__all__ = ["CLAIMS_FOLDER", "COMPACT_AFTER_BYTES", "Checkpoint", "PreparedClaim", "PreparedDevice", "Share"]
 
 log = logging.getLogger(__name__)
 

@@ -24,6 +24,8 @@ _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # The API allows 32 requests of at most 32 devices each; anything beyond that is not a real claim.
 MAX_RESULTS = 32 * 32
+MAX_REQUESTS = 32  # of a claim, and alternatives of one request (the API allows 32 and 8)
+MAX_CAPACITIES = 32  # a device has at most 32 attributes and capacities
 
 
 class ClaimBodyError(ValueError):
@@ -36,6 +38,9 @@ class AllocatedDevice:
     pool: str
     device: str
     admin_access: bool  # the result's adminAccess: monitoring access beside the claim that owns the device
+    share_id: str = ""  # the result's shareID: one share of a device several claims may hold
+    consumed: tuple[tuple[str, str], ...] = ()  # the result's consumedCapacity: (name, quantity)
+    asked: tuple[tuple[str, str], ...] = ()  # its request's capacity.requests: (name, quantity)
 
 
 @dataclass(frozen=True)
@@ -68,16 +73,58 @@ def text_field(item: Mapping[str, Any], key: str, where: str) -> str:
     return value
 
 
-def _device(item: Mapping[str, Any], where: str) -> AllocatedDevice:
+def _device(item: Mapping[str, Any], where: str, asked: Mapping[str, tuple[tuple[str, str], ...]]) -> AllocatedDevice:
     admin = item.get("adminAccess")
     if admin is not None and not isinstance(admin, bool):
         raise ClaimBodyError(f"{where}.adminAccess is {short(admin)} ({kind_of(admin)}), not a boolean")
+    request = text_field(item, "request", where)
+    share = item.get("shareID")
     return AllocatedDevice(
-        text_field(item, "request", where).split("/", 1)[0],
+        request.split("/", 1)[0],
         text_field(item, "pool", where),
         text_field(item, "device", where),
         bool(admin),
+        "" if share is None else text_field(item, "shareID", where),
+        quantities(item.get("consumedCapacity"), f"{where}.consumedCapacity"),
+        asked.get(request, ()),
     )
+
+
+def quantities(value: object, where: str) -> tuple[tuple[str, str], ...]:
+    """A map of capacity name -> quantity string (none when absent), sorted by name."""
+    found = json_object(value, where)
+    if len(found) > MAX_CAPACITIES:
+        raise ClaimBodyError(f"{where} holds {len(found)} entries, more than a device can have ({MAX_CAPACITIES})")
+    return tuple(sorted((str(name), text_field(found, name, where)) for name in found))
+
+
+def _asked(claim: Mapping[str, Any]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Request name ("<request>" or "<request>/<subrequest>") -> its capacity.requests, for those that ask."""
+    spec = json_object(json_object(claim.get("spec"), "spec").get("devices"), "spec.devices")
+    requests = spec.get("requests")
+    out: dict[str, tuple[tuple[str, str], ...]] = {}
+    if not isinstance(requests, list):
+        return out
+    for i, raw in enumerate(requests[:MAX_REQUESTS]):
+        request = json_object(raw, f"spec.devices.requests[{i}]", optional=False)
+        name = request.get("name")
+        if not isinstance(name, str):
+            continue
+        exactly = json_object(request.get("exactly"), f"spec.devices.requests[{i}].exactly")
+        options = [(name, exactly)] if exactly else []
+        alternatives = request.get("firstAvailable")
+        if isinstance(alternatives, list):
+            options += [
+                (f"{name}/{sub.get('name')}", sub)
+                for sub in alternatives[:MAX_REQUESTS]
+                if isinstance(sub, Mapping) and isinstance(sub.get("name"), str)
+            ]
+        for full, body in options:
+            capacity = json_object(body.get("capacity"), f"{full}.capacity")
+            asked = quantities(capacity.get("requests"), f"request {full}: capacity.requests")
+            if asked:
+                out[full] = asked
+    return out
 
 
 def allocation_items(claim: Mapping[str, Any], key: str, limit: int) -> list[tuple[str, Mapping[str, Any]]]:
@@ -102,11 +149,9 @@ def read_allocation(body: object, driver: str) -> Allocation:
     uid = json_object(claim.get("metadata"), "metadata").get("uid", "")
     if not isinstance(uid, str):
         raise ClaimBodyError(f"metadata.uid is a {kind_of(uid)} ({short(uid)}), not a string")
-    devices = [
-        _device(item, where)
-        for where, item in allocation_items(claim, "results", MAX_RESULTS)
-        if text_field(item, "driver", where) == driver
-    ]
+    items = [(w, i) for w, i in allocation_items(claim, "results", MAX_RESULTS) if text_field(i, "driver", w) == driver]
+    asked = _asked(claim) if items else {}
+    devices = [_device(item, where, asked) for where, item in items]
     return Allocation(uid, tuple(devices))
 
 

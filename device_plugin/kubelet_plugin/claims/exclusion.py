@@ -24,7 +24,9 @@ prepared for another claim is refused, naming both claims, unless one of the two
 adminAccess: Kubernetes' admin access (an allocation result's `adminAccess: true`, per device) grants
 access to devices that are in use, so the scheduler allocates an in-use device to an admin claim on
 purpose. An admin holder shares with every other holder, ordinary or admin; ordinary holders exclude
-each other. This driver supports no other sharing mode in DRA mode.
+each other, except shares: holders of a `Share` of a device (consumable capacity, the scheduler's shareID)
+share it with other shares, as long as no two have one share ID and their memory adds up to no more than
+the device's; a share and a whole holder exclude each other.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from device_plugin.kubelet_plugin.checkpoint.format import Share
 
 
 @dataclass
@@ -117,6 +121,7 @@ _SNAPSHOTS = itertools.count(1)
 class Hold:
     device: str
     admin_access: bool
+    share: Share | None = None  # a share of the device, not all of it
 
 
 class DeviceHolders:
@@ -127,6 +132,7 @@ class DeviceHolders:
         # only (an admin take checks none), so a take costs O(1) however many adminAccess claims share the
         # device (O(n) per take was O(n^2) for n claims of one GPU).
         self._exclusive: dict[str, dict[str, None]] = {}
+        self._shared: dict[str, dict[str, Share]] = {}  # device -> {claim uid: its share}, without adminAccess
         self._by_claim: dict[str, tuple[Hold, ...]] = {}
 
     def load(self, claims: Iterable[tuple[str, str, Sequence[Hold]]]) -> None:
@@ -141,14 +147,38 @@ class DeviceHolders:
             for hold in holds:
                 if hold.admin_access:  # admin access is access to an in-use device: it shares with anyone
                     continue
-                rivals = self._exclusive.get(hold.device, {})
-                other = next((o for o in rivals if o != uid), None)  # at most two looks: `uid` itself, then one
-                if other is not None:
-                    label_of_other = self._by_device[hold.device][other][0]
-                    return f"device {hold.device} is already prepared for {label_of_other}, not for {label}"
+                refused = self._refusal(uid, label, hold)
+                if refused:
+                    return refused
             self._remove(uid)
             self._add(uid, label, tuple(holds))
             return None
+
+    def _refusal(self, uid: str, label: str, hold: Hold) -> str:
+        """Why `uid` may not hold `hold` beside the others ("" when it may); under the lock."""
+        whole = self._exclusive.get(hold.device, {})
+        other = next((o for o in whole if o != uid), None)  # at most two looks: `uid` itself, then one
+        if other is None and hold.share is None:
+            other = next((o for o in self._shared.get(hold.device, {}) if o != uid), None)
+        if other is not None:
+            return f"device {hold.device} is already prepared for {self._label(hold.device, other)}, not for {label}"
+        if hold.share is None:
+            return ""
+        shares = {o: s for o, s in self._shared.get(hold.device, {}).items() if o != uid}
+        twin = next((o for o, s in shares.items() if s.share_id == hold.share.share_id), None)
+        if twin is not None:
+            twin_label = self._label(hold.device, twin)
+            return f"share {hold.share.share_id} of {hold.device} is already prepared for {twin_label}"
+        used = sum(s.memory_mib for s in shares.values())
+        if used + hold.share.memory_mib > hold.share.of_mib:
+            return (
+                f"device {hold.device} has {used} of {hold.share.of_mib} MiB prepared as {len(shares)} other shares;"
+                f" this share of {hold.share.memory_mib} MiB for {label} does not fit"
+            )
+        return ""
+
+    def _label(self, device: str, uid: str) -> str:
+        return self._by_device[device][uid][0]
 
     def release(self, uid: str) -> None:
         with self._lock:
@@ -158,18 +188,23 @@ class DeviceHolders:
         """(other claim's UID, device) for each device of `holds` held without adminAccess that another claim
         holds without it too: what `take` would refuse, or a conflict the checkpoint was loaded with."""
         with self._lock:
-            return [
-                (other, hold.device)
-                for hold in holds
-                if not hold.admin_access
-                for other in self._exclusive.get(hold.device, {})
-                if other != uid
-            ]
+            ordinary = [hold for hold in holds if not hold.admin_access]
+            return [(other, hold.device) for hold in ordinary for other in self._rivals(uid, hold)]
+
+    def _rivals(self, uid: str, hold: Hold) -> list[str]:
+        rivals = [o for o in self._exclusive.get(hold.device, {}) if o != uid]
+        shares = {o: s for o, s in self._shared.get(hold.device, {}).items() if o != uid}
+        if hold.share is None:
+            return rivals + list(shares)
+        if sum(s.memory_mib for s in shares.values()) + hold.share.memory_mib > hold.share.of_mib:
+            return rivals + list(shares)  # together they do not fit: each other share is in question
+        return rivals + [o for o, s in shares.items() if s.share_id == hold.share.share_id]
 
     def snapshot(self) -> tuple[int, frozenset[str]]:
-        """(a number larger than every earlier snapshot's, the devices held without adminAccess now)."""
+        """(a number larger than every earlier snapshot's, the devices held without adminAccess now, whole
+        or shared)."""
         with self._lock:
-            return next(_SNAPSHOTS), frozenset(self._exclusive)
+            return next(_SNAPSHOTS), frozenset(self._exclusive) | frozenset(self._shared)
 
     def holders(self, device: str) -> tuple[str, ...]:
         """UIDs of the claims that hold `device` (for tests and logs)."""
@@ -180,12 +215,16 @@ class DeviceHolders:
         self._by_claim[uid] = holds
         for hold in holds:
             self._by_device.setdefault(hold.device, {})[uid] = (label, hold.admin_access)
-            if not hold.admin_access:
+            if hold.admin_access:
+                continue
+            if hold.share is None:
                 self._exclusive.setdefault(hold.device, {})[uid] = None
+            else:
+                self._shared.setdefault(hold.device, {})[uid] = hold.share
 
     def _remove(self, uid: str) -> None:
         for hold in self._by_claim.pop(uid, ()):
-            for index in (self._by_device, self._exclusive):
+            for index in (self._by_device, self._exclusive, self._shared):
                 held = index.get(hold.device)
                 if held is not None:
                     held.pop(uid, None)

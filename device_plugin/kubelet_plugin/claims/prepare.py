@@ -50,7 +50,7 @@ def claim_label(namespace: str, name: str, uid: str) -> str:
 
 
 def _holds(claim: PreparedClaim) -> tuple[Hold, ...]:
-    return tuple(Hold(d.device_name, d.admin_access) for d in claim.devices)
+    return tuple(Hold(d.device_name, d.admin_access, d.share) for d in claim.devices)
 
 
 def _never() -> bool:

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from types import ModuleType
 from typing import Any, NoReturn
@@ -31,6 +31,7 @@ from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.core.call_log import CallLog
 from device_plugin.core.short_text import bounded_text, one_line
+from device_plugin.kubelet_plugin.checkpoint.format import PreparedDevice
 from device_plugin.kubelet_plugin.claims.prepare import ERROR_CHARS, ClaimRef, Preparer, PrepareResult, claim_label
 from device_plugin.kubelet_plugin.service.offload import PREPARE_WORKERS, UNPREPARE_WORKERS, Offload
 
@@ -114,14 +115,38 @@ def _log_call(
         if result.error:
             parts.append(f"{label} failed")
         elif method == "NodePrepareResources":
-            parts.append(f"{label} -> {','.join(f'{d.pool_name}/{d.device_name}' for d in result.devices) or 'none'}")
+            parts.append(f"{label} -> {','.join(_held_as(d) for d in result.devices) or 'none'}")
         else:
             parts.append(f"{label} released")
     calls.info("%s: %s in %.1f ms", method, "; ".join(parts), took_ms)
 
 
+def _held_as(device: PreparedDevice) -> str:
+    """pool/device, and for a share its size and ID: "vm/gpu-0 (share 20480 of 81559 MiB, <id>)"."""
+    share = device.share
+    if share is None:
+        return f"{device.pool_name}/{device.device_name}"
+    size = f"share {share.memory_mib} of {share.of_mib} MiB, {one_line(share.share_id, 64)}"
+    return f"{device.pool_name}/{device.device_name} ({size})"
+
+
+def _add_devices(entry: Any, devices: Sequence[PreparedDevice], carries_shares: bool) -> None:
+    """The prepared devices into one claim's answer; a share's ID where the API version has the field
+    (v1; v1beta1 has none, and no API server that serves only v1beta1 allocates shares)."""
+    for d in devices:
+        device = entry.devices.add(
+            request_names=d.request_names,
+            pool_name=d.pool_name,
+            device_name=d.device_name,
+            cdi_device_ids=d.cdi_device_ids,
+        )
+        if d.share is not None and carries_shares:
+            device.share_id = d.share.share_id
+
+
 def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offload: Offload) -> Any:
     """The DRAPlugin servicer of one API version (`pb`, `pb_grpc`: its generated modules)."""
+    carries_shares = "share_id" in pb.Device.DESCRIPTOR.fields_by_name
     calls = CallLog(log)  # one INFO line per call that prepared or unprepared something, rate-limited
 
     async def prepare_all(claims: list[ClaimRef], context: grpc.aio.ServicerContext) -> list[PrepareResult]:
@@ -153,13 +178,7 @@ def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offloa
             for claim, result in zip(claims, results, strict=True):
                 entry = response.claims[claim.uid]
                 entry.error = result.error
-                for d in result.devices:
-                    entry.devices.add(
-                        request_names=d.request_names,
-                        pool_name=d.pool_name,
-                        device_name=d.device_name,
-                        cdi_device_ids=d.cdi_device_ids,
-                    )
+                _add_devices(entry, result.devices, carries_shares)
                 if result.error:
                     log.warning("NodePrepareResources: %s", result.error)
             return response

@@ -71,7 +71,7 @@ class _Decision(PrepareDecision):
     def __init__(self, devices: Devices) -> None:
         super().__init__(driver_name=DRIVER, pool_name=NODE)
         self._devices = devices
-        self.see(devices.uuids, frozenset())
+        self.see(devices.uuids, frozenset(), {})
 
     def decide(self, body: Mapping[str, Any], allocation: Allocation) -> tuple[tuple[PreparedDevice, ...], list[str]]:
         devices = self._devices

@@ -1,0 +1,107 @@
+"""Whole GPUs as shares of their memory (consumable capacity), with the isolation a share gets stated.
+
+Boundary: pure, over the inventory's devices and one allocation result at a time. With
+`gpuDevicePlugin.memoryShares` on, each whole GPU is published with `allowMultipleAllocations` and a
+request policy on its `memory` capacity: a claim that asks no memory is charged the whole GPU (so it is
+exclusive, as without shares), one that asks `capacity.requests.memory` is charged that much, rounded up
+to whole MiB and to at least MIN_SHARE. The scheduler does the arithmetic and names each share
+(`shareID`); the Prepare records the share (size, of how much) and answers its id.
+
+Isolation is published, never implied: `<own domain>/memoryIsolation` says what a share's memory limit is
+on this node. This build runs no MPS daemon and sets no per-cgroup limit, so it is `none`: bookkeeping
+only; every container on the GPU sees all of its memory (docs/sharing-dra.md). MIG devices are never
+shared here: a MIG device is already a hardware partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from device_plugin.core.names import own_name
+from device_plugin.core.quantity import quantity_mib
+from device_plugin.core.short_text import one_line
+from device_plugin.dra.inventory import DraDevice
+from device_plugin.dra.single_order import WHOLE_GPU
+from device_plugin.kubelet_plugin.api.devices import RequestPolicy
+from device_plugin.kubelet_plugin.checkpoint.format import Share
+from device_plugin.kubelet_plugin.claims.claim import AllocatedDevice
+
+MEMORY = "memory"  # NVIDIA's capacity name: the device's memory, as NVIDIA means it
+ISOLATION_ATTRIBUTE = "memoryIsolation"
+ISOLATION_NONE = "none"  # the only level this build can give (hard and per-process need MPS: not built)
+MIN_SHARE, STEP = "1Gi", "1Mi"  # aligned with any GPU's memory, so the default (all of it) is a valid value
+OFF = "this node publishes no shares (gpuDevicePlugin.memoryShares is off)"
+MAX_SHARE_ID_CHARS = 64  # the scheduler writes a UUID (36)
+
+
+def shareable(devices: Sequence[DraDevice], own_domain: str) -> tuple[DraDevice, ...]:
+    """The devices with every whole GPU shareable by memory; MIG devices as they are."""
+    isolation = (own_name(own_domain, ISOLATION_ATTRIBUTE), "string", ISOLATION_NONE)
+    out = []
+    for device in devices:
+        memory = dict(device.capacity).get(MEMORY)
+        if WHOLE_GPU not in device.attributes or memory is None:
+            out.append(device)
+            continue
+        minimum = MIN_SHARE if quantity_mib(memory) >= quantity_mib(MIN_SHARE) else memory
+        out.append(
+            replace(
+                device,
+                attributes=(*device.attributes, isolation),
+                request_policies=((MEMORY, RequestPolicy(memory, minimum, STEP)),),
+                allow_multiple_allocations=True,
+            )
+        )
+    return tuple(out)
+
+
+def memory_of(device: DraDevice) -> int:
+    """The device's memory in MiB (its `memory` capacity)."""
+    return quantity_mib(dict(device.capacity)[MEMORY])
+
+
+def shareable_memory(devices: Sequence[DraDevice]) -> dict[str, int]:
+    """Device name -> memory MiB of each device published as shareable."""
+    return {d.name: memory_of(d) for d in devices if d.allow_multiple_allocations}
+
+
+def share_problem(result: AllocatedDevice, memory_mib: int | None) -> str:
+    """Why the allocation result cannot be prepared as the share (or the whole device) it names, "" if it
+    can. `memory_mib`: the device's memory when it is published as shareable, else None."""
+    device = one_line(result.device, 64)
+    if memory_mib is None:
+        if result.share_id:
+            return f"device {device} was allocated as a share ({one_line(result.share_id, 64)}), but {OFF}"
+        if result.asked:
+            asked = ", ".join(f"{name} {one_line(q, 32)}" for name, q in result.asked)
+            return f"request {one_line(result.request, 64)} asks for a share ({asked}) of {device}, but {OFF}"
+        return ""
+    unknown = [name for name, _ in result.asked if name != MEMORY]
+    if unknown:
+        names = ", ".join(one_line(n, 64) for n in unknown)
+        return f"request {one_line(result.request, 64)} asks for capacity {names}, which {device} does not publish"
+    if len(result.share_id) > MAX_SHARE_ID_CHARS:
+        return f"device {device}: shareID {one_line(result.share_id, 64)} is longer than a share ID can be"
+    if not result.share_id:
+        return ""  # allocated whole (a scheduler without consumable capacity): held like any whole device
+    try:
+        charged = _charged_mib(result, memory_mib)
+    except ValueError as error:
+        return f"device {device}: consumedCapacity.{MEMORY}: {error}"
+    if charged > memory_mib:
+        return f"device {device}: a share of {charged} MiB is larger than the device's {memory_mib} MiB"
+    return ""
+
+
+def share_of(result: AllocatedDevice, memory_mib: int | None) -> Share | None:
+    """The share a result names on a shareable device (share_problem said ""), None for a whole device."""
+    if memory_mib is None or not result.share_id:
+        return None
+    return Share(result.share_id, _charged_mib(result, memory_mib), memory_mib)
+
+
+def _charged_mib(result: AllocatedDevice, memory_mib: int) -> int:
+    """What the scheduler charged the share (all of the device when it wrote no memory)."""
+    consumed = dict(result.consumed).get(MEMORY)
+    return memory_mib if consumed is None else quantity_mib(consumed)
