@@ -39,9 +39,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import _common  # noqa: F401  (puts the checkout on sys.path before dra_first_fit imports testbed)
 import dra_first_fit as first_fit_model
 from _common import percentile, table, target_line
-from dra_driver import DriverRun, driver_on, pool_names, prepare_samples, until_pool_ms
+from dra_driver import DriverRun, driver_on, pool_names, prepare_samples, share_prepare_rows, until_pool_ms
 from dra_processes import claim_refs, driver_apart, serial_client
 
 from device_plugin.core.devices import Health
@@ -68,7 +69,7 @@ def bench_prepare(rounds: int) -> list[list[str]]:
             rows.append(
                 [str(per_call), f"{percentile(samples, 50):.1f}", f"{p99:.1f}", f"{verdict} (< 50 ms)", str(errors)]
             )
-    return rows
+    return rows + share_prepare_rows(rounds)
 
 
 def bench_fault(rounds: int) -> list[str]:

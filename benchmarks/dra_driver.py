@@ -10,6 +10,7 @@ targets here, the scripts print those.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import tempfile
 import time
@@ -19,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import _common  # noqa: F401  (puts the checkout on sys.path for the package imports below)
+from _common import percentile
 
 from device_plugin.config.model import Config
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
@@ -38,10 +40,12 @@ DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "bench-node"
 class Driver:
     """The node runtime with the DRA front-end, as `run --mode dra` builds it (no metrics endpoint)."""
 
-    def __init__(self, root: Path, api: ApiStandin, fake: FakeNvml) -> None:
+    def __init__(self, root: Path, api: ApiStandin, fake: FakeNvml, *, memory_shares: bool = False) -> None:
         config = Config()
         health = replace(config.daemon.health, quiet_period_s=0.2, probe_interval_s=0.05)
-        daemon = replace(config.daemon, device_plugin_dir=root / "dp", health=health, metrics_address="")
+        daemon = replace(
+            config.daemon, device_plugin_dir=root / "dp", health=health, metrics_address="", memory_shares=memory_shares
+        )
         config = replace(config, daemon=daemon)
         self.front_end = DraFrontEnd.for_config(config, api_client(api.host), node_name=NODE)
         self.runtime = NodeRuntime(fake, config, self.front_end)
@@ -53,8 +57,8 @@ class Driver:
         self.runtime.stop()
 
 
-def running_driver(root: Path, api: ApiStandin, fake: FakeNvml) -> Driver:
-    return Driver(root, api, fake)
+def running_driver(root: Path, api: ApiStandin, fake: FakeNvml, *, memory_shares: bool = False) -> Driver:
+    return Driver(root, api, fake, memory_shares=memory_shares)
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ class DriverRun:
 
 
 @contextmanager
-def driver_on(machine: str, *, schema_check: bool = True) -> Iterator[DriverRun]:
+def driver_on(machine: str, *, schema_check: bool = True, memory_shares: bool = False) -> Iterator[DriverRun]:
     """A driver on the named simulated machine, with its API stand-in (checking every write against the
     schema unless `schema_check` is False); stopped and removed afterwards."""
     root = Path(tempfile.mkdtemp(prefix="bdra-", dir="/tmp"))
@@ -77,7 +81,7 @@ def driver_on(machine: str, *, schema_check: bool = True) -> Iterator[DriverRun]
     api.add_node(NODE)
     fake = FakeNvml.from_machine(machine)
     try:
-        driver = running_driver(root, api, fake)
+        driver = running_driver(root, api, fake, memory_shares=memory_shares)
         try:
             yield DriverRun(root, api, fake, driver)
         finally:
@@ -107,15 +111,24 @@ def until_pool_ms(api: ApiStandin, check: Callable[[], bool], timeout_s: float =
 
 
 def prepare_samples(
-    api: ApiStandin, kubelet: DraKubeletStandin, plugin: object, serial: Iterator[int], per_call: int, rounds: int
+    api: ApiStandin,
+    kubelet: DraKubeletStandin,
+    plugin: object,
+    serial: Iterator[int],
+    per_call: int,
+    rounds: int,
+    share_gib: int = 0,
 ) -> tuple[list[float], int]:
-    """NodePrepareResources round trips (ms) of `rounds` calls of `per_call` claims on gpu-0.., and the errors."""
+    """NodePrepareResources round trips (ms) of `rounds` calls of `per_call` claims on gpu-0.., and the errors;
+    `share_gib`: each claim is a share of that much of its GPU (a node with memoryShares on)."""
     samples, errors = [], 0
     for _ in range(rounds):
         claims = []
         for k in range(per_call):
             n = next(serial)
             result = {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": f"gpu-{k}"}
+            if share_gib:
+                result.update(shareID=f"share-{n}", consumedCapacity={"memory": f"{share_gib}Gi"})
             api.claims[("ns", f"c{n}")] = allocated_claim("ns", f"c{n}", f"u{n}", [result])
             claims.append(("ns", f"u{n}", f"c{n}"))
         started = time.perf_counter()
@@ -124,3 +137,27 @@ def prepare_samples(
         errors += sum(1 for a in answers.values() if a.error)  # type: ignore[attr-defined]
         kubelet.unprepare(plugin, claims)  # type: ignore[arg-type]
     return samples, errors
+
+
+def share_prepare_rows(rounds: int) -> list[list[str]]:
+    """A share's Prepare (memoryShares on), alone on its GPU and beside three shares held on it."""
+    rows = []
+    with driver_on("dgx1-v100", memory_shares=True) as run:
+        kubelet = DraKubeletStandin(run.root / "plugins_registry")
+        plugin = kubelet.wait_for_plugin()
+        serial = itertools.count()
+        for others in (0, 3):
+            held = []
+            for n in range(others):
+                result = {"request": "g", "driver": DRIVER, "pool": NODE, "device": "gpu-0", "shareID": f"held-{n}",
+                          "consumedCapacity": {"memory": "4Gi"}}  # fmt: skip
+                run.api.claims[("ns", f"h{n}")] = allocated_claim("ns", f"h{n}", f"held-{n}", [result])
+                held.append(("ns", f"held-{n}", f"h{n}"))
+            assert all(not a.error for a in kubelet.prepare(plugin, held).values())  # type: ignore[attr-defined]
+            samples, errors = prepare_samples(run.api, kubelet, plugin, serial, 1, rounds, share_gib=4)
+            p99 = percentile(samples, 99)
+            verdict = "met" if p99 < 50 else "missed"
+            where = f"1 share, {others} others on its GPU"
+            rows.append([where, f"{percentile(samples, 50):.1f}", f"{p99:.1f}", f"{verdict} (< 50 ms)", str(errors)])
+            kubelet.unprepare(plugin, held)
+    return rows

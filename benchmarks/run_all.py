@@ -40,6 +40,7 @@ BENCHMARKS = (
     "bench_real_scheduler.py",
     "bench_real_rolling_update.py",
     "bench_scheduler_cost.py",
+    "bench_share_packing.py",
 )
 
 

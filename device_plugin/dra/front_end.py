@@ -38,13 +38,14 @@ from kubernetes.config.config_exception import ConfigException
 from device_plugin.config.model import Config
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import ConfigError
-from device_plugin.core.names import OWN_DOMAIN
+from device_plugin.core.names import OWN_DOMAIN, own_name
 from device_plugin.dra.attribute_budget import within_limit
 from device_plugin.dra.hint_thread import HintThread
-from device_plugin.dra.inventory import DraDevice, inventory_devices
-from device_plugin.dra.memory_shares import shareable, shareable_memory
+from device_plugin.dra.inventory import HINTS_NONE, DraDevice, inventory_devices
+from device_plugin.dra.memory_shares import share_listing, shareable, shareable_memory
 from device_plugin.dra.occupancy import Overrides, is_whole_gpu, occupancy_overrides, with_values
 from device_plugin.dra.prepare_decision import PrepareDecision
+from device_plugin.dra.single_order import RANK_ATTRIBUTE
 from device_plugin.dra.start_settings import instance_of, kubelet_dir_of
 from device_plugin.dra.taints import DeviceTaint, taint_for
 from device_plugin.health.state import HealthTransition
@@ -106,6 +107,8 @@ class DraFrontEnd:
         self._reasons: Mapping[int, str] = {}  # GPU index -> why it is Unhealthy (pod status shows it)
         self._health_checked = True  # False: health checks are off, the kubelet hears Unknown
         self._overrides: Overrides = {}  # values that follow the GPUs in use (dra/occupancy.py); {}: static
+        self._share_order = False  # memoryShares on, placementHints not none: the listing follows the shares
+        self._shares: tuple[frozenset[str], Mapping[str, int]] = (frozenset(), {})  # held, MiB shared
         self._started = False
         self._hints = HintThread(self._rehint)
         options = PluginOptions(driver_name, node_name, kubelet_dir, backoff_max_s, health_heartbeat_s, instance)
@@ -162,9 +165,12 @@ class DraFrontEnd:
     def _published_locked(self) -> tuple[DraDevice, ...]:
         """What the publisher is handed: every device, those of unhealthy GPUs with their GPU's taint, whole
         GPUs with the hints that follow the GPUs in use."""
-        if not self._taints and not self._overrides:
+        if not self._taints and not self._overrides and not self._share_order:
             return self._all
-        return tuple(self._as_published(d) for d in self._all)
+        published = tuple(self._as_published(d) for d in self._all)
+        if not self._share_order:
+            return published
+        return share_listing(published, *self._shares, own_name(self.own_domain, RANK_ATTRIBUTE))
 
     def _as_published(self, device: DraDevice) -> DraDevice:
         taints = (self._taints[device.gpu_index],) if device.gpu_index in self._taints else device.taints
@@ -181,8 +187,9 @@ class DraFrontEnd:
         overrides = (
             occupancy_overrides(allocator, whole, held | set(self._taints), self.own_domain) if allocator else {}
         )
-        changed = overrides != self._overrides
-        self._overrides = overrides
+        shares = (holdings, dict(self.decision.shared_memory())) if self._share_order else (frozenset(), {})
+        changed = overrides != self._overrides or shares != self._shares
+        self._overrides, self._shares = overrides, shares
         return changed
 
     def _marked_locked(self) -> None:
@@ -210,6 +217,7 @@ class DraFrontEnd:
         built, _ = inventory_devices(
             self._context.backend, inventory, own_domain=self.own_domain, hints=config.daemon.placement_hints
         )
+        self._share_order = config.daemon.memory_shares and config.daemon.placement_hints != HINTS_NONE
         if config.daemon.memory_shares:
             built = shareable(built, self.own_domain)
         devices, dropped = within_limit(built)  # one device over the API's limit would fail the whole pool

@@ -15,7 +15,7 @@ shared here: a MIG device is already a hardware partition.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from device_plugin.core.names import own_name
@@ -105,3 +105,32 @@ def _charged_mib(result: AllocatedDevice, memory_mib: int) -> int:
     """What the scheduler charged the share (all of the device when it wrote no memory)."""
     consumed = dict(result.consumed).get(MEMORY)
     return memory_mib if consumed is None else quantity_mib(consumed)
+
+
+def share_listing(
+    devices: Sequence[DraDevice], held: frozenset[str], shared_mib: Mapping[str, int], rank_attribute: str
+) -> tuple[DraDevice, ...]:
+    """The devices in the order the scheduler's first fit should try them for a share: GPUs already shared
+    that have room, least room first (best fit), then free GPUs, the one a single whole GPU would be taken
+    from first (`rank_attribute`, singleGPURank, where published), then the rest in listing order. So a
+    share breaks a whole GPU only when no shared one has room, and then the one the allocator would give
+    away first; a whole-GPU claim (charged all of a GPU) can only land on a free one either way."""
+    position = {d.name: i for i, d in enumerate(devices)}
+    minimum = quantity_mib(MIN_SHARE)
+
+    def key(device: DraDevice) -> tuple[int, int, int]:
+        at = position[device.name]
+        if not device.allow_multiple_allocations:
+            return (3, 0, at)
+        if any(t.blocks_scheduling for t in device.taints):
+            return (2, 0, at)
+        used = shared_mib.get(device.name)
+        if used is not None:
+            free = memory_of(device) - used
+            return (0, free, at) if free >= minimum else (2, 0, at)
+        if device.name in held:
+            return (2, 0, at)
+        rank = next((v for n, _, v in device.attributes if n == rank_attribute and isinstance(v, int)), at)
+        return (1, rank, at)
+
+    return tuple(sorted(devices, key=key))

@@ -68,7 +68,7 @@ class PrepareDecision:
         # the shareable ones): one value, replaced whole, so a decide reads all from one moment, lock-free.
         self._view: tuple[Mapping[str, str], frozenset[str], Mapping[str, int]] = ({}, frozenset(), {})
         self._held_lock = threading.Lock()
-        self._held: tuple[int, frozenset[str]] = (0, frozenset())
+        self._held: tuple[int, frozenset[str], Mapping[str, int]] = (0, frozenset(), {})
         self._on_held = on_held
 
     def see(self, uuids: Mapping[str, str], unhealthy: frozenset[str], shareable: Mapping[str, int]) -> None:
@@ -76,14 +76,15 @@ class PrepareDecision:
         shareable (after every inventory or health change)."""
         self._view = (uuids, unhealthy, shareable)
 
-    def held(self, snapshot: int, devices: frozenset[str]) -> None:
+    def held(self, snapshot: int, devices: frozenset[str], shared_mib: Mapping[str, int]) -> None:
         """The helper's Driver.held: recorded unless a newer snapshot already was; `on_held()` (which must
-        return at once: it runs on the prepare worker) when the devices held are others than before."""
+        return at once: it runs on the prepare worker) when the devices held, or their shares, changed."""
         with self._held_lock:
             if snapshot <= self._held[0]:
                 return  # a change told late: a newer one is already recorded
-            changed = devices != self._held[1]  # an adminAccess claim, or one of a claim's devices again: no
-            self._held = (snapshot, devices)
+            # an adminAccess claim, or one of a claim's devices again: no change
+            changed = devices != self._held[1] or shared_mib != self._held[2]
+            self._held = (snapshot, devices, shared_mib)
         if changed:
             self._on_held()
 
@@ -96,6 +97,10 @@ class PrepareDecision:
     def holdings(self) -> frozenset[str]:
         """The devices claims hold now (without adminAccess), as last told."""
         return self._held[1]
+
+    def shared_memory(self) -> Mapping[str, int]:
+        """Device name -> MiB its shares hold, for each device held as shares, as last told."""
+        return self._held[2]
 
     def decide(self, body: Mapping[str, Any], allocation: Allocation) -> tuple[tuple[PreparedDevice, ...], list[str]]:
         configs = read_configs(body, self._driver)

@@ -26,9 +26,10 @@ class Driver(Protocol):
         `body` the driver reads (its opaque configs) is malformed. Problems name the device, cut short."""
         ...
 
-    def held(self, snapshot: int, devices: frozenset[str]) -> None:
-        """The devices prepared without adminAccess for some claim now, after each change (a Prepare, an
-        Unprepare, a checkpoint read). `snapshot` grows with each change: one smaller than one already seen
-        arrived late and is stale. Called in the thread that made the change, under no lock of the helper's
-        but the claim's: it must return quickly and must not call back into the helper."""
+    def held(self, snapshot: int, devices: frozenset[str], shared_mib: Mapping[str, int]) -> None:
+        """The devices prepared without adminAccess for some claim now, and the MiB shares hold of each
+        shared one, after each change (a Prepare, an Unprepare, a checkpoint read). `snapshot` grows with
+        each change: one smaller than one already seen arrived late and is stale. Called in the thread
+        that made the change, under no lock of the helper's but the claim's: it must return quickly and
+        must not call back into the helper."""
         ...

@@ -9,6 +9,7 @@ import pytest
 
 from device_plugin.dra.attribute_budget import within_limit
 from device_plugin.dra.inventory import HINTS_FULL, HINTS_NONE, HINTS_SETS, build_devices
+from device_plugin.dra.memory_shares import shareable
 from device_plugin.kubelet_plugin.api.slices import build_slices
 from device_plugin.nvml.catalog import shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
@@ -25,6 +26,12 @@ def _devices(machine: str, hints: str = HINTS_FULL) -> tuple:  # type: ignore[ty
 @pytest.mark.parametrize("machine", shipped_machine_names())
 def test_no_shipped_machine_publishes_more_than_28_per_device(machine: str) -> None:
     assert max(len(d.attributes) + len(d.capacity) for d in _devices(machine)) <= 28
+
+
+@pytest.mark.parametrize("machine", shipped_machine_names())
+def test_with_memory_shares_one_attribute_more_and_still_3_under_the_limit(machine: str) -> None:
+    shared = shareable(_devices(machine), OWN)
+    assert max(len(d.attributes) + len(d.capacity) for d in shared) <= 29
 
 
 @pytest.mark.parametrize(

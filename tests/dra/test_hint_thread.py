@@ -56,8 +56,8 @@ def test_a_recomputation_that_raises_is_logged_and_the_next_wake_runs_again() ->
 def test_the_decision_wakes_the_hints_only_when_other_devices_are_held_and_drops_a_late_snapshot() -> None:
     wakes: list[int] = []
     decision = PrepareDecision(driver_name="d", pool_name="p", on_held=lambda: wakes.append(1))
-    decision.held(1, frozenset({"gpu-0"}))
-    decision.held(2, frozenset({"gpu-0"}))  # e.g. an adminAccess claim prepared: the same devices held
-    decision.held(4, frozenset({"gpu-0", "gpu-1"}))
-    decision.held(3, frozenset())  # told after snapshot 4: stale
+    decision.held(1, frozenset({"gpu-0"}), {})
+    decision.held(2, frozenset({"gpu-0"}), {})  # e.g. an adminAccess claim prepared: the same devices held
+    decision.held(4, frozenset({"gpu-0", "gpu-1"}), {})
+    decision.held(3, frozenset(), {})  # told after snapshot 4: stale
     assert len(wakes) == 2 and decision.holdings() == frozenset({"gpu-0", "gpu-1"})

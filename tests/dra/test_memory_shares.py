@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.dra.memory_shares import shareable, shareable_memory
+from device_plugin.dra.memory_shares import share_listing, shareable, shareable_memory
 from device_plugin.kubelet_plugin.api.slices import build_slices
 from device_plugin.kubelet_plugin.checkpoint.format import Share
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
@@ -244,3 +244,28 @@ def test_two_shares_of_one_gpu_unprepared_at_once_leave_the_third(shared_driver:
     assert errors == ["", ""]
     assert shared_driver.checkpointed() == ("u2",)
     assert shared_driver.preparer is not None and shared_driver.preparer.holders.holders("gpu-0") == ("u2",)
+
+
+RANK = f"{OWN}/singleGPURank"
+
+
+def listing(held: set[str], shared: dict[str, int]) -> list[str]:
+    devices = devices_of("hgx-h100", True)
+    return [d.name for d in share_listing(devices, frozenset(held), shared, RANK)]
+
+
+def by_rank(names: list[str]) -> list[str]:
+    ranks = {d.name: dict((n, v) for n, _, v in d.attributes)[RANK] for d in devices_of("hgx-h100", True)}
+    return sorted(names, key=lambda n: ranks[n])
+
+
+def test_first_fit_tries_shared_gpus_with_room_least_room_first_then_free_ones_then_the_rest() -> None:
+    shared = {"gpu-3": 60 * 1024, "gpu-5": 20 * 1024, "gpu-6": 81559 - 512}  # gpu-6: less than 1 GiB left
+    held = {"gpu-1", *shared}  # gpu-1 whole
+    order = listing(held, shared)
+    free = [n for n in order if n not in held]
+    assert order == ["gpu-3", "gpu-5", *by_rank(free), *[n for n in listing(set(), {}) if n in {"gpu-1", "gpu-6"}]]
+
+
+def test_with_nothing_held_the_free_gpus_go_by_single_gpu_rank() -> None:
+    assert listing(set(), {}) == by_rank([f"gpu-{n}" for n in range(8)])

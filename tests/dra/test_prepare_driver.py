@@ -40,7 +40,7 @@ class ScriptedDriver:
             raise self.error
         return self.devices, list(self.problems)
 
-    def held(self, snapshot: int, devices: frozenset[str]) -> None:
+    def held(self, snapshot: int, devices: frozenset[str], shared_mib: Mapping[str, int]) -> None:
         self.told.append((snapshot, devices))
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -200,11 +200,12 @@ class DeviceHolders:
             return rivals + list(shares)  # together they do not fit: each other share is in question
         return rivals + [o for o, s in shares.items() if s.share_id == hold.share.share_id]
 
-    def snapshot(self) -> tuple[int, frozenset[str]]:
+    def snapshot(self) -> tuple[int, frozenset[str], Mapping[str, int]]:
         """(a number larger than every earlier snapshot's, the devices held without adminAccess now, whole
-        or shared)."""
+        or shared, and the MiB their shares hold of each shared one)."""
         with self._lock:
-            return next(_SNAPSHOTS), frozenset(self._exclusive) | frozenset(self._shared)
+            shared = {device: sum(s.memory_mib for s in held.values()) for device, held in self._shared.items()}
+            return next(_SNAPSHOTS), frozenset(self._exclusive) | frozenset(self._shared), shared
 
     def holders(self, device: str) -> tuple[str, ...]:
         """UIDs of the claims that hold `device` (for tests and logs)."""
