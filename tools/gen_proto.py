@@ -19,6 +19,7 @@ PROTOS = (
     "api/pluginregistration.proto",
     "api/dra_health_v1alpha1.proto",
     "api/dra_health_v1.proto",
+    "api/podresources_v1.proto",
 )
 
 

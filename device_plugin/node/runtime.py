@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import astuple
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -33,6 +34,7 @@ from device_plugin.health.watcher import HealthWatcher
 from device_plugin.node.front_end import FrontEnd, RuntimeContext
 from device_plugin.node.health_routing import NodeHealth
 from device_plugin.node.inventory import NodeInventory, scan_inventory
+from device_plugin.node.pod_gpus import PodGpuReader, node_uuids
 from device_plugin.node.reloads import Settled, settle
 from device_plugin.node.reporting import labels_writer, node_endpoint, node_metrics, refresh_labels
 from device_plugin.nvml.protocol import NvmlBackend
@@ -73,6 +75,8 @@ class NodeRuntime(Generic[F]):
             lambda: self._inventory.gpus,
             gpu_gauges=config.daemon.gpu_gauges,
         )
+        reader = PodGpuReader(Path(config.daemon.device_plugin_dir).parent, lambda: node_uuids(self._inventory))
+        self.metrics.pod_gpus(lambda: [astuple(row) for row in reader()])
         self._health = NodeHealth(
             backend, self._inventory.gpus, config.daemon.health, route=front_end.on_health, metrics=self.metrics
         )

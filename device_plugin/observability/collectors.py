@@ -8,9 +8,10 @@ and is counted through `on_error`; a scrape never fails because one GPU cannot b
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from device_plugin.core.devices import DeviceListSnapshot, Health
@@ -147,3 +148,45 @@ class RuntimeCdiCollector(Collector):
         if verdict is not None:
             family.add_metric(verdict, 1)
         yield family
+
+
+class PodGpuCollector(Collector):
+    """`<prefix>pod_gpu_info{namespace, pod, container, uuid, resource}`: 1 for each GPU (or MIG device) a
+    container holds, read at scrape time from the kubelet (node/pod_gpus.py); no series when the read
+    fails, which `<prefix>pod_resources_errors_total` counts in the same scrape."""
+
+    def __init__(self, prefix: str, read: Callable[[], Iterable[tuple[str, str, str, str, str]]]) -> None:
+        self._prefix = prefix
+        self._read = read
+        self._lock = threading.Lock()
+        self._errors = 0
+
+    def describe(self) -> Iterable[Metric]:
+        return [self._family(), CounterMetricFamily(self._prefix + "pod_resources_errors", _ERRORS_HELP)]
+
+    def _family(self) -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            self._prefix + "pod_gpu_info",
+            "1 for each GPU or MIG device (uuid) a pod's container holds, by the kubelet's pod-resources API; "
+            "`resource` is the device plugin's resource name or the DRA driver's name. Join DCGM's series on "
+            "the UUID (docs/observability.md).",
+            labels=("namespace", "pod", "container", "uuid", "resource"),
+        )
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        try:
+            rows = list(self._read())
+        except Exception:  # the reader logged why; a scrape never fails for it
+            with self._lock:
+                self._errors += 1
+            rows = []
+        for row in rows:
+            family.add_metric(row, 1)
+        yield family
+        with self._lock:
+            errors = self._errors
+        yield CounterMetricFamily(self._prefix + "pod_resources_errors", _ERRORS_HELP, value=errors)
+
+
+_ERRORS_HELP = "Scrapes whose read of the kubelet's pod-resources API failed (the log says why, once per reason)."

@@ -28,7 +28,12 @@ from device_plugin.health.state import HealthTransition
 from device_plugin.nvml.telemetry import TelemetrySource
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.observability.admission_metrics import PREFIX, AdmissionMetrics
-from device_plugin.observability.collectors import DeviceInventoryCollector, GpuTelemetryCollector, RuntimeCdiCollector
+from device_plugin.observability.collectors import (
+    DeviceInventoryCollector,
+    GpuTelemetryCollector,
+    PodGpuCollector,
+    RuntimeCdiCollector,
+)
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +118,10 @@ class PluginMetrics:
     def dra_attributes_dropped(self, attributes: Iterable[str]) -> None:
         for attribute in attributes:
             self.attributes_dropped.labels(attribute).inc()
+
+    def pod_gpus(self, read: Callable[[], Iterable[tuple[str, str, str, str, str]]]) -> None:
+        """GPUs per pod, read at scrape time: (namespace, pod, container, uuid, resource) rows."""
+        self.registry.register(PodGpuCollector(PREFIX, read))
 
     def container_runtime_cdi(self, verdict: Callable[[], tuple[str, str, str] | None]) -> None:
         """The DRA driver's word on the runtime and CDI, read at scrape time: (runtime, version, cdi) or None."""

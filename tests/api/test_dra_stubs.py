@@ -1,4 +1,5 @@
-"""The DRA and plugin-registration stubs: regenerated equal to the committed ones, wire schema as the kubelet's."""
+"""The DRA, plugin-registration and pod-resources stubs: regenerated equal to the committed ones, wire schema as
+the kubelet's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from tests.api.test_generated_stubs import REPO_ROOT, T, _load_generator
 
-PROTOS = ("dra_v1beta1", "dra_v1", "pluginregistration", "dra_health_v1alpha1", "dra_health_v1")
+PROTOS = ("dra_v1beta1", "dra_v1", "pluginregistration", "dra_health_v1alpha1", "dra_health_v1", "podresources_v1")
 GENERATED = [f"{p}{suffix}" for p in PROTOS for suffix in ("_pb2.py", "_pb2_grpc.py", "_pb2.pyi")]
 
 
@@ -64,12 +65,34 @@ HEALTH_FIELDS = {
 }
 # v1 only: the share a claim holds of a device several claims may hold (consumable capacity, 1.34+)
 DRA_V1_FIELDS = {**DRA_FIELDS, ("Device", "share_id"): (5, T["string"], False)}
+# The part of the kubelet's pod-resources v1 API that we read (List).
+POD_RESOURCES_FIELDS = {
+    ("ListPodResourcesResponse", "pod_resources"): (1, T["message"], True),
+    ("PodResources", "name"): (1, T["string"], False),
+    ("PodResources", "namespace"): (2, T["string"], False),
+    ("PodResources", "containers"): (3, T["message"], True),
+    ("ContainerResources", "name"): (1, T["string"], False),
+    ("ContainerResources", "devices"): (2, T["message"], True),
+    ("ContainerResources", "dynamic_resources"): (5, T["message"], True),
+    ("ContainerDevices", "resource_name"): (1, T["string"], False),
+    ("ContainerDevices", "device_ids"): (2, T["string"], True),
+    ("DynamicResource", "claim_name"): (2, T["string"], False),
+    ("DynamicResource", "claim_namespace"): (3, T["string"], False),
+    ("DynamicResource", "claim_resources"): (4, T["message"], True),
+    ("ClaimResource", "cdi_devices"): (1, T["message"], True),
+    ("ClaimResource", "driver_name"): (2, T["string"], False),
+    ("ClaimResource", "pool_name"): (3, T["string"], False),
+    ("ClaimResource", "device_name"): (4, T["string"], False),
+    ("ClaimResource", "share_id"): (5, T["string"], False),
+    ("CDIDevice", "name"): (1, T["string"], False),
+}
 SCHEMAS = {
     "dra_v1beta1": DRA_FIELDS,
     "dra_v1": DRA_V1_FIELDS,
     "pluginregistration": REGISTRATION_FIELDS,
     "dra_health_v1alpha1": HEALTH_FIELDS,
     "dra_health_v1": HEALTH_FIELDS,
+    "podresources_v1": POD_RESOURCES_FIELDS,
 }
 
 
@@ -94,6 +117,7 @@ SERVICES = {
     "pluginregistration": ("pluginregistration.Registration", {"GetInfo", "NotifyRegistrationStatus"}),
     "dra_health_v1alpha1": ("v1alpha1.DRAResourceHealth", {"NodeWatchResources"}),
     "dra_health_v1": ("v1.DRAResourceHealth", {"NodeWatchResources"}),
+    "podresources_v1": ("v1.PodResourcesLister", {"List"}),
 }
 SERVER_STREAMING = {"NodeWatchResources"}
 

@@ -47,17 +47,24 @@ def test_fake_gpu_runs_only_on_nodes_labelled_for_it(rendered: Rendered) -> None
     assert term["matchExpressions"] == [{"key": "gpu-device-plugin/fake-gpu", "operator": "In", "values": ["true"]}]
 
 
+POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"
+
+
 @pytest.mark.parametrize("name", KUSTOMIZATIONS)
 def test_mounts_the_kubelet_plugin_dir(rendered: Rendered, name: str) -> None:
     volumes = {v["name"]: v for v in pod_spec(rendered[name])["volumes"]}
     mounts = {m["mountPath"]: m for m in container(rendered[name])["volumeMounts"]}
     assert volumes[mounts[PLUGIN_DIR]["name"]]["hostPath"] == {"path": PLUGIN_DIR, "type": "Directory"}
     assert env(rendered[name])["DEVICE_PLUGIN_DIR"] == PLUGIN_DIR
-    # Besides it, only NFD's features.d (for the labels file); the runtime injects /dev/nvidia*.
+    # Besides it, only NFD's features.d (for the labels file) and the kubelet's pod-resources API (read only,
+    # for the GPUs-per-pod metric); the runtime injects /dev/nvidia*.
     labels_dir = str(Path(env(rendered[name])["LABELS_FILE"]).parent)
     assert volumes[mounts[labels_dir]["name"]]["hostPath"] == {"path": labels_dir, "type": "DirectoryOrCreate"}
+    pod_resources = mounts[POD_RESOURCES_DIR]
+    assert pod_resources["readOnly"] is True
+    assert volumes[pod_resources["name"]]["hostPath"] == {"path": POD_RESOURCES_DIR, "type": "DirectoryOrCreate"}
     host_paths = sorted(v["name"] for v in volumes.values() if "hostPath" in v)
-    assert host_paths == sorted([mounts[PLUGIN_DIR]["name"], mounts[labels_dir]["name"]])
+    assert host_paths == sorted([mounts[PLUGIN_DIR]["name"], mounts[labels_dir]["name"], pod_resources["name"]])
 
 
 @pytest.mark.parametrize("name", KUSTOMIZATIONS)
