@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 RUNTIME := $(VENV)/.installed-runtime
 STAMP  := $(VENV)/.installed
 
-.PHONY: help venv demo test real-node-test lint typecheck proto bench image image-check clean
+.PHONY: help venv demo test real-node-test lint typecheck proto helm-chart bench image image-check clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -e 's/:.*## /\t/' | expand -t 12
@@ -49,6 +49,10 @@ test: lint typecheck $(STAMP) ## ruff, mypy and the whole test suite in parallel
 # own; where GPU_DEVICE_PLUGIN_KUBE_BIN or containerd is missing, every test skips and says why.
 real-node-test: $(STAMP) ## the tests on a real Kubernetes control plane and node (tests/real_node)
 	$(BIN)/python -m pytest -q -p no:xdist tests/real_node
+
+# Regenerate the Helm chart from the kustomize manifests (deploy/helm; needs kubectl), after a change there.
+helm-chart: $(STAMP) ## regenerate deploy/helm/gpu-device-plugin from the kustomize manifests
+	$(BIN)/python tools/gen_helm_chart.py
 
 # Regenerate the committed gRPC stubs from api/*.proto (device plugin, DRA, plugin registration).
 proto: $(STAMP) ## regenerate the committed gRPC stubs from api/*.proto
