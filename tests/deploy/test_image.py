@@ -92,9 +92,9 @@ def test_only_the_image_overlay_sets_an_image() -> None:
 def test_the_documented_sed_line_sets_the_image_of_every_gpu_node_kustomization(
     rendered: Rendered, tmp_path: Path
 ) -> None:
-    """The README's line, run by sed on a copy of deploy/, then every GPU-node kustomization rendered again."""
-    readme = (REPO / "README.md").read_text()
-    (expression,) = set(DOCUMENTED_SED.findall(readme))
+    """docs/deploy.md's line, run by sed on a copy of deploy/, then every GPU-node kustomization rendered again."""
+    guide = (REPO / "docs" / "deploy.md").read_text()
+    (expression,) = set(DOCUMENTED_SED.findall(guide))
     copy = tmp_path / "deploy"
     shutil.copytree(DEPLOY_DIR, copy)
     registry = "registry.test:5000/team"
