@@ -31,7 +31,7 @@ MEMORY = "memory"  # NVIDIA's capacity name: the device's memory, as NVIDIA mean
 ISOLATION_ATTRIBUTE = "memoryIsolation"
 ISOLATION_NONE = "none"  # the only level this build can give (hard and per-process need MPS: not built)
 MIN_SHARE, STEP = "1Gi", "1Mi"  # aligned with any GPU's memory, so the default (all of it) is a valid value
-OFF = "this node publishes no shares (gpuDevicePlugin.memoryShares is off)"
+NOT_SHAREABLE = "is not published as shareable (gpuDevicePlugin.memoryShares is off, or it is a MIG device)"
 MAX_SHARE_ID_CHARS = 64  # the scheduler writes a UUID (36)
 
 
@@ -69,18 +69,20 @@ def shareable_memory(devices: Sequence[DraDevice]) -> dict[str, int]:
 def share_problem(result: AllocatedDevice, memory_mib: int | None) -> str:
     """Why the allocation result cannot be prepared as the share (or the whole device) it names, "" if it
     can. `memory_mib`: the device's memory when it is published as shareable, else None."""
-    device = one_line(result.device, 64)
+    device, request = one_line(result.device, 64), one_line(result.request, 64)
     if memory_mib is None:
         if result.share_id:
-            return f"device {device} was allocated as a share ({one_line(result.share_id, 64)}), but {OFF}"
+            return f"device {device} was allocated as a share ({one_line(result.share_id, 64)}), but it {NOT_SHAREABLE}"
         if result.asked:
             asked = ", ".join(f"{name} {one_line(q, 32)}" for name, q in result.asked)
-            return f"request {one_line(result.request, 64)} asks for a share ({asked}) of {device}, but {OFF}"
+            return (
+                f"request {one_line(result.request, 64)} asks for a share ({asked}) of {device}, which {NOT_SHAREABLE}"
+            )
         return ""
     unknown = [name for name, _ in result.asked if name != MEMORY]
     if unknown:
         names = ", ".join(one_line(n, 64) for n in unknown)
-        return f"request {one_line(result.request, 64)} asks for capacity {names}, which {device} does not publish"
+        return f"request {request} asks for capacity {names}, which {device} does not publish"
     if len(result.share_id) > MAX_SHARE_ID_CHARS:
         return f"device {device}: shareID {one_line(result.share_id, 64)} is longer than a share ID can be"
     if not result.share_id:

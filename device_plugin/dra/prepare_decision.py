@@ -22,7 +22,9 @@ control daemon. So of NVIDIA's kinds (apiVersion resource.nvidia.com/v1beta1), `
 and `MigDeviceConfig` on MIG devices are accepted without `sharing`: they then ask for the device as it
 is, which is what is prepared. A `sharing` section (TimeSlicing with any interval, MPS) would be silently
 not applied, so it is refused, as is a kind on the wrong device type, any other kind or apiVersion, and
-unknown fields, with a reason that names the config.
+unknown fields, with a reason that names the config. A GPU is shared through consumable capacity instead
+(dra/memory_shares.py): a result with a `shareID` is prepared as that share of the device, and refused
+where the device is not published as shareable.
 """
 
 from __future__ import annotations

@@ -114,21 +114,21 @@ ASK_IN_ALTERNATIVE = {
     "name": "gpu",
     "firstAvailable": [{"name": "small", "deviceClassName": "c", "capacity": {"requests": {"memory": "8Gi"}}}],
 }
-OFF = "this node publishes no shares (gpuDevicePlugin.memoryShares is off)"
+OFF = "is not published as shareable (gpuDevicePlugin.memoryShares is off, or it is a MIG device)"
 REFUSED_WHERE_OFF = [
     pytest.param(
-        [share_result("gpu-1", "s-1", "8Gi")], None, f"allocated as a share (s-1), but {OFF}", id="a-share-id"
+        [share_result("gpu-1", "s-1", "8Gi")], None, f"allocated as a share (s-1), but it {OFF}", id="a-share-id"
     ),
     pytest.param(
         [{"request": "gpu", "driver": DRIVER, "pool": NODE, "device": "gpu-1"}],
         [ASK_20GI],
-        f"request gpu asks for a share (memory 20Gi) of gpu-1, but {OFF}",
+        f"request gpu asks for a share (memory 20Gi) of gpu-1, which {OFF}",
         id="a-capacity-request-allocated-whole",
     ),
     pytest.param(
         [{"request": "gpu/small", "driver": DRIVER, "pool": NODE, "device": "gpu-1"}],
         [ASK_IN_ALTERNATIVE],
-        f"request gpu asks for a share (memory 8Gi) of gpu-1, but {OFF}",
+        f"request gpu asks for a share (memory 8Gi) of gpu-1, which {OFF}",
         id="a-capacity-request-in-a-firstAvailable-alternative",
     ),
 ]
