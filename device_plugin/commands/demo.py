@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -33,6 +34,7 @@ from device_plugin.commands._demo_setup import DEFAULT_MACHINE, DEMO_HEALTH, FAS
 from device_plugin.commands._view import VISIBLE, WarningsLogged, allocate_summary
 from device_plugin.commands.run import configure_logging
 from device_plugin.config.model import Config
+from device_plugin.config.not_applied import not_applied_warning
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import PluginError
@@ -85,11 +87,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         backend = FakeNvml(load_machine_description(args.machine))
     except PluginError as error:
-        print(f"cannot load machine {args.machine!r}: {error}")
+        print(f"error: {error}", file=sys.stderr)  # the same line as every other subcommand's
         return 2
     plugin_dir = Path(tempfile.mkdtemp(prefix="gdp-demo-", dir="/tmp"))
     try:
         config = demo_config(load_cli_config(args), plugin_dir, args.fast)
+        ignored = not_applied_warning(config)
+        if ignored is not None and not args.verbose:  # `run` logs it as a WARNING, which --verbose shows
+            print(f"Note: {ignored}")
         if config.daemon.mode == "dra":
             if args.mig_strategy is not None:  # the flag is NVIDIA's device-plugin setting
                 print(
@@ -113,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         return _walk_through(backend, node, config, args)
     except PluginError as error:  # a broken config or a strategy the node refuses: named field
-        print(f"error: {error}")
+        print(f"error: {error}", file=sys.stderr)
         return 2
     finally:
         backend.close()

@@ -47,10 +47,10 @@ def run(args: argparse.Namespace) -> int:
             labels = compute_labels(composed.backend, options, allocator.topology if allocator is not None else None)
             plugin_dir = composed.config.daemon.device_plugin_dir
     except ConfigError as error:  # a bad machine, config or flag
-        print(f"gpu-device-plugin labels: {error}", file=sys.stderr)
+        print(f"error: {error}", file=sys.stderr)
         return 2
     except PluginError as error:
-        print(f"gpu-device-plugin labels: {error}", file=sys.stderr)
+        print(f"error: {error}", file=sys.stderr)
         return 1
     if args.output is None:
         sys.stdout.write(format_features_file(labels))
@@ -60,10 +60,10 @@ def run(args: argparse.Namespace) -> int:
         refused = (*kubelet_owned_dirs(DEFAULT_DEVICE_PLUGIN_DIR), *kubelet_owned_dirs(plugin_dir))
         changed = FeaturesFileWriter(args.output, refuse_under=refused, field="--output").write(labels)
     except ConfigError as error:  # a directory, FIFO or device at the path, or inside the kubelet's directory
-        print(f"gpu-device-plugin labels: {error}", file=sys.stderr)
+        print(f"error: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        print(f"gpu-device-plugin labels: cannot write {args.output}: {error}", file=sys.stderr)
+        print(f"error: cannot write {args.output}: {error}", file=sys.stderr)
         return 1
     print(f"{args.output.absolute()}: {'written' if changed else 'unchanged'} ({len(labels)} labels)")
     return 0

@@ -77,3 +77,22 @@ def test_labels_output_names_the_file_in_full(
     monkeypatch.chdir(tmp_path)
     assert main(["labels", "--machine", "single-gpu", "--output", "labels.txt"]) == 0
     assert capsys.readouterr().out.startswith(f"{tmp_path}/labels.txt: written (")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--machine", "nope"],
+        ["topology", "--machine", "nope"],
+        ["simulate", "--machine", "nope"],
+        ["labels", "--machine", "nope"],
+        ["dra", "slices", "--machine", "nope"],
+    ],
+    ids=["demo", "topology", "simulate", "labels", "dra-slices"],
+)
+def test_every_one_shot_subcommand_says_a_bad_machine_the_same_way(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("error: machine: unknown machine 'nope'"), captured

@@ -37,7 +37,7 @@ def test_demo_walks_through_and_exits_zero(capsys: pytest.CaptureFixture[str]) -
 
 def test_demo_refuses_an_unknown_machine(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--machine", "no-such-machine"]) == 2
-    assert "no-such-machine" in capsys.readouterr().out
+    assert capsys.readouterr().err.startswith("error: machine: unknown machine 'no-such-machine'")
 
 
 def test_demo_on_dgx1_prefers_the_double_nvlink_pair(capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,8 +101,18 @@ def test_demo_shows_the_envvar_warning(capsys: pytest.CaptureFixture[str]) -> No
     assert "Note: 6 resources are served" in capsys.readouterr().out
 
 
+def test_demo_says_which_fields_of_its_config_have_no_effect_without_verbose(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("version: v1\nflags:\n  gdsEnabled: true\n", encoding="utf-8")
+    assert main(["demo", "--machine", "workstation-4gpu", "--config", str(config), "--fast"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Note: config: accepted but not applied (no effect in this plugin): flags.gdsEnabled")
+
+
 def test_demo_refuses_a_broken_config_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "config.yaml"
     config.write_text("version: v1\nflags:\n  migStrategy: sometimes\n", encoding="utf-8")
     assert main(["demo", "--config", str(config)]) == 2
-    assert "flags.migStrategy" in capsys.readouterr().out
+    assert capsys.readouterr().err.startswith("error: flags.migStrategy")
