@@ -39,11 +39,15 @@ typecheck: $(STAMP) ## mypy over the package
 # busy. Bytecode is written (the environment may turn it off), once, before the workers start: the suite
 # starts ~80 CLI processes, and without .pyc files each would compile every module again.
 TEST_WORKERS ?= 4
+TEST_SUMMARY := $(CURDIR)/.test-summary  # each part's counts, printed last
 test: export PYTHONDONTWRITEBYTECODE :=
 test: lint typecheck $(STAMP) ## ruff, mypy and the whole test suite in parallel, then the real node (CI runs exactly this)
 	$(BIN)/python -m compileall -q api device_plugin mig timeslice tests benchmarks tools testbed
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --ignore=tests/real_node $(PYTEST_ARGS)
-	$(MAKE) --no-print-directory real-node-test
+	rm -f $(TEST_SUMMARY)
+	GPU_DEVICE_PLUGIN_TEST_SUMMARY=$(TEST_SUMMARY) \
+		$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --ignore=tests/real_node $(PYTEST_ARGS)
+	GPU_DEVICE_PLUGIN_TEST_SUMMARY=$(TEST_SUMMARY) $(MAKE) --no-print-directory real-node-test
+	@echo "make test:" && cat $(TEST_SUMMARY)
 
 # The real control plane and kubelet (docs/real-node.md), started once for its tests in one process of their
 # own; where GPU_DEVICE_PLUGIN_KUBE_BIN or containerd is missing, every test skips and says why.

@@ -3,6 +3,7 @@ the real pynvml backend wherever NVML initialises (marker `gpu`; skipped with th
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -24,3 +25,18 @@ def backend(request: pytest.FixtureRequest) -> Iterator[NvmlBackend]:
         pytest.skip(f"real backend: NVML cannot initialise here (code {exc.code}); run on a GPU node")
     yield opened
     opened.close()
+
+
+COUNTED = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """Where `make test` asks (GPU_DEVICE_PLUGIN_TEST_SUMMARY names a file), one line for this part of the run,
+    so that the run ends with both parts' counts in view, whatever the real-node part printed after the suite."""
+    path = os.environ.get("GPU_DEVICE_PLUGIN_TEST_SUMMARY")
+    if not path or hasattr(config, "workerinput"):  # an xdist worker: the controller counts them all
+        return
+    counts = [f"{len(terminalreporter.stats[k])} {k}" for k in COUNTED if terminalreporter.stats.get(k)]
+    part = "real node" if any("real_node" in str(a) for a in config.args) else "suite"
+    with open(path, "a", encoding="utf-8") as summary:
+        summary.write(f"{part}: {', '.join(counts) or 'nothing ran'}\n")
