@@ -182,6 +182,13 @@ def test_the_dra_page_shows_shipped_objects_verbatim() -> None:
     assert count_class["spec"]["extendedResourceName"] == GPU_RESOURCE
 
 
+def test_the_memory_shares_page_shows_the_shipped_share_template_verbatim() -> None:
+    page = (DEPLOY.parent / "docs" / "sharing-dra.md").read_text()
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", page, flags=re.DOTALL)]
+    (shown,) = [b for b in blocks if isinstance(b, dict) and b.get("kind") == "ResourceClaimTemplate"]
+    assert shown in RENDERED["dra/examples/memory-shares"]
+
+
 def test_every_kustomization_the_dra_page_applies_exists() -> None:
     named = set(re.findall(r"kubectl (?:apply|delete) -k (deploy/[\w./-]+)", DOC))
     assert {"deploy/dra", "deploy/dra/extended-resource", "deploy/overlays/device-plugin-pool"} <= named
