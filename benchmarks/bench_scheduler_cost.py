@@ -7,7 +7,10 @@ dgx1-v100 (8 GPUs). Three styles, alternated over the rounds:
 - count-only: the same devices with only the unqualified attributes (what a count-only driver publishes),
   and a plain claim (`exactly`, count k);
 - ours, shipped claim: our slices and the example claim of deploy/dra/examples for k GPUs;
-- ours, plain claim: our slices and the plain claim (the attributes' own cost).
+- ours, plain claim: our slices and the plain claim (the attributes' own cost);
+- with --styles, "..., hints follow use": as ours, with every node's slice written again whenever the GPUs
+  its claims hold change, as its driver does (sched_churn.py stands in for the 100-1,000 drivers), which
+  adds the slice writes per claim change, those made once nothing changes, and the API server's CPU.
 Per style, P pods asking k GPUs are created at once and scheduled (nothing runs them); measured: pods/s
 (from the first create to the last binding) and the scheduler's CPU seconds per pod (from /proc, its user
 and system time over that window), and the ratio to count-only. Target (issue 47): at most 1.05x the
@@ -15,6 +18,7 @@ scheduler CPU per pod of count-only at 500 and 1,000 nodes, sizes 2, 4 and 8, wi
 
 Run: .venv/bin/python benchmarks/bench_scheduler_cost.py [--nodes 100,500,1000] [--sizes 2,4,8] [--pods 200]
      [--rounds 2] [--styles "ours sets, shipped claim;ours none, shipped claim"] (placementHints turned down)
+     [--styles "ours, shipped claim;ours, shipped claim, hints follow use"] (the churn, issue 47 item 4)
 Needs the Kubernetes binaries and etcd of the real-node tests (docs/real-node.md); no kubelet, no containerd.
 """
 
@@ -25,13 +29,14 @@ import os
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import _common  # noqa: F401  (puts the checkout on sys.path)
 import yaml
 from _common import table, target_line
+from sched_churn import HintRepublisher
 
 from device_plugin.dra.inventory import build_devices
 from device_plugin.kubelet_plugin.api.slices import build_slices
@@ -51,6 +56,8 @@ UNQUALIFIED = {"type", "uuid", "index", "minor", "productName", "architecture", 
 STYLES = ("count-only", "ours, shipped claim", "ours, plain claim")
 # the same, with gpuDevicePlugin.placementHints turned down (--styles to measure them)
 HINT_STYLES = ("ours sets, shipped claim", "ours none, shipped claim")
+# with each node's hints following the GPUs its claims hold (sched_churn.py stands in for the drivers)
+CHURN_STYLES = ("ours, shipped claim, hints follow use", "ours, plain claim, hints follow use")
 RESOURCE = "/apis/resource.k8s.io/v1"
 
 
@@ -69,6 +76,18 @@ def _devices(published: str) -> tuple[Any, ...]:
     if published != "count-only":
         return devices
     return tuple(replace(d, attributes=tuple(a for a in d.attributes if a[0] in UNQUALIFIED)) for d in devices)
+
+
+@dataclass(frozen=True)
+class Figures:
+    pods_per_s: float
+    scheduler_cpu_s: float  # a pod
+    apiserver_cpu_s: float  # a pod
+    writes_per_change: float = 0.0  # hints that follow use only
+    idle_writes: int = 0
+
+
+IDLE_S = 3.0  # how long nothing changes after the last binding, for the writes made meanwhile
 
 
 def _cpu_s(pid: int) -> float:
@@ -128,6 +147,10 @@ class Bench:
         with ThreadPoolExecutor(16) as pool:
             list(pool.map(lambda c: self.rest.merge_patch(c[1], c[2]), calls))
 
+    def republisher(self, published: str) -> HintRepublisher:
+        """A stand-in for every node's driver, republishing the hints that follow use (sched_churn.py)."""
+        return HintRepublisher(self.rest, MACHINE, DRIVER, NS, _devices(published))
+
     def publish(self, published: str) -> None:
         self.rest.call("DELETE", f"{RESOURCE}/resourceslices?fieldSelector=spec.driver%3D{DRIVER}")
         wait_until(
@@ -137,9 +160,11 @@ class Bench:
         objects = [build_slices(devices, node_name=n, driver_name=DRIVER, generation=1)[0] for n in self.nodes]
         self.rest.each(("POST", f"{RESOURCE}/resourceslices", o) for o in objects)
 
-    def schedule(self, pods: int, size: int, template: str) -> tuple[float, float]:
-        """(pods a second, scheduler CPU seconds a pod) for `pods` pods of `size` GPUs from `template`."""
+    def schedule(self, pods: int, size: int, template: str, churn: HintRepublisher | None = None) -> Figures:
+        """Pods a second, scheduler and API server CPU seconds a pod, for `pods` pods of `size` GPUs from
+        `template`; with `churn`, the slice writes per claim change and those made once all were bound."""
         scheduler = self.plane.scheduler_process().pid
+        apiserver = next(p for p in self.plane.processes or [] if p.name == "kube-apiserver").pid
         made = [{
             "metadata": {"name": f"p{n}", "namespace": NS},
             "spec": {
@@ -148,7 +173,9 @@ class Bench:
                 "containers": [{"name": "c", "image": "none", "resources": {"claims": [{"name": "gpus"}]}}],
             },
         } for n in range(pods)]  # fmt: skip
-        cpu_before, began = _cpu_s(scheduler), time.monotonic()
+        if churn is not None:
+            churn.start()
+        cpu_before, api_before, began = _cpu_s(scheduler), _cpu_s(apiserver), time.monotonic()
         self.rest.each(("POST", f"/api/v1/namespaces/{NS}/pods", p) for p in made)
 
         def bound() -> bool:
@@ -157,6 +184,13 @@ class Bench:
 
         wait_until(f"{pods} pods bound", bound, 600)
         took, cpu = time.monotonic() - began, _cpu_s(scheduler) - cpu_before
+        api_cpu = _cpu_s(apiserver) - api_before
+        per_change, idle = 0.0, 0
+        if churn is not None:
+            caught_up = churn.settle()  # the last allocations published
+            time.sleep(IDLE_S)
+            idle = churn.writes - caught_up
+            per_change = churn.writes / max(1, churn.claim_changes)
         self.rest.call("DELETE", f"/api/v1/namespaces/{NS}/pods?gracePeriodSeconds=0")
         wait_until(
             "pods gone", lambda: not self.rest.call("GET", f"/api/v1/namespaces/{NS}/pods?limit=1")["items"], 120
@@ -167,7 +201,9 @@ class Bench:
             lambda: not self.rest.call("GET", f"{RESOURCE}/namespaces/{NS}/resourceclaims?limit=1")["items"],
             120,
         )
-        return pods / took, cpu / pods
+        if churn is not None:
+            churn.stop()
+        return Figures(pods / took, cpu / pods, api_cpu / pods, per_change, idle)
 
 
 def main() -> None:
@@ -177,7 +213,9 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
-        "--styles", default=";".join(STYLES), help=f"';'-separated, of: {'; '.join(STYLES + HINT_STYLES)}"
+        "--styles",
+        default=";".join(STYLES),
+        help=f"';'-separated, of: {'; '.join(STYLES + HINT_STYLES + CHURN_STYLES)}",
     )
     args = parser.parse_args()
     styles = [s.strip() for s in args.styles.split(";")]
@@ -189,6 +227,7 @@ def main() -> None:
     plane = ControlPlane(Path(tempfile.mkdtemp(prefix="gdp-sc-", dir="/tmp")), found, "none",
                          controllers="*,-node-lifecycle-controller")  # fmt: skip
     rows, verdicts = [], []
+    verdicts_churn: list[bool] = []
     try:
         plane.start()
         bench = Bench(plane)
@@ -197,7 +236,7 @@ def main() -> None:
             bench.grow(nodes)
             for size in (int(s) for s in args.sizes.split(",")):
                 pods = min(args.pods, nodes * (8 // size) // 2)
-                figures: dict[str, list[tuple[float, float]]] = {s: [] for s in styles}
+                figures: dict[str, list[Figures]] = {s: [] for s in styles}
                 published = None
                 for _ in range(args.rounds):
                     for style in styles:
@@ -205,19 +244,33 @@ def main() -> None:
                             published = _slices_of(style)
                             bench.publish(published)
                         template = SHIPPED[size] if "shipped claim" in style else f"plain-{size}"
-                        figures[style].append(bench.schedule(pods, size, template))
-                base = sum(c for _, c in figures["count-only"]) / args.rounds
+                        churn = bench.republisher(published) if "follow use" in style else None
+                        figures[style].append(bench.schedule(pods, size, template, churn))
+                base = sum(f.scheduler_cpu_s for f in figures["count-only"]) / args.rounds
+                api_base = sum(f.apiserver_cpu_s for f in figures["count-only"]) / args.rounds
                 for style in styles:
-                    rate = sum(r for r, _ in figures[style]) / args.rounds
-                    cpu = sum(c for _, c in figures[style]) / args.rounds
+                    rate = sum(f.pods_per_s for f in figures[style]) / args.rounds
+                    cpu = sum(f.scheduler_cpu_s for f in figures[style]) / args.rounds
+                    api = sum(f.apiserver_cpu_s for f in figures[style]) / args.rounds
+                    churned = "follow use" in style
+                    writes = sum(f.writes_per_change for f in figures[style]) / args.rounds
+                    idle = sum(f.idle_writes for f in figures[style])
                     rows.append([str(nodes), str(size), str(pods), style, f"{rate:.1f}", f"{cpu * 1000:.1f}",
-                                 f"{cpu / base:.2f}x"])  # fmt: skip
+                                 f"{cpu / base:.2f}x", f"{api / api_base:.2f}x",
+                                 f"{writes:.2f}" if churned else "-", str(idle) if churned else "-"])  # fmt: skip
+                    if churned:
+                        verdicts_churn.append(writes <= 1.0 and idle == 0)
                     if style == "ours, shipped claim" and nodes >= 500:
                         verdicts.append(cpu / base <= 1.05)
                 print(f"{nodes} nodes, {size} GPUs: done", flush=True)
     finally:
         plane.stop()
-    print(table(["nodes", "GPUs", "pods", "style", "pods/s", "scheduler ms CPU/pod", "vs count-only"], rows))
+    headers = ["nodes", "GPUs", "pods", "style", "pods/s", "scheduler ms CPU/pod", "vs count-only",
+               "API server CPU vs count-only", "slice writes/claim change", "writes while idle"]  # fmt: skip
+    print(table(headers, rows))
+    if verdicts_churn:
+        met = all(verdicts_churn)
+        print(target_line("hints that follow use: at most 1 slice write per claim change, none idle", met))
     if verdicts:
         print(
             target_line("shipped claims at most 1.05x count-only scheduler CPU at 500 and 1,000 nodes", all(verdicts))

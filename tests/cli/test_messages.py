@@ -82,15 +82,14 @@ def test_labels_output_names_the_file_in_full(
 @pytest.mark.parametrize(
     "argv",
     [
-        ["demo", "--machine", "nope"],
         ["topology", "--machine", "nope"],
         ["simulate", "--machine", "nope"],
         ["labels", "--machine", "nope"],
         ["dra", "slices", "--machine", "nope"],
     ],
-    ids=["demo", "topology", "simulate", "labels", "dra-slices"],
+    ids=["topology", "simulate", "labels", "dra-slices"],
 )
-def test_every_one_shot_subcommand_says_a_bad_machine_the_same_way(
+def test_every_one_shot_subcommand_says_a_bad_machine_the_same_way(  # demo too: tests/integration/test_demo.py
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(argv) == 2
