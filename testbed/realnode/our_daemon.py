@@ -74,10 +74,16 @@ class OurDaemon:
     metrics_port: int = 0
     process: Process | None = None
     fake_events: Path | None = None
+    _folder: Path | None = None
 
     @property
     def folder(self) -> Path:
-        return self.cluster.folder / "daemons" / self.name
+        """This daemon's own folder (its logs, its fake events), kept across its restarts. A daemon of a later
+        test with the same name gets another: it must not replay the faults or read the log lines of this one."""
+        if self._folder is None:
+            base = self.cluster.folder / "daemons" / self.name
+            self._folder = next(f for n in range(1, 1000) if not (f := base.with_name(f"{base.name}.{n}")).exists())
+        return self._folder
 
     def start(self, wait_ready: bool = True) -> OurDaemon:
         self.folder.mkdir(parents=True, exist_ok=True)
