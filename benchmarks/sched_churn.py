@@ -37,7 +37,7 @@ class HintRepublisher(threading.Thread):
         self._whole = [(d.gpu_index, d.attributes) for d in devices if is_whole_gpu(d.attributes)]
         self._held: dict[str, frozenset[int]] = {}  # node -> GPU indices its claims hold, as last published
         self._claims: dict[str, tuple[str, frozenset[str]]] = {}  # claim uid -> (node, devices)
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self.writes = 0
         self.claim_changes = 0
 
@@ -54,11 +54,11 @@ class HintRepublisher(threading.Thread):
         return last
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         self.join(timeout=10)
 
     def run(self) -> None:
-        while not self._stop.wait(POLL_S):
+        while not self._stopping.wait(POLL_S):
             try:
                 listed = self._rest.call("GET", f"{RESOURCE}/namespaces/{self._namespace}/resourceclaims")["items"]
             except Exception:  # the API server busy: the next poll sees the same changes
