@@ -49,9 +49,11 @@ def test_kills_during_pod_churn_lose_no_claim_and_leave_no_ghost(
         instance.wait_ready(60)
 
     def settled() -> bool:  # every pod running or gone: the kubelet has retried what failed
+        # A pod still being deleted keeps its claim reserved until it is gone, while the kubelet may unprepare
+        # the claim at any moment meanwhile: wait until it is gone, or the reads below race that Unprepare.
         pods = kubectl.items("pods", "-n", EXAMPLES)
         return all(
-            p.get("status", {}).get("phase") == "Running" for p in pods if not p["metadata"].get("deletionTimestamp")
+            p.get("status", {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp") for p in pods
         )
 
     kubectl.wait_for("the pods settled", settled, 120, every_s=1.0)
