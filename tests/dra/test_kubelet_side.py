@@ -61,23 +61,23 @@ class Driver:
     decision: PrepareDecision
     server: DraGrpcServer | None = None
     preparer: Preparer | None = None
+    checkpoint: Checkpoint | None = None  # the running driver's
 
     @property
     def checkpoint_path(self) -> Path:
         return self.root / "plugins" / DRIVER / "checkpoint.json"
 
     def checkpointed(self) -> tuple[str, ...]:
-        """The claim UIDs on disk, as a restarted driver would read them."""
+        """The claim UIDs on disk, as a restarted driver would read them, once the running driver's background
+        compaction (if any) is over: a second reader of the folder meanwhile could see a journal go."""
+        if self.checkpoint is not None:
+            assert self.checkpoint.settle(10.0)
         return Checkpoint(self.checkpoint_path).uids()
 
     def start(self) -> None:
         paths = SocketPaths.for_driver(DRIVER, self.root)
-        preparer = Preparer(
-            driver_name=DRIVER,
-            fetcher=self.store,
-            driver=self.decision,
-            checkpoint=Checkpoint(self.checkpoint_path),
-        )
+        self.checkpoint = Checkpoint(self.checkpoint_path)
+        preparer = Preparer(driver_name=DRIVER, fetcher=self.store, driver=self.decision, checkpoint=self.checkpoint)
         self.preparer = preparer
         self.server = DraGrpcServer(DRIVER, paths, preparer)
         self.server.start()
