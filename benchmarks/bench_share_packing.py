@@ -24,6 +24,7 @@ import argparse
 import json
 import random
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import _common  # noqa: F401  (puts the checkout on sys.path)
@@ -154,13 +155,20 @@ def replay(cluster: RealCluster, machine: str, hints: str, seed: int, events: in
     return result
 
 
+def _usage(live: dict[str, tuple[str, str, int]], gpu_mib: dict[str, int]) -> tuple[dict[str, int], set[str]]:
+    """(MiB the live shares hold of each GPU, the GPUs held whole), from the live allocations."""
+    whole = {device for _, device, size in live.values() if size == 0}
+    return {d: sum(size for _, device, size in live.values() if device == d) for d in gpu_mib}, whole
+
+
+def _room(names: Iterable[str], mib: int, used: dict[str, int], whole: set[str], gpu_mib: dict[str, int]) -> list[str]:
+    """The GPUs of `names`, in that order, with room for an arrival of `mib` (0: a whole GPU)."""
+    return [d for d in names if d not in whole and (used[d] == 0 if not mib else gpu_mib[d] - used[d] >= mib)]
+
+
 def _fits(mib: int, live: dict[str, tuple[str, str, int]], gpu_mib: dict[str, int]) -> bool:
     """Whether some GPU has room for the arrival (mib 0: a whole GPU), from the live allocations."""
-    whole = {device for _, device, size in live.values() if size == 0}
-    used = {d: sum(size for _, device, size in live.values() if device == d) for d in gpu_mib}
-    if mib == 0:
-        return any(d not in whole and used[d] == 0 for d in gpu_mib)
-    return any(d not in whole and gpu_mib[d] - used[d] >= mib for d in gpu_mib)
+    return bool(_room(gpu_mib, mib, *_usage(live, gpu_mib), gpu_mib))
 
 
 def _count(result: Replay, live: dict[str, tuple[str, str, int]], gpu_mib: dict[str, int]) -> None:
@@ -189,17 +197,11 @@ def model(seed: int, events: int, follows: bool) -> tuple[int, int]:
                 live.pop(order.pop(value % len(order)))
                 _count(result, live, gpu_mib)
             continue
-        used = {d: sum(size for _, device, size in live.values() if device == d) for d in gpu_mib}
-        whole = {device for _, device, size in live.values() if size == 0}
-        held = frozenset(whole | {d for d in used if used[d]})
+        used, whole = _usage(live, gpu_mib)
         shared = {d: used[d] for d in used if used[d]}
-        listing = share_listing(devices, held, shared, rank) if follows else devices
+        listing = share_listing(devices, frozenset(whole | set(shared)), shared, rank) if follows else devices
         mib = value * 1024
-        room = [
-            d.name
-            for d in listing
-            if d.name not in whole and (used[d.name] == 0 if not mib else gpu_mib[d.name] - used[d.name] >= mib)
-        ]
+        room = _room((d.name for d in listing), mib, used, whole, gpu_mib)
         if not room:
             continue
         live[f"p{serial}"] = ("", room[0], mib)

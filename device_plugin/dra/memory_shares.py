@@ -66,41 +66,35 @@ def shareable_memory(devices: Sequence[DraDevice]) -> dict[str, int]:
     return {d.name: memory_of(d) for d in devices if d.allow_multiple_allocations}
 
 
-def share_problem(result: AllocatedDevice, memory_mib: int | None) -> str:
-    """Why the allocation result cannot be prepared as the share (or the whole device) it names, "" if it
-    can. `memory_mib`: the device's memory when it is published as shareable, else None."""
+def share_for(result: AllocatedDevice, memory_mib: int | None) -> tuple[Share | None, str]:
+    """The share an allocation result names (None: the whole device), or why it cannot be prepared (a
+    non-empty reason). `memory_mib`: the device's memory when it is published as shareable, else None."""
     device, request = one_line(result.device, 64), one_line(result.request, 64)
     if memory_mib is None:
         if result.share_id:
-            return f"device {device} was allocated as a share ({one_line(result.share_id, 64)}), but it {NOT_SHAREABLE}"
+            return (
+                None,
+                f"device {device} was allocated as a share ({one_line(result.share_id, 64)}), but it {NOT_SHAREABLE}",
+            )
         if result.asked:
             asked = ", ".join(f"{name} {one_line(q, 32)}" for name, q in result.asked)
-            return (
-                f"request {one_line(result.request, 64)} asks for a share ({asked}) of {device}, which {NOT_SHAREABLE}"
-            )
-        return ""
+            return None, f"request {request} asks for a share ({asked}) of {device}, which {NOT_SHAREABLE}"
+        return None, ""
     unknown = [name for name, _ in result.asked if name != MEMORY]
     if unknown:
         names = ", ".join(one_line(n, 64) for n in unknown)
-        return f"request {request} asks for capacity {names}, which {device} does not publish"
+        return None, f"request {request} asks for capacity {names}, which {device} does not publish"
     if len(result.share_id) > MAX_SHARE_ID_CHARS:
-        return f"device {device}: shareID {one_line(result.share_id, 64)} is longer than a share ID can be"
+        return None, f"device {device}: shareID {one_line(result.share_id, 64)} is longer than a share ID can be"
     if not result.share_id:
-        return ""  # allocated whole (a scheduler without consumable capacity): held like any whole device
+        return None, ""  # allocated whole (a scheduler without consumable capacity): held like any whole device
     try:
         charged = _charged_mib(result, memory_mib)
     except ValueError as error:
-        return f"device {device}: consumedCapacity.{MEMORY}: {error}"
+        return None, f"device {device}: consumedCapacity.{MEMORY}: {error}"
     if charged > memory_mib:
-        return f"device {device}: a share of {charged} MiB is larger than the device's {memory_mib} MiB"
-    return ""
-
-
-def share_of(result: AllocatedDevice, memory_mib: int | None) -> Share | None:
-    """The share a result names on a shareable device (share_problem said ""), None for a whole device."""
-    if memory_mib is None or not result.share_id:
-        return None
-    return Share(result.share_id, _charged_mib(result, memory_mib), memory_mib)
+        return None, f"device {device}: a share of {charged} MiB is larger than the device's {memory_mib} MiB"
+    return Share(result.share_id, charged, memory_mib), ""
 
 
 def _charged_mib(result: AllocatedDevice, memory_mib: int) -> int:

@@ -36,7 +36,7 @@ from typing import Any
 
 from device_plugin.core.names import CDI_KIND
 from device_plugin.core.short_text import one_line, short
-from device_plugin.dra.memory_shares import share_of, share_problem
+from device_plugin.dra.memory_shares import share_for
 from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
 from device_plugin.kubelet_plugin.claims.claim import (
     Allocation,
@@ -120,9 +120,11 @@ class PrepareDecision:
                 problems.append(f"device {device} is unknown on this node")
             elif result.device in unhealthy:
                 problems.append(f"device {device} is unhealthy")
-            elif problem := share_problem(result, shareable.get(result.device)):
-                problems.append(problem)
             else:
+                share, problem = share_for(result, shareable.get(result.device))
+                if problem:
+                    problems.append(problem)
+                    continue
                 # Containers (and the kubelet, matching them against request_names) know "<request>" only.
                 devices.append(
                     PreparedDevice(
@@ -131,7 +133,7 @@ class PrepareDecision:
                         result.device,
                         (cdi_device_id(known[result.device]),),
                         result.admin_access,
-                        share_of(result, shareable.get(result.device)),
+                        share,
                     )
                 )
         return tuple(devices), problems

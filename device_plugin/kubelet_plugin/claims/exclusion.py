@@ -164,13 +164,13 @@ class DeviceHolders:
             return f"device {hold.device} is already prepared for {self._label(hold.device, other)}, not for {label}"
         if hold.share is None:
             return ""
-        shares = {o: s for o, s in self._shared.get(hold.device, {}).items() if o != uid}
+        shares = self._other_shares(uid, hold.device)
         twin = next((o for o, s in shares.items() if s.share_id == hold.share.share_id), None)
         if twin is not None:
             twin_label = self._label(hold.device, twin)
             return f"share {hold.share.share_id} of {hold.device} is already prepared for {twin_label}"
         used = sum(s.memory_mib for s in shares.values())
-        if used + hold.share.memory_mib > hold.share.of_mib:
+        if not _fits(used, hold.share):
             return (
                 f"device {hold.device} has {used} of {hold.share.of_mib} MiB prepared as {len(shares)} other shares;"
                 f" this share of {hold.share.memory_mib} MiB for {label} does not fit"
@@ -179,6 +179,10 @@ class DeviceHolders:
 
     def _label(self, device: str, uid: str) -> str:
         return self._by_device[device][uid][0]
+
+    def _other_shares(self, uid: str, device: str) -> dict[str, Share]:
+        """The shares of `device` that claims other than `uid` hold (under the lock)."""
+        return {o: s for o, s in self._shared.get(device, {}).items() if o != uid}
 
     def release(self, uid: str) -> None:
         with self._lock:
@@ -193,10 +197,10 @@ class DeviceHolders:
 
     def _rivals(self, uid: str, hold: Hold) -> list[str]:
         rivals = [o for o in self._exclusive.get(hold.device, {}) if o != uid]
-        shares = {o: s for o, s in self._shared.get(hold.device, {}).items() if o != uid}
+        shares = self._other_shares(uid, hold.device)
         if hold.share is None:
             return rivals + list(shares)
-        if sum(s.memory_mib for s in shares.values()) + hold.share.memory_mib > hold.share.of_mib:
+        if not _fits(sum(s.memory_mib for s in shares.values()), hold.share):
             return rivals + list(shares)  # together they do not fit: each other share is in question
         return rivals + [o for o, s in shares.items() if s.share_id == hold.share.share_id]
 
@@ -231,3 +235,8 @@ class DeviceHolders:
                     held.pop(uid, None)
                     if not held:
                         del index[hold.device]
+
+
+def _fits(used_mib: int, share: Share) -> bool:
+    """Whether `share` fits its device beside shares holding `used_mib` of it."""
+    return used_mib + share.memory_mib <= share.of_mib
