@@ -24,6 +24,7 @@ from _common import percentile
 
 from device_plugin.config.model import Config
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
+from device_plugin.config.share_settings import ISOLATION_PER_PROCESS, ShareSettings
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.kubelet_plugin.api.kube import api_client
@@ -40,12 +41,20 @@ DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "bench-node"
 class Driver:
     """The node runtime with the DRA front-end, as `run --mode dra` builds it (no metrics endpoint)."""
 
-    def __init__(self, root: Path, api: ApiStandin, fake: FakeNvml, *, memory_shares: bool = False) -> None:
+    def __init__(
+        self, root: Path, api: ApiStandin, fake: FakeNvml, *, memory_shares: bool = False, mps_program: str = ""
+    ) -> None:
         config = Config()
         health = replace(config.daemon.health, quiet_period_s=0.2, probe_interval_s=0.05)
         daemon = replace(
             config.daemon, device_plugin_dir=root / "dp", health=health, metrics_address="", memory_shares=memory_shares
         )
+        if mps_program:  # per-process isolation, the daemons' and specs' folders under `root`
+            shares = ShareSettings(
+                isolation=ISOLATION_PER_PROCESS, mps_control=mps_program, cdi_spec_dir=str(root / "cdi")
+            )
+            daemon = replace(daemon, shares=shares)
+            config = replace(config, flags=replace(config.flags, mps_root=str(root / "mps")))
         config = replace(config, daemon=daemon)
         self.front_end = DraFrontEnd.for_config(config, api_client(api.host), node_name=NODE)
         self.runtime = NodeRuntime(fake, config, self.front_end)
@@ -57,8 +66,10 @@ class Driver:
         self.runtime.stop()
 
 
-def running_driver(root: Path, api: ApiStandin, fake: FakeNvml, *, memory_shares: bool = False) -> Driver:
-    return Driver(root, api, fake, memory_shares=memory_shares)
+def running_driver(
+    root: Path, api: ApiStandin, fake: FakeNvml, *, memory_shares: bool = False, mps_program: str = ""
+) -> Driver:
+    return Driver(root, api, fake, memory_shares=memory_shares, mps_program=mps_program)
 
 
 @dataclass(frozen=True)
@@ -72,16 +83,19 @@ class DriverRun:
 
 
 @contextmanager
-def driver_on(machine: str, *, schema_check: bool = True, memory_shares: bool = False) -> Iterator[DriverRun]:
+def driver_on(
+    machine: str, *, schema_check: bool = True, memory_shares: bool = False, mps_program: str = ""
+) -> Iterator[DriverRun]:
     """A driver on the named simulated machine, with its API stand-in (checking every write against the
-    schema unless `schema_check` is False); stopped and removed afterwards."""
+    schema unless `schema_check` is False); stopped and removed afterwards. `mps_program`: shares get
+    per-process isolation, run by that MPS control program."""
     root = Path(tempfile.mkdtemp(prefix="bdra-", dir="/tmp"))
     api = ApiStandin().up()
     api.schema_check = schema_check
     api.add_node(NODE)
     fake = FakeNvml.from_machine(machine)
     try:
-        driver = running_driver(root, api, fake, memory_shares=memory_shares)
+        driver = running_driver(root, api, fake, memory_shares=memory_shares, mps_program=mps_program)
         try:
             yield DriverRun(root, api, fake, driver)
         finally:

@@ -36,6 +36,7 @@ BENCHMARKS = (
     "bench_config_limits.py",
     "bench_dra_two_instances.py",
     "bench_dra_chaos.py",
+    "bench_mps_shares.py",
     # On a real control plane and kubelet (docs/real-node.md): each says why it ran nothing where they are missing.
     "bench_real_scheduler.py",
     "bench_real_rolling_update.py",

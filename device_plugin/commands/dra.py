@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                 backend, topology, own_domain=config.daemon.own_domain, hints=config.daemon.placement_hints
             )
             if config.daemon.memory_shares:
-                devices = shareable(devices, config.daemon.own_domain)
+                devices = shareable(devices, config.daemon.own_domain, config.daemon.shares.isolation)
         finally:
             backend.close()
     except PluginError as error:

@@ -252,7 +252,7 @@ def _front_end_maker(args: argparse.Namespace, config: Config) -> Callable[[], F
     """The mode's front-end, made once the backend is open; exit 2 when mode dra lacks its node or API."""
     if config.daemon.mode != "dra":  # one node runs one mode
         return DevicePluginFrontEnd
-    from device_plugin.dra.front_end import front_end_maker  # deferred: the kubernetes client is for mode dra
+    from device_plugin.dra.front_end_start import front_end_maker  # deferred: the kubernetes client is for mode dra
 
     try:
         return front_end_maker(config, os.environ)

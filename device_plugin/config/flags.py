@@ -127,8 +127,9 @@ class Flags:
     nvidia_dev_root: str | None = setting(
         "nvidiaDevRoot", HOST_DIR, default=None, reload=RESERVE, env="NVIDIA_DEV_ROOT"
     )
-    # MPS is refused (sharing.mps), so its root has nothing to point at.
-    mps_root: str = setting("mpsRoot", STR, default="", reload=RESERVE, env="MPS_ROOT", not_applied=bool)
+    # DRA per-process memory shares: each shared GPU's MPS pipe and log folders (empty: ours); device-plugin
+    # mode refuses sharing.mps, so there it points at nothing
+    mps_root: str = setting("mpsRoot", STR, default="", reload=RESERVE, env="MPS_ROOT")
     # NVIDIA's plugin adds NVIDIA_GDRCOPY/GDS/MOFED=enabled and a `<kind>=all` CDI device to every Allocate
     # answer (the container toolkit then mounts the device nodes); this plugin does not (docs/migrating.md).
     gdrcopy_enabled: bool = setting(

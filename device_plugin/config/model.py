@@ -51,6 +51,7 @@ from device_plugin.config.schema import (
     choice,
 )
 from device_plugin.config.sections import RESOURCES
+from device_plugin.config.share_settings import ShareSettings
 from device_plugin.config.sharing import parse_sharing_section, sharing_as_file
 from device_plugin.config.sharing_model import SharingConfig
 from device_plugin.core.errors import ConfigError
@@ -174,15 +175,15 @@ class DaemonSettings:
             "fixed|per-instance",
         ),
     )
-    # DRA: whole GPUs published as shareable by memory (consumable capacity); docs/sharing-dra.md
     memory_shares: bool = setting(
         "memoryShares",
         BOOL,
         default=False,
         reload=Reload.RESTART,
         env="MEMORY_SHARES",
-        cli=CliFlag("--memory-shares", "DRA: whole GPUs shareable by memory, no isolation yet", "true|false"),
+        cli=CliFlag("--memory-shares", "DRA: whole GPUs shareable by memory (docs/sharing-dra.md)", "true|false"),
     )
+    shares: ShareSettings = section("shares", ShareSettings)  # their isolation (config/share_settings.py)
     # DRA: the placement attributes of ours the slices carry; fewer cost the scheduler less (docs/dra.md)
     placement_hints: str = setting(
         "placementHints",

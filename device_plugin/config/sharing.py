@@ -36,10 +36,10 @@ from device_plugin.core.short_text import short
 
 ROOT = "sharing"
 MPS_NOT_SUPPORTED = (
-    "MPS is not supported by this version. MPS only isolates when nvidia-cuda-mps-control runs per shared GPU "
-    "with pinned-memory and thread limits, and that daemon cannot be exercised or tested honestly here; "
-    "advertising MPS replicas without it would be time-slicing under another name. "
-    "Use sharing.timeSlicing (no memory or fault isolation) or MIG for isolation."
+    "MPS is not supported in device-plugin mode: it runs no MPS control daemon, and advertising MPS replicas "
+    "without one would be time-slicing under another name. DRA mode offers MPS as the per-process isolation "
+    "of memory shares (gpuDevicePlugin.memoryShares, shares.isolation: per-process; docs/sharing-dra.md). "
+    "Here, use sharing.timeSlicing (no memory or fault isolation) or MIG for isolation."
 )
 
 # Documented ranges (docs/configuration.md). The kubelet keeps every replica in memory and in its

@@ -12,7 +12,11 @@ Modules, one job each:
 - taints: an unhealthy GPU's device taint (KEP-5055), from the runtime's typed health transition.
 - prepare_decision: the helper's Driver protocol: a claim's CDI devices from its allocation, or why not,
   with the opaque configs a claim addresses to this driver accepted or refused per claim.
+- memory_shares: whole GPUs published as shareable by memory and compute, a share read from its result,
+  and the listing order that packs shares best-fit.
+- mps/: per-process isolation of shares (an MPS control daemon per shared GPU, each share's CDI spec).
 - start_settings: the kubelet directory and the instance (rolling-update mode) read from the config at start.
+- front_end_start: what `run --mode dra` checks and builds at start (node name, socket paths, API client).
 - front_end: the DRA front-end of the node runtime (device_plugin/node/runtime.py), which `run --mode dra`
   serves; it wires the helper (kubelet_plugin/: the gRPC services, the Preparer, the SlicePublisher, the
   devices' health feed) to our devices. The runtime shares its health watch, rescans, config reloads,

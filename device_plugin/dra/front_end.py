@@ -27,57 +27,37 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
-from kubernetes.config.config_exception import ConfigException
 
 from device_plugin.config.model import Config
+from device_plugin.config.share_settings import ISOLATION_NONE, ISOLATION_PER_PROCESS
 from device_plugin.core.devices import Health
-from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import OWN_DOMAIN, own_name
 from device_plugin.dra.attribute_budget import within_limit
 from device_plugin.dra.hint_thread import HintThread
 from device_plugin.dra.inventory import HINTS_NONE, DraDevice, inventory_devices
 from device_plugin.dra.memory_shares import share_listing, shareable, shareable_memory
+from device_plugin.dra.mps.share_setup import MpsShareSetup, share_setup_for
 from device_plugin.dra.occupancy import Overrides, is_whole_gpu, occupancy_overrides, with_values
 from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.dra.single_order import RANK_ATTRIBUTE
 from device_plugin.dra.start_settings import instance_of, kubelet_dir_of
 from device_plugin.dra.taints import DeviceTaint, taint_for
 from device_plugin.health.state import HealthTransition
-from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.plugin import KubeletPlugin, PluginOptions
 from device_plugin.kubelet_plugin.service.device_health import device_reports
 from device_plugin.kubelet_plugin.service.health_service import HEARTBEAT_S
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths, check_socket_paths
 from device_plugin.node.front_end import RuntimeContext
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.observability.http_endpoint import EndpointProbeResult
 from device_plugin.observability.labels import LabelOptions
 
 log = logging.getLogger(__name__)
-
-
-def front_end_maker(config: Config, environ: Mapping[str, str]) -> Callable[[], DraFrontEnd]:
-    """What `run --mode dra` needs before it opens NVML: the node name (NODE_NAME, from the downward API's
-    spec.nodeName) and an API client ($KUBECONFIG when set, else the pod's service account). ConfigError
-    names what is missing."""
-    node_name = environ.get("NODE_NAME", "")
-    if not node_name:
-        raise ConfigError("mode dra", "NODE_NAME is not set; set it from the downward API (fieldRef spec.nodeName)")
-    driver_name = config.daemon.driver_name  # sockets too long to bind: a config error now, not at serving time
-    instance = instance_of(config, environ)
-    check_socket_paths(driver_name, SocketPaths.for_driver(driver_name, kubelet_dir_of(config), instance))
-    try:
-        client = api_client()
-    except ConfigException as error:
-        reason = f"no API server to talk to (KUBECONFIG or in-cluster service account): {error}"
-        raise ConfigError("mode dra", reason) from None
-    return lambda: DraFrontEnd.for_config(config, client, node_name=node_name, instance=instance)
 
 
 class DraFrontEnd:
@@ -95,6 +75,7 @@ class DraFrontEnd:
         backoff_max_s: float = 5.0,
         health_heartbeat_s: float = HEARTBEAT_S,
         instance: str = "",
+        mps: MpsShareSetup | None = None,
     ) -> None:
         self.driver_name = driver_name
         self.own_domain = own_domain  # of our own attributes (bestSetK, nvlinkDomain, NIC ones)
@@ -108,12 +89,17 @@ class DraFrontEnd:
         self._health_checked = True  # False: health checks are off, the kubelet hears Unknown
         self._overrides: Overrides = {}  # values that follow the GPUs in use (dra/occupancy.py); {}: static
         self._share_order = False  # memoryShares on, placementHints not none: the listing follows the shares
+        self._isolation = ISOLATION_NONE  # what shares get on this node (memoryShares on)
+        self._mps_trouble: Mapping[str, str] = {}  # GPU UUID -> why its MPS daemon cannot serve (shares unhealthy)
         self._shares: tuple[frozenset[str], Mapping[str, int]] = (frozenset(), {})  # held, MiB shared
         self._started = False
         self._hints = HintThread(self._rehint)
         options = PluginOptions(driver_name, node_name, kubelet_dir, backoff_max_s, health_heartbeat_s, instance)
         # What claims hold is told to the decision on the prepare worker; the hints follow on their own thread.
-        self.decision = PrepareDecision(driver_name=driver_name, pool_name=node_name, on_held=self._hints.wake)
+        self.decision = PrepareDecision(driver_name=driver_name, pool_name=node_name, on_held=self._hints.wake, mps=mps)
+        if mps is not None:
+            self._isolation = ISOLATION_PER_PROCESS
+            mps.daemons.on_trouble = self._on_mps_trouble
         self.plugin = KubeletPlugin(client, options, self.decision)
         # The helper's parts by name: the runtime's callers (tests, benchmarks, the demo) look at them.
         self.health, self.publisher = self.plugin.health, self.plugin.publisher
@@ -138,6 +124,7 @@ class DraFrontEnd:
             kubelet_dir=kubelet_dir_of(config),
             own_domain=config.daemon.own_domain,
             instance=instance_of(config, os.environ) if instance is None else instance,
+            mps=share_setup_for(config),
             **options,
         )
 
@@ -197,7 +184,16 @@ class DraFrontEnd:
         unhealthy = frozenset(d.name for d in self._all if d.gpu_index in self._taints)
         self.decision.see(self._uuids, unhealthy, shareable_memory(self._all))
         named = ((d.name, d.gpu_index) for d in self._all)
-        self.health.set(device_reports(named, self._reasons, checked=self._health_checked))
+        trouble = self._mps_trouble
+        mps = {d.gpu_index: trouble[d.uuid] for d in self._all if d.allow_multiple_allocations and d.uuid in trouble}
+        self.health.set(device_reports(named, {**mps, **self._reasons}, checked=self._health_checked))
+
+    def _on_mps_trouble(self, uuid: str, why: str) -> None:
+        """A shared GPU's MPS daemon cannot serve (`why`), or serves again (""): its shares' health, not its taint."""
+        with self._lock:
+            trouble = {u: w for u, w in self._mps_trouble.items() if u != uuid}
+            self._mps_trouble = {**trouble, uuid: why} if why else trouble
+            self._marked_locked()
 
     # ---- FrontEnd ------------------------------------------------------------------------------
 
@@ -219,7 +215,7 @@ class DraFrontEnd:
         )
         self._share_order = config.daemon.memory_shares and config.daemon.placement_hints != HINTS_NONE
         if config.daemon.memory_shares:
-            built = shareable(built, self.own_domain)
+            built = shareable(built, self.own_domain, self._isolation)
         devices, dropped = within_limit(built)  # one device over the API's limit would fail the whole pool
         for name, attributes in dropped.items():
             log.warning("device %s has more than 32 attributes: left out %s", name, ", ".join(attributes))
@@ -288,9 +284,13 @@ class DraFrontEnd:
             self._started = True
             published = self._published_locked()
         self._hints.start()
+        if self.decision.mps is not None:
+            self.decision.mps.daemons.start()
         self.plugin.start(published)
 
     def stop(self, timeout_s: float) -> bool:
         """Sockets (the kubelet deregisters us) and our slices' deletion at once. False if cut short."""
         self._hints.stop()
+        if self.decision.mps is not None:
+            self.decision.mps.daemons.stop()  # the watch only: the daemons serve their shares on
         return self.plugin.stop(timeout_s)

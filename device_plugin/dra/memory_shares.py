@@ -1,25 +1,28 @@
-"""Whole GPUs as shares of their memory (consumable capacity), with the isolation a share gets stated.
+"""Whole GPUs as shares of their memory and compute (consumable capacity), with the isolation a share gets stated.
 
 Boundary: pure, over the inventory's devices and one allocation result at a time. With
-`gpuDevicePlugin.memoryShares` on, each whole GPU is published with `allowMultipleAllocations` and a
-request policy on its `memory` capacity: a claim that asks no memory is charged the whole GPU (so it is
-exclusive, as without shares), one that asks `capacity.requests.memory` is charged that much, rounded up
-to whole MiB and to at least MIN_SHARE. The scheduler does the arithmetic and names each share
-(`shareID`); the Prepare records the share (size, of how much) and answers its id.
+`gpuDevicePlugin.memoryShares` on, each whole GPU is published with `allowMultipleAllocations` and two
+capacities with request policies: `memory` (a claim that asks none is charged the whole GPU, so it is
+exclusive, as without shares; one that asks `capacity.requests.memory` is charged that much, rounded up to
+whole MiB and to at least MIN_SHARE) and `compute` (percent of the GPU's multiprocessors, 100 in all; a
+claim that asks none is charged 0: it is not capped). The scheduler does the arithmetic and names each
+share (`shareID`); the Prepare records the share (memory, of how much, compute) and answers its id.
 
-Isolation is published, never implied: `<own domain>/memoryIsolation` says what a share's memory limit is
-on this node. This build runs no MPS daemon and sets no per-cgroup limit, so it is `none`: bookkeeping
-only; every container on the GPU sees all of its memory (docs/sharing-dra.md). MIG devices are never
-shared here: a MIG device is already a hardware partition.
+Isolation is published, never implied: `<own domain>/memoryIsolation` says what a share's limits are on
+this node (`gpuDevicePlugin.shares.isolation`): `none` (bookkeeping only: every container on the GPU sees
+all of it) or `per-process` (an MPS daemon per shared GPU, each CUDA process of a share capped: dra/mps/).
+MIG devices are never shared here: a MIG device is already a hardware partition.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from decimal import ROUND_CEILING
 
+from device_plugin.config.share_settings import ISOLATION_NONE
 from device_plugin.core.names import own_name
-from device_plugin.core.quantity import quantity_mib
+from device_plugin.core.quantity import quantity_bytes, quantity_mib
 from device_plugin.core.short_text import one_line
 from device_plugin.dra.inventory import DraDevice
 from device_plugin.dra.single_order import WHOLE_GPU
@@ -28,16 +31,19 @@ from device_plugin.kubelet_plugin.checkpoint.format import Share
 from device_plugin.kubelet_plugin.claims.claim import AllocatedDevice
 
 MEMORY = "memory"  # NVIDIA's capacity name: the device's memory, as NVIDIA means it
+COMPUTE = "compute"  # ours (an unqualified capacity name is in the driver's domain): percent of the SMs
+COMPUTE_POLICY = RequestPolicy("0", "0", "1")  # none asked: charged 0 (not capped); else whole percents
 ISOLATION_ATTRIBUTE = "memoryIsolation"
-ISOLATION_NONE = "none"  # the only level this build can give (hard and per-process need MPS: not built)
 MIN_SHARE, STEP = "1Gi", "1Mi"  # aligned with any GPU's memory, so the default (all of it) is a valid value
 NOT_SHAREABLE = "is not published as shareable (gpuDevicePlugin.memoryShares is off, or it is a MIG device)"
 MAX_SHARE_ID_CHARS = 64  # the scheduler writes a UUID (36)
 
 
-def shareable(devices: Sequence[DraDevice], own_domain: str) -> tuple[DraDevice, ...]:
-    """The devices with every whole GPU shareable by memory; MIG devices as they are."""
-    isolation = (own_name(own_domain, ISOLATION_ATTRIBUTE), "string", ISOLATION_NONE)
+def shareable(
+    devices: Sequence[DraDevice], own_domain: str, isolation_level: str = ISOLATION_NONE
+) -> tuple[DraDevice, ...]:
+    """The devices with every whole GPU shareable by memory and compute; MIG devices as they are."""
+    isolation = (own_name(own_domain, ISOLATION_ATTRIBUTE), "string", isolation_level)
     out = []
     for device in devices:
         memory = dict(device.capacity).get(MEMORY)
@@ -49,7 +55,8 @@ def shareable(devices: Sequence[DraDevice], own_domain: str) -> tuple[DraDevice,
             replace(
                 device,
                 attributes=(*device.attributes, isolation),
-                request_policies=((MEMORY, RequestPolicy(memory, minimum, STEP)),),
+                capacity=(*device.capacity, (COMPUTE, "100")),
+                request_policies=((MEMORY, RequestPolicy(memory, minimum, STEP)), (COMPUTE, COMPUTE_POLICY)),
                 allow_multiple_allocations=True,
             )
         )
@@ -80,7 +87,7 @@ def share_for(result: AllocatedDevice, memory_mib: int | None) -> tuple[Share | 
             asked = ", ".join(f"{name} {one_line(q, 32)}" for name, q in result.asked)
             return None, f"request {request} asks for a share ({asked}) of {device}, which {NOT_SHAREABLE}"
         return None, ""
-    unknown = [name for name, _ in result.asked if name != MEMORY]
+    unknown = [name for name, _ in result.asked if name not in (MEMORY, COMPUTE)]
     if unknown:
         names = ", ".join(one_line(n, 64) for n in unknown)
         return None, f"request {request} asks for capacity {names}, which {device} does not publish"
@@ -88,19 +95,31 @@ def share_for(result: AllocatedDevice, memory_mib: int | None) -> tuple[Share | 
         return None, f"device {device}: shareID {one_line(result.share_id, 64)} is longer than a share ID can be"
     if not result.share_id:
         return None, ""  # allocated whole (a scheduler without consumable capacity): held like any whole device
+    consumed = dict(result.consumed)
     try:
-        charged = _charged_mib(result, memory_mib)
+        charged = memory_mib if consumed.get(MEMORY) is None else quantity_mib(consumed[MEMORY])
     except ValueError as error:
         return None, f"device {device}: consumedCapacity.{MEMORY}: {error}"
     if charged > memory_mib:
         return None, f"device {device}: a share of {charged} MiB is larger than the device's {memory_mib} MiB"
-    return Share(result.share_id, charged, memory_mib), ""
+    try:
+        compute = _percent(consumed.get(COMPUTE, "0"))
+    except ValueError as error:
+        return None, f"device {device}: consumedCapacity.{COMPUTE}: {error}"
+    return Share(result.share_id, charged, memory_mib, compute), ""
 
 
-def _charged_mib(result: AllocatedDevice, memory_mib: int) -> int:
-    """What the scheduler charged the share (all of the device when it wrote no memory)."""
-    consumed = dict(result.consumed).get(MEMORY)
-    return memory_mib if consumed is None else quantity_mib(consumed)
+def _percent(text: str) -> int:
+    value = quantity_bytes(text)
+    if not 0 <= value <= 100:
+        raise ValueError(f"{one_line(text, 32)} is not a percent from 0 to 100")
+    return int(value.to_integral_value(rounding=ROUND_CEILING))
+
+
+def isolated(share: Share | None) -> bool:
+    """A share that gets the node's isolation: less than all of the GPU's memory, or compute asked (a
+    claim charged the whole GPU and no compute holds it alone, as a whole GPU)."""
+    return share is not None and (share.memory_mib < share.of_mib or share.compute_percent > 0)
 
 
 def share_listing(

@@ -6,25 +6,27 @@ opaque configs for this driver. The read, the locks, exclusivity and the checkpo
 (kubelet_plugin/claims/prepare.py). A device is refused when it is of another pool, unknown on this node
 or unhealthy; a config of ours that cannot be applied refuses the claim.
 
-CDI: we do not write a CDI spec. We answer names from the spec that the NVIDIA Container Toolkit
-generates on the node (`nvidia-ctk cdi generate`, kind `nvidia.com/gpu`), by UUID: a whole GPU is
-`nvidia.com/gpu=GPU-<uuid>`, a MIG device `nvidia.com/gpu=MIG-<uuid>`. The container then gets exactly
-the allocated devices, and the toolkit keeps owning the driver libraries and device nodes. The node's
-spec must contain UUID names (the toolkit's `--device-name-strategy=uuid`).
+CDI: the GPU itself is named from the spec that the NVIDIA Container Toolkit generates on the node
+(`nvidia-ctk cdi generate`, kind `nvidia.com/gpu`), by UUID: a whole GPU is `nvidia.com/gpu=GPU-<uuid>`, a
+MIG device `nvidia.com/gpu=MIG-<uuid>`. The container then gets exactly the allocated devices, and the
+toolkit keeps owning the driver libraries and device nodes. The node's spec must contain UUID names (the
+toolkit's `--device-name-strategy=uuid`). With per-process isolation a share also gets a CDI device of
+ours (dra/mps/cdi_spec.py: its MPS pipe folder and limits), whose spec `apply` writes after the
+checkpoint has the claim (dra/mps/share_setup.py); a claim's MPS shares must be on one GPU, since a
+container reaches one MPS daemon.
 
 Opaque configs: the scheduler copies the DeviceClass's and the claim's configs into
 `status.allocation.devices.config[]` (`source` FromClass or FromClaim, `requests` it applies to, all of
 the claim's when empty, and `opaque{driver, parameters}`). Configs for other drivers are not ours to
 judge. Ours are read defensively (kubelet_plugin/claims/claim.py's rules: any part may be of the wrong
-type) and checked against the devices of the requests they apply to. This driver answers CDI device IDs
-only: it writes no CDI spec (so it cannot set environment variables), sets no GPU time-slice, runs no MPS
-control daemon. So of NVIDIA's kinds (apiVersion resource.nvidia.com/v1beta1), `GpuConfig` on whole GPUs
-and `MigDeviceConfig` on MIG devices are accepted without `sharing`: they then ask for the device as it
-is, which is what is prepared. A `sharing` section (TimeSlicing with any interval, MPS) would be silently
-not applied, so it is refused, as is a kind on the wrong device type, any other kind or apiVersion, and
-unknown fields, with a reason that names the config. A GPU is shared through consumable capacity instead
-(dra/memory_shares.py): a result with a `shareID` is prepared as that share of the device, and refused
-where the device is not published as shareable.
+type) and checked against the devices of the requests they apply to. This driver sets no GPU time-slice,
+and a share's MPS settings are the node's, not a claim's. So of NVIDIA's kinds (apiVersion
+resource.nvidia.com/v1beta1), `GpuConfig` on whole GPUs and `MigDeviceConfig` on MIG devices are accepted
+without `sharing`: they then ask for the device as it is, which is what is prepared. A `sharing` section
+(TimeSlicing with any interval, MPS) would be silently not applied, so it is refused, as is a kind on the
+wrong device type, any other kind or apiVersion, and unknown fields, with a reason that names the config.
+A GPU is shared through consumable capacity instead (dra/memory_shares.py): a result with a `shareID` is
+prepared as that share of the device, and refused where the device is not published as shareable.
 """
 
 from __future__ import annotations
@@ -36,7 +38,10 @@ from typing import Any
 
 from device_plugin.core.names import CDI_KIND
 from device_plugin.core.short_text import one_line, short
-from device_plugin.dra.memory_shares import share_for
+from device_plugin.dra.memory_shares import isolated, share_for
+from device_plugin.dra.mps.cdi_spec import SpecError
+from device_plugin.dra.mps.share_setup import MpsShareSetup
+from device_plugin.kubelet_plugin.checkpoint.format import Share
 from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
 from device_plugin.kubelet_plugin.claims.claim import (
     Allocation,
@@ -63,9 +68,17 @@ class PrepareDecision:
     """The Driver of the helper's Preparer: `decide` a claim's devices from its allocation, over the devices
     as the front-end last showed them (`see`); `held` records what claims hold and wakes `on_held`."""
 
-    def __init__(self, *, driver_name: str, pool_name: str, on_held: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        *,
+        driver_name: str,
+        pool_name: str,
+        on_held: Callable[[], None] = lambda: None,
+        mps: MpsShareSetup | None = None,
+    ) -> None:
         self._driver = driver_name
         self._pool = pool_name
+        self.mps = mps  # per-process isolation: the shares' MPS daemons and CDI specs; None: isolation none
         # (device name -> UUID of every device, healthy or not; the unhealthy names; name -> memory MiB of
         # the shareable ones): one value, replaced whole, so a decide reads all from one moment, lock-free.
         self._view: tuple[Mapping[str, str], frozenset[str], Mapping[str, int]] = ({}, frozenset(), {})
@@ -109,9 +122,29 @@ class PrepareDecision:
         devices, problems = self._resolve(allocation)
         return devices, problems + self._refused_configs(configs, allocation)
 
+    # ---- the helper's Driver: what a claim's shares need on the node (dra/mps/share_setup.py) ----
+
+    def apply(self, claim_uid: str, devices: Sequence[PreparedDevice]) -> str:
+        return self.mps.apply(claim_uid, devices) if self.mps else ""
+
+    def release(self, claim_uid: str, devices: Sequence[PreparedDevice]) -> None:
+        if self.mps:
+            self.mps.release(claim_uid, devices)
+
+    def adopt(self, claims: Mapping[str, Sequence[PreparedDevice]]) -> None:
+        if self.mps:
+            self.mps.adopt(claims)
+
+    def _mps_ids(self, claim_uid: str, index: int, share: Share | None) -> tuple[str, ...]:
+        """The share's CDI device of ours, with per-process isolation. SpecError: the UID cannot name it."""
+        if self.mps is None or not isolated(share):
+            return ()
+        return (self.mps.cdi_device_id(claim_uid, index),)
+
     def _resolve(self, allocation: Allocation) -> tuple[tuple[PreparedDevice, ...], list[str]]:
         known, unhealthy, shareable = self._view
-        problems, devices = [], []
+        problems: list[str] = []
+        devices: list[PreparedDevice] = []
         for result in allocation.devices:
             pool, device = one_line(result.pool, NAME_CHARS), one_line(result.device, NAME_CHARS)
             if result.pool != self._pool:
@@ -125,17 +158,28 @@ class PrepareDecision:
                 if problem:
                     problems.append(problem)
                     continue
+                try:
+                    ours = self._mps_ids(allocation.uid, len(devices), share)
+                except SpecError as error:
+                    problems.append(str(error))
+                    continue
                 # Containers (and the kubelet, matching them against request_names) know "<request>" only.
                 devices.append(
                     PreparedDevice(
                         (result.request,) if result.request else (),
                         result.pool,
                         result.device,
-                        (cdi_device_id(known[result.device]),),
+                        (cdi_device_id(known[result.device]), *ours),
                         result.admin_access,
                         share,
                     )
                 )
+        gpus = sorted({d.device_name for d in devices if len(d.cdi_device_ids) > 1})
+        if len(gpus) > 1:  # NVIDIA's driver has the same limit (its issue 1283)
+            problems.append(
+                f"the claim has MPS shares of {len(gpus)} GPUs ({', '.join(gpus[:4])}): a container reaches one "
+                "MPS daemon (one pipe folder), so a claim's shares must be on one GPU; ask for one share per claim"
+            )
         return tuple(devices), problems
 
     def _refused_configs(self, configs: Sequence[OpaqueConfig], allocation: Allocation) -> list[str]:
@@ -201,8 +245,9 @@ def refusal(config: OpaqueConfig, device_types: Collection[str]) -> str | None:
         sharing = params["sharing"]
         strategy = sharing.get("strategy") if isinstance(sharing, Mapping) else None
         return (
-            f"{named}: sharing (strategy {short(strategy)}) is not supported: this driver sets no GPU time-slice "
-            "and runs no MPS daemon; remove `sharing` to get the device as it is"
+            f"{named}: sharing (strategy {short(strategy)}) is not supported: this driver sets no GPU time-slice, "
+            "and a share's MPS limits are the node's (its memoryIsolation attribute), not a claim's; remove "
+            "`sharing` to get the device as it is, or ask for a share with capacity.requests"
         )
     unknown = sorted(str(k) for k in params if k not in ALLOWED_FIELDS)
     if unknown:

@@ -1,5 +1,6 @@
-"""What the helper asks of a DRA driver: a claim's prepared devices, decided from its allocation; and what it
-tells the driver: which devices claims hold now.
+"""What the helper asks of a DRA driver: a claim's prepared devices, decided from its allocation, and what
+they need on the node set up (apply) and taken down (release); and what it tells the driver: which
+devices claims hold now, and every claim of the checkpoint whenever it was read (adopt).
 
 Boundary: a Protocol only. Everything else about a claim is the helper's (claims/prepare.py): the read,
 the claim's lock and ticket, the checks any driver makes (the claim exists, its UID is the one asked
@@ -32,4 +33,20 @@ class Driver(Protocol):
         each change: one smaller than one already seen arrived late and is stale. Called in the thread
         that made the change, under no lock of the helper's but the claim's: it must return quickly and
         must not call back into the helper."""
+        ...
+
+    def apply(self, claim_uid: str, devices: Sequence[PreparedDevice]) -> str:
+        """Set up what the claim's `devices` need on the node (files, daemons); "" when done, else why not
+        (the claim is then refused and forgotten). Called under the claim's lock once the checkpoint has
+        the claim, also for a Prepare answered again (so it must be idempotent); it may block."""
+        ...
+
+    def release(self, claim_uid: str, devices: Sequence[PreparedDevice]) -> None:
+        """Take down what `apply` set up, once the checkpoint no longer has the claim; never raises."""
+        ...
+
+    def adopt(self, claims: Mapping[str, Sequence[PreparedDevice]]) -> None:
+        """Claim UID -> devices of every claim the checkpoint holds, each time it was read (at start, and
+        after another instance changed it): make what is set up on the node match, and take down what no
+        claim needs (a crash between a checkpoint change and apply or release leaves such things)."""
         ...

@@ -54,6 +54,9 @@ ENV = {
     "SOCKET_NAMES": f"{D}.socketNames",
     "PLACEMENT_HINTS": f"{D}.placementHints",
     "MEMORY_SHARES": f"{D}.memoryShares",
+    "MEMORY_SHARE_ISOLATION": f"{D}.shares.isolation",
+    "MPS_CONTROL": f"{D}.shares.mpsControl",
+    "CDI_SPEC_DIR": f"{D}.shares.cdiSpecDir",
 }
 CLI = {
     "--mig-strategy": "flags.migStrategy",
@@ -75,6 +78,7 @@ CLI = {
     "--socket-names": f"{D}.socketNames",
     "--placement-hints": f"{D}.placementHints",
     "--memory-shares": f"{D}.memoryShares",
+    "--memory-share-isolation": f"{D}.shares.isolation",
 }
 # What a hot reload does (README "Hot reload"); everything under `flags` and the sections re-serve.
 RELOAD = {
@@ -89,6 +93,9 @@ RELOAD = {
     f"{D}.socketNames": Reload.RESTART,
     f"{D}.placementHints": Reload.RESTART,
     f"{D}.memoryShares": Reload.RESTART,
+    f"{D}.shares.isolation": Reload.RESTART,
+    f"{D}.shares.mpsControl": Reload.RESTART,
+    f"{D}.shares.cdiSpecDir": Reload.RESTART,
     f"{D}.nicHints": Reload.NEXT_RESERVE,
     f"{D}.mode": Reload.START_ONLY,
     f"{D}.driverName": Reload.START_ONLY,

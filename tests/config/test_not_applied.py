@@ -22,7 +22,6 @@ from device_plugin.config.not_applied import DECLARED, DOC, not_applied
 
 ROOT = Path(__file__).resolve().parents[2]
 ALL = (
-    "flags.mpsRoot",
     "flags.gdrcopyEnabled",
     "flags.gdsEnabled",
     "flags.mofedEnabled",
@@ -34,7 +33,6 @@ ALL = (
 )
 EVERYTHING = """
 flags:
-  mpsRoot: /run/nvidia/mps
   gdrcopyEnabled: true
   gdsEnabled: true
   mofedEnabled: true

@@ -32,8 +32,8 @@ def test_every_kustomization_is_found() -> None:
         "overlays/time-slicing",
     }
     others = {"dra", "dra/driver", "dra/extended-resource", "dra/examples", "dra/examples/mig", "monitoring"}
-    assert others | {"dra/rolling-update"} <= set(ALL) - set(KUSTOMIZATIONS)
-    assert components() == ["components/rolling-update"]
+    assert others | {"dra/rolling-update", "dra/mps-shares"} <= set(ALL) - set(KUSTOMIZATIONS)
+    assert components() == ["components/mps-shares", "components/rolling-update"]
 
 
 @pytest.mark.parametrize("component", components())

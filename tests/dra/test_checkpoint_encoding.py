@@ -26,15 +26,21 @@ CLAIMS = {
     "a share": PreparedClaim(
         "ns", "c", (PreparedDevice(("g",), "pool", "gpu-0", ("x=GPU-0",), share=Share("s-1", 20480, 81559)),)
     ),
+    "a share with compute": PreparedClaim(
+        "ns", "c", (PreparedDevice(("g",), "pool", "gpu-0", ("x=GPU-0",), share=Share("s-1", 20480, 81559, 30)),)
+    ),
 }
 
 
 def as_written(claim: PreparedClaim) -> dict[str, object]:
-    """asdict(claim), less `share` where a device has none: such an entry is what the release before wrote."""
+    """asdict(claim), less `share` where a device has none and `compute_percent` where it is 0: such an
+    entry is what the release before wrote."""
     value = asdict(claim)
     for device in value["devices"]:
         if device["share"] is None:
             del device["share"]
+        elif device["share"]["compute_percent"] == 0:
+            del device["share"]["compute_percent"]
     return value
 
 

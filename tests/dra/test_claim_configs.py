@@ -60,7 +60,11 @@ CASES = {
         [config(gpu_config(sharing={"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Default"}}))],
         "this driver sets no GPU time-slice",
     ),
-    "mps-refused": ({"mig": MIG}, [config(mig_config(sharing={"strategy": "MPS"}))], "runs no MPS daemon"),
+    "mps-refused": (
+        {"mig": MIG},
+        [config(mig_config(sharing={"strategy": "MPS"}))],
+        "a share's MPS limits are the node's",
+    ),
     "gpu-config-on-a-mig-device": (
         {"mig": MIG},
         [config(gpu_config())],

@@ -195,3 +195,23 @@ def test_every_kustomization_the_dra_page_applies_exists() -> None:
     assert [n for n in sorted(named) if not (DEPLOY.parent / n / "kustomization.yaml").is_file()] == []
     example_dirs = {f"deploy/{n}" for n in EXAMPLE_SETS}
     assert all(d.removeprefix("deploy/dra/") in DOC for d in example_dirs)  # each example set is named
+
+
+def test_the_mps_shares_variant_differs_from_the_driver_only_in_its_share_settings_and_host_folders() -> None:
+    """Every path the CDI specs name must be the host's: each folder is mounted at its own host path."""
+    shares, driver = RENDERED["dra/mps-shares"], RENDERED["dra"]
+    assert [o["kind"] for o, before in zip(shares, driver, strict=True) if o != before] == ["DaemonSet"]
+    spec = pod_spec(shares)
+    (container,) = spec["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert {k: env[k] for k in ("MEMORY_SHARES", "MEMORY_SHARE_ISOLATION", "MPS_ROOT", "CDI_SPEC_DIR")} == {
+        "MEMORY_SHARES": "true",
+        "MEMORY_SHARE_ISOLATION": "per-process",
+        "MPS_ROOT": "/run/gpu-device-plugin/mps",
+        "CDI_SPEC_DIR": "/var/run/cdi",
+    }
+    assert "compute" in env["NVIDIA_DRIVER_CAPABILITIES"].split(",")
+    host = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
+    mounted = {m["mountPath"]: host.get(m["name"]) for m in container["volumeMounts"]}
+    assert mounted["/run/gpu-device-plugin/mps"] == "/run/gpu-device-plugin/mps"
+    assert mounted["/var/run/cdi"] == "/var/run/cdi"

@@ -33,6 +33,10 @@ class ScriptedDriver:
     error: Exception | None = None
     asked: list[str] = field(default_factory=list)  # the UIDs of the allocations it was asked about
     told: list[tuple[int, frozenset[str]]] = field(default_factory=list)  # what held() was told, in turn
+    set_up_fails: str = ""  # apply's answer: "" sets up, anything else refuses the claim
+    set_up: list[str] = field(default_factory=list)  # the UIDs apply was called for, in turn
+    taken_down: list[str] = field(default_factory=list)  # ... and release
+    adopted: list[frozenset[str]] = field(default_factory=list)  # the claims each adopt was given
 
     def decide(self, body: Mapping[str, Any], allocation: Allocation) -> tuple[Sequence[PreparedDevice], Sequence[str]]:
         self.asked.append(allocation.uid)
@@ -42,6 +46,16 @@ class ScriptedDriver:
 
     def held(self, snapshot: int, devices: frozenset[str], shared_mib: Mapping[str, int]) -> None:
         self.told.append((snapshot, devices))
+
+    def apply(self, claim_uid: str, devices: Sequence[PreparedDevice]) -> str:
+        self.set_up.append(claim_uid)
+        return self.set_up_fails
+
+    def release(self, claim_uid: str, devices: Sequence[PreparedDevice]) -> None:
+        self.taken_down.append(claim_uid)
+
+    def adopt(self, claims: Mapping[str, Sequence[PreparedDevice]]) -> None:
+        self.adopted.append(frozenset(claims))
 
 
 def prepared(root: Path, driver: ScriptedDriver, claims: HeldClaims, ref: ClaimRef) -> tuple[PrepareResult, Checkpoint]:
@@ -131,3 +145,33 @@ def test_the_driver_is_told_what_claims_hold_after_each_change_in_growing_snapsh
     assert [devices for _, devices in driver.told] == [frozenset(), frozenset({"dev-0"}), frozenset(), frozenset()]
     snapshots = [snapshot for snapshot, _ in driver.told]
     assert snapshots == sorted(set(snapshots))
+
+
+def test_what_the_driver_sets_up_follows_the_checkpoint(tmp_path: Path) -> None:
+    """apply once the claim is written (and again for a repeated Prepare), release once it is forgotten,
+    adopt with every claim each time the checkpoint is read; a failed set-up refuses and forgets the claim."""
+    driver = ScriptedDriver()
+    claims = HeldClaims()
+    claims.add("c", "uid-1", "dev-0")
+    checkpoint = Checkpoint(tmp_path / "checkpoint.json")
+    preparer = Preparer(driver_name=DRIVER, fetcher=claims.fetched(), driver=driver, checkpoint=checkpoint)
+    preparer.open()
+    ref = ClaimRef("ns", "uid-1", "c")
+
+    def prepare() -> str:
+        ticket = preparer.ticket(ref.uid)
+        try:
+            return preparer.settle(ref, ticket, asyncio.run(preparer.fetch(ref))).error
+        finally:
+            ticket.release()
+
+    assert (prepare(), prepare()) == ("", "")
+    assert driver.set_up == ["uid-1", "uid-1"]
+    preparer.reload()
+    assert driver.adopted == [frozenset(), frozenset({"uid-1"})]
+    assert preparer.unprepare([ref]) == {"uid-1": ""}
+    assert driver.taken_down == ["uid-1"]
+    driver.set_up_fails = "GPU GPU-1: the MPS control daemon did not come up within 10 s"
+    error = prepare()
+    assert error == f"claim ns/c (uid-1): {driver.set_up_fails}"
+    assert checkpoint.get("uid-1") is None and preparer.holders.snapshot()[1] == frozenset()

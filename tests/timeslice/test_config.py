@@ -80,7 +80,7 @@ def test_invalid_config_names_the_field(raw: Any, field: str) -> None:
 
 
 def test_mps_message_says_why() -> None:
-    with pytest.raises(ConfigError, match="not supported by this version") as caught:
+    with pytest.raises(ConfigError, match="not supported in device-plugin mode") as caught:
         parse_sharing({"mps": {"resources": [GPU4]}}, gpus=SERVER_8)
     assert caught.value.message == MPS_NOT_SUPPORTED
 

@@ -41,12 +41,14 @@ _PLAIN_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 @dataclass(frozen=True)
 class Share:
-    """One share of a device several claims hold (consumable capacity): the scheduler's shareID, and how
-    much of the device's memory it was charged, of how much (MiB, as the device was published then)."""
+    """One share of a device several claims hold (consumable capacity): the scheduler's shareID, how much
+    of the device's memory it was charged, of how much (MiB, as the device was published then), and the
+    percent of its compute (0: none asked; written only when not 0, so older entries read as 0)."""
 
     share_id: str
     memory_mib: int
     of_mib: int
+    compute_percent: int = 0
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,8 @@ def _claim_value(claim: PreparedClaim) -> dict[str, Any]:
         if d.share is not None:  # only then: a whole device's entry is what the release before wrote
             share = d.share
             device["share"] = {"share_id": share.share_id, "memory_mib": share.memory_mib, "of_mib": share.of_mib}
+            if share.compute_percent:
+                device["share"]["compute_percent"] = share.compute_percent
         devices.append(device)
     return {"namespace": claim.namespace, "name": claim.name, "devices": devices}
 
@@ -175,6 +179,7 @@ def _share(value: Any, where: str) -> Share:
         _string(share.get("share_id"), f"{where}.share_id"),
         _count(share.get("memory_mib"), f"{where}.memory_mib"),
         _count(share.get("of_mib"), f"{where}.of_mib"),
+        _count(share.get("compute_percent", 0), f"{where}.compute_percent"),
     )
 
 

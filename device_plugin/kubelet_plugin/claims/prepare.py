@@ -73,8 +73,8 @@ class Preparer:
     ) -> None:
         self._driver_name = driver_name
         self._serialized = serialized  # rolling-update mode: the lock both instances take for a change
-        self._decide = driver.decide
-        self._held = driver.held
+        self._decide, self._held = driver.decide, driver.held
+        self._apply, self._release, self._adopt = driver.apply, driver.release, driver.adopt
         self._fetcher = fetcher
         self._checkpoint = checkpoint
         self._locks = ClaimLocks()
@@ -94,6 +94,8 @@ class Preparer:
         holders.load(self._checkpointed())
         self.holders = holders
         self._tell_held()
+        claims = ((uid, self._checkpoint.get(uid)) for uid in self._checkpoint.uids())
+        self._adopt({uid: claim.devices for uid, claim in claims if claim is not None})
 
     def _tell_held(self) -> None:
         self._held(*self.holders.snapshot())
@@ -143,6 +145,7 @@ class Preparer:
             if still_stale is not None and not still_stale():
                 return KEPT
             ticket.supersede()
+            before = self._checkpoint.get(claim.uid)
             try:
                 self._checkpoint.remove(claim.uid)
             except OSError as error:
@@ -150,6 +153,8 @@ class Preparer:
                 return one_line(f"{label}: cannot update the checkpoint: {error}", ERROR_CHARS)
             self.holders.release(claim.uid)
             self._tell_held()
+            if before is not None:
+                self._release(claim.uid, before.devices)
         return ""
 
     def _settle(
@@ -203,6 +208,7 @@ class Preparer:
                     log.warning("%s: cannot forget %s: %s", label, rival_label, error)
                     continue
                 self.holders.release(rival)
+                self._release(rival, held.devices)
             log.warning(
                 "%s is allocated %s, which the checkpoint also recorded for %s; %s: forgetting %s",
                 label, device, rival_label, why, rival_label,
@@ -248,7 +254,8 @@ class Preparer:
                 rival = self._rival_of(claim.uid, prepared)  # another claim still backed on one of its devices
                 if rival:
                     return PrepareResult(error=f"{label}: {rival}")
-                return PrepareResult(before.devices)  # idempotent: the same answer
+                problem = self._apply(claim.uid, prepared.devices)  # a daemon that died meanwhile: started
+                return PrepareResult(error=f"{label}: {problem}") if problem else PrepareResult(before.devices)
             conflict = self.holders.take(claim.uid, label, _holds(prepared))
             if conflict is not None:
                 return PrepareResult(error=f"{label}: {conflict}")
@@ -258,9 +265,25 @@ class Preparer:
                 self._restore(claim.uid, label, before)
                 return PrepareResult(error=f"{label}: cannot write the checkpoint: {error}")
             self._tell_held()
+            if before is not None:
+                self._release(claim.uid, before.devices)  # what the old allocation set up
+            problem = self._apply(claim.uid, prepared.devices)
+            if problem:
+                return self._undo(claim.uid, label, problem)
         if before is not None:
             log.info("%s: its allocation changed since it was prepared; prepared afresh", label)
         return PrepareResult(prepared.devices)
+
+    def _undo(self, uid: str, label: str, problem: str) -> PrepareResult:
+        """Under the claim's lock: what the driver could not set up refuses the claim, which is forgotten."""
+        try:
+            self._checkpoint.remove(uid)
+        except OSError as error:  # it stays recorded; the kubelet's retry or its Unprepare settles it
+            log.error("%s: cannot forget it after a failed set-up: %s", label, error)
+        else:
+            self.holders.release(uid)
+            self._tell_held()
+        return PrepareResult(error=f"{label}: {problem}")
 
     def _restore(self, uid: str, label: str, before: PreparedClaim | None) -> None:
         if before is None:

@@ -39,12 +39,18 @@ def kubelet_dir(cluster: RealCluster) -> Path:
 
 @pytest.fixture
 def dra_driver(deployed: RealCluster) -> Iterator[Callable[..., OurDaemon]]:
-    """Start our DRA driver: dra_driver("--machine", "dgx1-v100", per_instance=False, holder=None)."""
+    """Start our DRA driver: dra_driver("--machine", "dgx1-v100", per_instance=False, holder=None, env=None)."""
     started: list[OurDaemon] = []
 
-    def start(*args: str, per_instance: bool = False, holder: str | None = None, wait: bool = True) -> OurDaemon:
+    def start(
+        *args: str,
+        per_instance: bool = False,
+        holder: str | None = None,
+        wait: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> OurDaemon:
         name = holder or f"driver-{next(_serial)}"
-        env = dra_env(deployed, name, per_instance=per_instance)
+        env = {**dra_env(deployed, name, per_instance=per_instance), **(env or {})}
         daemon = OurDaemon(deployed, name, dra_args(deployed, *args), env)
         started.append(daemon)
         return daemon.start(wait_ready=wait)

@@ -5,12 +5,16 @@ answering its share, a whole-GPU claim beside them, and the refusal where the se
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from testbed.fake_mps_control import program, stop_daemons
 from testbed.realnode.cluster import RealCluster
 from testbed.realnode.manifests import EXAMPLES
 from testbed.realnode.our_daemon import OurDaemon
@@ -115,3 +119,44 @@ def test_a_share_on_a_node_without_memory_shares_is_never_prepared_as_a_whole_gp
     # not; the Prepare is what refuses it.
     assert "request gpu asks for a share (memory 20Gi)" in why and "memoryShares is off" in why, why
     assert "memoryShares is off" in driver.log()
+
+
+PER_PROCESS = "gpu-memory-20gi-per-process"
+
+
+def test_per_process_shares_get_one_mps_daemon_per_gpu_and_a_cdi_spec_each_until_unprepared(
+    share_templates: RealCluster, dra_driver: Callable[..., OurDaemon]
+) -> None:
+    """The shipped per-process template (20 GiB, compute 30) as the real scheduler charges it and the real
+    kubelet prepares it, run by the project's MPS double (the daemon's lifecycle; it isolates nothing)."""
+    cluster = share_templates
+    root = Path(tempfile.mkdtemp(prefix="rn-mps-", dir="/tmp"))
+    env = {"MPS_CONTROL": program(root), "CDI_SPEC_DIR": str(root / "cdi"), "MPS_ROOT": str(root / "mps")}
+    try:
+        dra_driver("--machine", MACHINE, "--memory-shares", "true", "--memory-share-isolation", "per-process", env=env)
+        first = next(iter(devices(cluster).values()))
+        assert first["attributes"]["gpu-device-plugin.io/memoryIsolation"] == {"string": "per-process"}
+        policy = first["capacity"]["compute"]["requestPolicy"]
+        assert policy == {"default": "0", "validRange": {"min": "0", "step": "1"}}
+        results = []
+        for n in range(2):
+            pod = start_running(cluster, busybox_pod(f"mps-{n}", NAMESPACE, "sleep 3600", claims={"gpu": PER_PROCESS}))
+            results.append(result_of(claim_of(cluster, pod["metadata"]["name"], NAMESPACE)))
+        assert [(r["consumedCapacity"]["memory"], r["consumedCapacity"]["compute"]) for r in results] == [
+            ("20Gi", "30"),
+            ("20Gi", "30"),
+        ]
+        assert results[0]["device"] == results[1]["device"]  # best fit: the second share joins the first's GPU
+        shares = [d.share for c in checkpointed(cluster).values() for d in c.devices if d.share]
+        assert sorted((s.memory_mib, s.compute_percent) for s in shares) == [(20480, 30), (20480, 30)]
+        (pid_file,) = (root / "mps").glob("*/pipe/nvidia-cuda-mps-control.pid")  # one daemon for both shares
+        assert len(list((root / "cdi").glob("*.json"))) == 2
+        delete_and_wait(cluster, NAMESPACE, "mps-0")
+        cluster.kubectl.wait_for("mps-0's spec removed", lambda: len(list((root / "cdi").glob("*.json"))) == 1, 30)
+        assert pid_file.exists()  # the other share still uses the daemon
+        delete_and_wait(cluster, NAMESPACE, "mps-1")
+        cluster.kubectl.wait_for("the daemon stopped after the last share", lambda: not pid_file.exists(), 30)
+        assert list((root / "cdi").glob("*.json")) == []
+    finally:
+        stop_daemons(root)
+        shutil.rmtree(root, ignore_errors=True)
