@@ -169,7 +169,8 @@ class DraFrontEnd:
         """The hints for the GPUs held or unhealthy now (the static values while none is); True if changed."""
         whole = [(d.gpu_index, d.attributes) for d in self._all if is_whole_gpu(d.attributes)]
         holdings = self.decision.holdings()
-        held = {d.gpu_index for d in self._all if d.name in holdings}
+        held_uuids = {self._uuids.get(name) for name in holdings}  # a MIG device's former name too
+        held = {d.gpu_index for d in self._all if d.uuid in held_uuids}
         allocator = self._inventory.allocator if self._inventory is not None else None
         overrides = (
             occupancy_overrides(allocator, whole, held | set(self._taints), self.own_domain) if allocator else {}
@@ -181,7 +182,7 @@ class DraFrontEnd:
 
     def _marked_locked(self) -> None:
         """After the devices or the taints changed: what the prepare decision sees and the kubelet's health."""
-        unhealthy = frozenset(d.name for d in self._all if d.gpu_index in self._taints)
+        unhealthy = frozenset(n for d in self._all if d.gpu_index in self._taints for n in (d.name, *d.former_names))
         self.decision.see(self._uuids, unhealthy, shareable_memory(self._all))
         named = ((d.name, d.gpu_index) for d in self._all)
         trouble = self._mps_trouble
@@ -226,7 +227,7 @@ class DraFrontEnd:
             if devices == self._all:
                 return False
             self._all = devices
-            self._uuids = {d.name: d.uuid for d in devices}
+            self._uuids = {n: d.uuid for d in devices for n in (*d.former_names, d.name)}  # a Prepare takes both
             self._marked_locked()
             self._reranked_locked()
             published = self._published_locked()

@@ -5,9 +5,12 @@ backend's per-device facts (driver version, minor numbers), calls partitions; re
 Kubernetes objects: `slices` shapes those). The running driver builds its devices from the runtime's
 cached inventory (inventory_devices); `build_devices` reads a backend and a Topology afresh (`dra slices`).
 Names follow NVIDIA's DRA driver so that DeviceClasses and claims written for it keep working: a whole
-GPU is `gpu-<minor>`, a MIG device `gpu-<parent minor>-mig-<GI profile id>-<placement start>-<placement
-size>`. A GPU in MIG mode is published only through its MIG devices (as NVIDIA's driver does), and stays
-out of the partitions.
+GPU is `gpu-<minor>`, a MIG device `gpu-<parent minor>-mig-<GI profile, dots dropped>-<GI profile
+id>-<placement start>` (NVIDIA's scheme from v25.12, e.g. `gpu-0-mig-1g10gb-19-0`). The name earlier
+releases gave a MIG device (NVIDIA's before v25.12: `gpu-<minor>-mig-<GI profile id>-<placement
+start>-<placement size>`) is kept as a former name: never published, but a claim allocated under it
+before an upgrade is still prepared as the same device (docs/dra.md, names old to new). A GPU in MIG mode
+is published only through its MIG devices (as NVIDIA's driver does), and stays out of the partitions.
 
 Attribute names without a domain are the driver's own and mean what NVIDIA's driver means by them
 (ATTRIBUTES); the Kubernetes standard attributes live under resource.kubernetes.io. Ours, which NVIDIA's
@@ -18,6 +21,7 @@ docs/dra.md repeats both tables.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -94,6 +98,7 @@ class DraDevice:
     taints: tuple[DeviceTaint, ...] = ()  # its GPU's health (dra/taints.py); none while the GPU is Healthy
     request_policies: tuple[tuple[str, RequestPolicy], ...] = ()  # memory shares (dra/memory_shares.py)
     allow_multiple_allocations: bool = False  # a whole GPU with memoryShares on
+    former_names: tuple[str, ...] = ()  # names earlier releases published for it (never published now)
 
 
 def semver(text: str, parts: int = 3) -> str:
@@ -243,7 +248,8 @@ def _mig_device(
     profile = table.profile(gi_profile) if table is not None else None
     profile_id = profile.profile_id if profile is not None else -1
     minor = backend.device_minor(gpu.index)
-    name = f"gpu-{minor}-mig-{profile_id}-{mig.placement_start}-{mig.placement_size}"
+    name = f"gpu-{minor}-mig-{_label_of(gi_profile)}-{profile_id}-{mig.placement_start}"
+    former = f"gpu-{minor}-mig-{profile_id}-{mig.placement_start}-{mig.placement_size}"
     attrs: list[Attribute] = [
         ("type", "string", "mig"),
         ("uuid", "string", mig.uuid),
@@ -252,4 +258,11 @@ def _mig_device(
         *_gpu_attributes(backend, gpu, common),
         *_pci_attributes(gpu, topology),
     ]
-    return DraDevice(name, mig.uuid, gpu.index, tuple(attrs), (("memory", quantity_mib(mig.memory_mib)),))
+    capacity = (("memory", quantity_mib(mig.memory_mib)),)
+    return DraDevice(name, mig.uuid, gpu.index, tuple(attrs), capacity, former_names=(former,))
+
+
+def _label_of(profile: str) -> str:
+    """A MIG profile name as a part of a device name (a DNS label): "1g.10gb" -> "1g10gb", "1g.10gb+me" ->
+    "1g10gb-me" (NVIDIA's rule: dots dropped, lower case, anything else not in [a-z0-9-] made a dash)."""
+    return re.sub(r"[^a-z0-9-]", "-", profile.replace(".", "").lower()).strip("-")

@@ -19,7 +19,7 @@ from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
 from tests.adversarial.dra.harness import DRIVER, NODE, Devices, HeldClaims, dra_server, machine_uuids, prepare
 
 NVIDIA = "resource.nvidia.com/v1beta1"
-GPU, MIG = "gpu-4", "gpu-0-mig-9-4-4"  # a whole GPU and a MIG device of h100-mig-mixed
+GPU, MIG = "gpu-4", "gpu-0-mig-3g40gb-9-4"  # a whole GPU and a MIG device of h100-mig-mixed
 assert GPU in machine_uuids("h100-mig-mixed") and MIG in machine_uuids("h100-mig-mixed")
 
 

@@ -156,7 +156,7 @@ def test_mig_gpus_are_published_as_mig_devices_named_as_nvidias_driver_names_the
     assert mig and all(d.name.startswith(f"gpu-{attrs(d)['minor']}-mig-") for d in mig)
     assert all(g not in {0, 1, 2, 3} for group in partitions.groups[4] for g in group)
     seven = [d for d in mig if attrs(d)["profile"] == "7g.80gb"]
-    assert [d.name for d in seven] == ["gpu-3-mig-0-0-8"]  # GI profile 0 (7g) spans all 8 memory slices
+    assert [d.name for d in seven] == ["gpu-3-mig-7g80gb-0-0"]  # GI profile 0 (7g) spans all 8 memory slices
 
 
 def test_an_unhealthy_gpu_leaves_the_pool_and_the_partitions_are_recomputed() -> None:

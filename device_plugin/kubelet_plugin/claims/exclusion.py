@@ -119,15 +119,23 @@ _SNAPSHOTS = itertools.count(1)
 
 @dataclass(frozen=True)
 class Hold:
-    device: str
+    device: str  # its name in the claim's allocation (what messages say)
     admin_access: bool
     share: Share | None = None  # a share of the device, not all of it
+    # What makes two holds one device ("": the name). The Preparer passes the CDI device the container
+    # gets, so one device under two names (a MIG device's former and current name) is still one device.
+    identity: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.identity or self.device
 
 
 class DeviceHolders:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_device: dict[str, dict[str, tuple[str, bool]]] = {}  # device -> {claim uid: (label, admin)}
+        # device key -> {claim uid: (label, admin, the device's name in that claim)}
+        self._by_device: dict[str, dict[str, tuple[str, bool, str]]] = {}
         # device -> {claim uid: None} of the holders without adminAccess: an ordinary take checks these
         # only (an admin take checks none), so a take costs O(1) however many adminAccess claims share the
         # device (O(n) per take was O(n^2) for n claims of one GPU).
@@ -156,18 +164,18 @@ class DeviceHolders:
 
     def _refusal(self, uid: str, label: str, hold: Hold) -> str:
         """Why `uid` may not hold `hold` beside the others ("" when it may); under the lock."""
-        whole = self._exclusive.get(hold.device, {})
+        whole = self._exclusive.get(hold.key, {})
         other = next((o for o in whole if o != uid), None)  # at most two looks: `uid` itself, then one
         if other is None and hold.share is None:
-            other = next((o for o in self._shared.get(hold.device, {}) if o != uid), None)
+            other = next((o for o in self._shared.get(hold.key, {}) if o != uid), None)
         if other is not None:
-            return f"device {hold.device} is already prepared for {self._label(hold.device, other)}, not for {label}"
+            return f"device {hold.device} is already prepared for {self._label(hold.key, other)}, not for {label}"
         if hold.share is None:
             return ""
-        shares = self._other_shares(uid, hold.device)
+        shares = self._other_shares(uid, hold.key)
         twin = next((o for o, s in shares.items() if s.share_id == hold.share.share_id), None)
         if twin is not None:
-            twin_label = self._label(hold.device, twin)
+            twin_label = self._label(hold.key, twin)
             return f"share {hold.share.share_id} of {hold.device} is already prepared for {twin_label}"
         used = sum(s.memory_mib for s in shares.values())
         if not _fits(used, hold.share):
@@ -177,27 +185,30 @@ class DeviceHolders:
             )
         return ""
 
-    def _label(self, device: str, uid: str) -> str:
-        return self._by_device[device][uid][0]
+    def _label(self, key: str, uid: str) -> str:
+        return self._by_device[key][uid][0]
 
-    def _other_shares(self, uid: str, device: str) -> dict[str, Share]:
-        """The shares of `device` that claims other than `uid` hold (under the lock)."""
-        return {o: s for o, s in self._shared.get(device, {}).items() if o != uid}
+    def _other_shares(self, uid: str, key: str) -> dict[str, Share]:
+        """The shares of the device that claims other than `uid` hold (under the lock)."""
+        return {o: s for o, s in self._shared.get(key, {}).items() if o != uid}
 
     def release(self, uid: str) -> None:
         with self._lock:
             self._remove(uid)
 
     def rivals(self, uid: str, holds: Sequence[Hold]) -> list[tuple[str, str]]:
-        """(other claim's UID, device) for each device of `holds` held without adminAccess that another claim
-        holds without it too: what `take` would refuse, or a conflict the checkpoint was loaded with."""
+        """(other claim's UID, the device's name in that claim) for each device of `holds` held without
+        adminAccess that another claim holds without it too: what `take` would refuse, or a conflict the
+        checkpoint was loaded with."""
         with self._lock:
             ordinary = [hold for hold in holds if not hold.admin_access]
-            return [(other, hold.device) for hold in ordinary for other in self._rivals(uid, hold)]
+            return [
+                (other, self._by_device[hold.key][other][2]) for hold in ordinary for other in self._rivals(uid, hold)
+            ]
 
     def _rivals(self, uid: str, hold: Hold) -> list[str]:
-        rivals = [o for o in self._exclusive.get(hold.device, {}) if o != uid]
-        shares = self._other_shares(uid, hold.device)
+        rivals = [o for o in self._exclusive.get(hold.key, {}) if o != uid]
+        shares = self._other_shares(uid, hold.key)
         if hold.share is None:
             return rivals + list(shares)
         if not _fits(sum(s.memory_mib for s in shares.values()), hold.share):
@@ -208,33 +219,38 @@ class DeviceHolders:
         """(a number larger than every earlier snapshot's, the devices held without adminAccess now, whole
         or shared, and the MiB their shares hold of each shared one)."""
         with self._lock:
-            shared = {device: sum(s.memory_mib for s in held.values()) for device, held in self._shared.items()}
-            return next(_SNAPSHOTS), frozenset(self._exclusive) | frozenset(self._shared), shared
+            shared = {self._name(key): sum(s.memory_mib for s in held.values()) for key, held in self._shared.items()}
+            names = frozenset(self._name(key) for key in (*self._exclusive, *self._shared))
+            return next(_SNAPSHOTS), names, shared
+
+    def _name(self, key: str) -> str:
+        """A name the device is held under (the claims' allocations name it; under the lock)."""
+        return min(name for _, _, name in self._by_device[key].values())
 
     def holders(self, device: str) -> tuple[str, ...]:
-        """UIDs of the claims that hold `device` (for tests and logs)."""
+        """UIDs of the claims that hold the device named `device` (for tests and logs)."""
         with self._lock:
-            return tuple(sorted(self._by_device.get(device, {})))
+            return tuple(sorted(u for held in self._by_device.values() for u, (_, _, n) in held.items() if n == device))
 
     def _add(self, uid: str, label: str, holds: tuple[Hold, ...]) -> None:
         self._by_claim[uid] = holds
         for hold in holds:
-            self._by_device.setdefault(hold.device, {})[uid] = (label, hold.admin_access)
+            self._by_device.setdefault(hold.key, {})[uid] = (label, hold.admin_access, hold.device)
             if hold.admin_access:
                 continue
             if hold.share is None:
-                self._exclusive.setdefault(hold.device, {})[uid] = None
+                self._exclusive.setdefault(hold.key, {})[uid] = None
             else:
-                self._shared.setdefault(hold.device, {})[uid] = hold.share
+                self._shared.setdefault(hold.key, {})[uid] = hold.share
 
     def _remove(self, uid: str) -> None:
         for hold in self._by_claim.pop(uid, ()):
             for index in (self._by_device, self._exclusive, self._shared):
-                held = index.get(hold.device)
+                held = index.get(hold.key)
                 if held is not None:
                     held.pop(uid, None)
                     if not held:
-                        del index[hold.device]
+                        del index[hold.key]
 
 
 def _fits(used_mib: int, share: Share) -> bool:

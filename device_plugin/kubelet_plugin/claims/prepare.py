@@ -50,7 +50,11 @@ def claim_label(namespace: str, name: str, uid: str) -> str:
 
 
 def _holds(claim: PreparedClaim) -> tuple[Hold, ...]:
-    return tuple(Hold(d.device_name, d.admin_access, d.share) for d in claim.devices)
+    """A device is known by the CDI device its container gets: one device under two names is one device."""
+    return tuple(
+        Hold(d.device_name, d.admin_access, d.share, d.cdi_device_ids[0] if d.cdi_device_ids else "")
+        for d in claim.devices
+    )
 
 
 def _never() -> bool:
@@ -189,14 +193,12 @@ class Preparer:
     def _forget_unbacked(self, uid: str, label: str, prepared: PreparedClaim) -> None:
         """Other claims recorded on devices this claim was just read allocated: those the API server no longer
         backs are forgotten (claims/rivals.py), each named with this claim in a warning."""
-        pools = {d.device_name: d.pool_name for d in prepared.devices}
         for rival, device in self.holders.rivals(uid, _holds(prepared)):
             held = self._checkpoint.get(rival)
             if held is None:
                 continue
-            why = read_verdict(
-                self._fetcher, held.namespace, held.name, rival, device, pools[device], self._driver_name
-            )
+            pool = next((d.pool_name for d in held.devices if d.device_name == device), "")  # the rival's name
+            why = read_verdict(self._fetcher, held.namespace, held.name, rival, device, pool, self._driver_name)
             if not why:
                 continue
             rival_label = claim_label(held.namespace, held.name, rival)

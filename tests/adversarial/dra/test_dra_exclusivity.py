@@ -15,7 +15,7 @@ import pytest
 from device_plugin.kubelet_plugin.claims.prepare import ClaimRef
 from tests.adversarial.dra.harness import Devices, HeldClaims, machine_uuids, prepared_here, preparer_of
 
-MIG = "gpu-2-mig-19-3-1"
+MIG = "gpu-2-mig-1g5gb-19-3"
 CASES = [
     # (machine, device, first claim adminAccess, second claim adminAccess, second prepared?)
     ("dgx1-v100", "gpu-3", False, False, False),
