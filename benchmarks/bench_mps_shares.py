@@ -29,8 +29,8 @@ from _common import percentile, quiet_rounds, table
 from dra_driver import DRIVER, NODE, driver_on, prepare_samples
 
 from device_plugin.dra_standin.api_objects import allocated_claim
+from device_plugin.dra_standin.kubelet import DraKubeletStandin
 from testbed.fake_mps_control import program
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 
 def _row(name: str, samples: list[float], errors: int) -> list[str]:

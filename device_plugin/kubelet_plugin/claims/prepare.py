@@ -13,8 +13,11 @@ lock, then decided and written under the claim's lock, and only if no Unprepare 
 and its caller has not given up. A checkpointed claim is still read: while the API server says what the
 checkpoint says, the checkpoint's answer is given again; when the allocation changed, the claim is
 prepared afresh; when the read fails, the checkpoint answers (the kubelet read the claim just before).
-A device held by another prepared claim is refused (claims/exclusion.py). What a claim's devices are, and
-which of its opaque configs are refused, is the driver's decision.
+A device held by another prepared claim is refused (claims/exclusion.py; a device is known by the CDI
+device its container gets, so one device under two names is one). What a claim's devices are, and which
+of its opaque configs are refused, is the driver's decision; so is what they need on the node (the
+driver's apply, once the checkpoint has the claim, and release, once it no longer has it; adopt with every
+claim whenever the checkpoint is read), so that after a crash the checkpoint is what the driver matches.
 """
 
 from __future__ import annotations
