@@ -32,7 +32,7 @@ lint: $(STAMP) ## ruff check and ruff format --check
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP) ## mypy over the package
-	$(BIN)/mypy device_plugin mig timeslice testbed
+	$(BIN)/mypy device_plugin testbed
 
 # The suite runs in TEST_WORKERS processes (pytest-xdist), a test file per worker at a time (files share
 # cached machines): most tests wait on sockets, subprocesses and threads, so even 2 cores keep 4 workers
@@ -42,7 +42,7 @@ TEST_WORKERS ?= 4
 TEST_SUMMARY := $(CURDIR)/.test-summary  # each part's counts, printed last
 test: export PYTHONDONTWRITEBYTECODE :=
 test: lint typecheck $(STAMP) ## ruff, mypy and the whole test suite in parallel, then the real node (CI runs exactly this)
-	$(BIN)/python -m compileall -q api device_plugin mig timeslice tests benchmarks tools testbed
+	$(BIN)/python -m compileall -q api device_plugin tests benchmarks tools testbed
 	rm -f $(TEST_SUMMARY)
 	GPU_DEVICE_PLUGIN_TEST_SUMMARY=$(TEST_SUMMARY) \
 		$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --ignore=tests/real_node $(PYTEST_ARGS)

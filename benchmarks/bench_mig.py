@@ -11,10 +11,11 @@ import _common  # noqa: F401  (puts the checkout on sys.path)
 
 from device_plugin.allocation.protocols import device_sort_key
 from device_plugin.allocation.request import validate_preferred
+from device_plugin.config.sharing_model import Placement
+from device_plugin.mig.discovery import discover
+from device_plugin.mig.policy import MigAllocationPolicy
+from device_plugin.mig.strategy import build_resources
 from device_plugin.nvml.fake import FakeNvml
-from mig.discovery import discover
-from mig.policy import MigAllocationPolicy, MigPlacement
-from mig.strategy import build_resources
 
 ROUNDS = 300
 
@@ -25,7 +26,7 @@ def main() -> None:
     devices = {d.id: d for d in resources["nvidia.com/mig-1g.5gb"]}
     ids = sorted(devices)
     rank = {d.id: position for position, d in enumerate(sorted(devices.values(), key=device_sort_key))}
-    for placement in MigPlacement:
+    for placement in Placement:
         policy = MigAllocationPolicy(placement)
         for size in (1, 8, 28, 56):
             # Validated once, outside the timing: this measures the policy alone (as before the split).

@@ -25,12 +25,12 @@ from _common import target_line
 from device_plugin.allocation.protocols import device_sort_key
 from device_plugin.allocation.request import ValidatedRequest, validate_preferred
 from device_plugin.allocation.resources import ResourceManager
+from device_plugin.config.sharing_model import Placement
 from device_plugin.core.devices import Device
 from device_plugin.nvml.fake import FakeNvml
+from device_plugin.timeslice.policy import ReplicaPolicy
+from device_plugin.timeslice.replicas import replica_devices
 from tests.allocation_doubles import EnvVarResponseBuilder
-from timeslice.model import Placement
-from timeslice.policy import ReplicaPolicy
-from timeslice.replicas import replica_devices
 
 TARGET_P99_MS = 2.0
 NODES = (("hgx-h100", 16), ("island-16gpu", 8))

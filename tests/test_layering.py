@@ -16,10 +16,9 @@ Where this order differs from a plain reading of the layout, and why:
   and health services, claim reads, the prepare steps, slices, the checkpoint), is a layer of its own
   below node/ and above serving/: the driver (dra/) is built on it through one Driver protocol, and it
   may not import the runtime. HELPER_MAY_IMPORT keeps it off the GPU layers below it as well.
-- process/ (signals, log output; used by cli and commands/run, importing nothing of ours) sits beside
-  node/.
-- mig/ and timeslice/ sit above allocation/: they implement its policy protocol for their sharing modes
-  and read its ValidatedRequest; allocation/ never names them (kubelet/composition picks the policy).
+- process/ (signals, log output; used by cli and commands/run, importing nothing of ours) sits beside node/.
+- mig/ and timeslice/ (inside device_plugin/) sit above allocation/: they implement its policy protocol,
+  read its ValidatedRequest and share its gpu_choice; allocation/ never names them (kubelet/composition).
 - observability/ > health/ > allocator/ > topology/: labels need the topology; the allocator needs the
   topology; health transitions are what metrics and labels report, so health sits below observability.
 - serving/ sits just below kubelet/ and kubelet_plugin/: both serve kubelet sockets the same way (one
@@ -47,7 +46,7 @@ from tests import layering_rules
 from tests.layering_rules import cycles, diagram_layers, direction_violations, dynamic_imports, matches, read_source
 
 ROOT = Path(__file__).resolve().parents[1]
-SCANNED = ("device_plugin", "mig", "timeslice", "api")
+SCANNED = ("device_plugin", "api")
 DIAGRAM = ROOT / "docs" / "architecture.md"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
@@ -57,7 +56,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.node", "device_plugin.process"),
     ("device_plugin.kubelet_plugin",),
     ("device_plugin.serving",),
-    ("mig", "timeslice"),
+    ("device_plugin.mig", "device_plugin.timeslice"),
     ("device_plugin.allocation",),
     ("device_plugin.observability",),
     ("device_plugin.health",),
@@ -111,6 +110,7 @@ VALUE_TYPES = (
     "device_plugin.nvml.mig_types",
     "device_plugin.config.sharing_model",  # the typed `sharing` section
     "device_plugin.config.sharing",  # its pure parser (raw mapping -> those types), no I/O
+    "device_plugin.allocation.gpu_choice",  # how both ask which GPUs a request spans (one placement helper)
 )
 
 # What the kubelet-plugin helper may import besides itself: no GPU layer (nvml, topology, allocator, health,
@@ -146,7 +146,7 @@ def test_the_scan_sees_the_code() -> None:
     # Guards against rules that pass because they scanned nothing.
     assert len(CODE) > 80, CODE
     assert sum(len(SOURCE.edges[m]) for m in CODE) > 200
-    assert {"device_plugin.nvml.real", "device_plugin.kubelet.servicer", "mig.policy", "timeslice.policy"} <= set(CODE)
+    assert {"device_plugin.nvml.real", "device_plugin.kubelet.servicer", "device_plugin.mig.policy", "device_plugin.timeslice.policy"} <= set(CODE)
 
 
 def test_every_module_has_a_layer() -> None:
@@ -236,7 +236,7 @@ def test_the_helper_check_catches_a_gpu_import() -> None:
     }
 
 
-@pytest.mark.parametrize("package", ["mig", "timeslice"], ids=["mig", "timeslice"])
+@pytest.mark.parametrize("package", ["device_plugin.mig", "device_plugin.timeslice"], ids=["mig", "timeslice"])
 def test_mig_and_timeslice_see_value_types_only(package: str) -> None:
     modules = [m for m in CODE if m == package or m.startswith(package + ".")]
     assert len(modules) > 3, modules

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-OURS = ("device_plugin", "mig", "timeslice")
+OURS = ("device_plugin",)
 
 
 def _hand_named_loggers(path: Path) -> list[str]:

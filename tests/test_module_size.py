@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKED = ("device_plugin", "mig", "timeslice", "tools", "benchmarks", "tests")
+CHECKED = ("device_plugin", "tools", "benchmarks", "tests")
 MAX_LINES = 300
 
 

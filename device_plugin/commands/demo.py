@@ -45,11 +45,11 @@ from device_plugin.kubelet.composition import Node, build_node, envvar_conflicts
 from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.kubelet.lifecycle import LifecycleTiming
 from device_plugin.kubelet.standin import KubeletStandIn, PluginConnection
+from device_plugin.mig.policy import MigAllocationPolicy
 from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
 from device_plugin.nvml.fake import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
-from mig.policy import MigAllocationPolicy
-from timeslice.policy import ReplicaPolicy
+from device_plugin.timeslice.policy import ReplicaPolicy
 
 NAME = "demo"
 HELP = "show the plugin and a kubelet stand-in at work on a simulated node (no GPU, no Kubernetes needed)"
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
                     "GPUs and MIG devices as devices of their own types, and a claim's DeviceClass chooses."
                 )
             return demo_dra.walk_through(backend, config, plugin_dir, args.machine, args.fast)
-        with WarningsLogged("timeslice") as composed:
+        with WarningsLogged("device_plugin.timeslice") as composed:
             node = build_node(backend, config)
         for line in composed.lines:  # e.g. a sharing entry for a resource this node does not serve
             print(f"Note: {line}")

@@ -12,10 +12,10 @@ import json
 from device_plugin.commands._compose import Composed, add_config_arguments, composed_node
 from device_plugin.commands._machine import add_machine_argument, fail
 from device_plugin.core.errors import PluginError
+from device_plugin.mig.render import render_mig_tree
+from device_plugin.timeslice import describe_sharing
 from device_plugin.topology.build import build_topology
 from device_plugin.topology.model import Topology
-from mig.render import render_mig_tree
-from timeslice import describe_sharing
 
 NAME = "topology"
 HELP = "print the GPU topology matrix (NVLink / NVSwitch / PCIe level, NUMA) and per-pair bandwidth"

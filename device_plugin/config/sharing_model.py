@@ -1,10 +1,10 @@
 """Value types of the `sharing` section (time-slicing), after parsing and validation.
 
 Boundary: plain frozen data. Parsing lives in config/sharing.py (when the config loads), resolving GPU
-entries against the node in timeslice.config, building replicas in timeslice.replicas (timeslice.model
-re-exports these types). Every spec keeps the dotted config path it came from
-(`field`), so a fault found later (when the node's devices are known) still names the field the
-operator has to fix.
+entries against the node in timeslice/config.py, building replicas in timeslice/replicas.py. Placement is
+also the MIG policy's (mig/policy.py): one enum for flags.plugin.sharedDevicesAllocationPolicy. Every
+spec keeps the dotted config path it came from (`field`), so a fault found later (when the node's devices
+are known) still names the field the operator has to fix.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ SHARED_SUFFIX = ".shared"  # renameByDefault appends it, as NVIDIA's plugin does
 
 
 class Placement(StrEnum):
-    """How replicas of a multi-replica request are spread over the physical devices behind them."""
+    """How a request's replicas (time-slicing) or MIG devices are spread over the devices and GPUs behind them."""
 
     DISTRIBUTED = "distributed"  # least-loaded devices first, one replica per device while possible
     PACKED = "packed"  # most-loaded devices first: keeps whole GPUs free for later requests

@@ -38,13 +38,13 @@ from device_plugin.dra.ranked_sets import (
 )
 from device_plugin.dra.single_order import RANK_ATTRIBUTE, WHOLE_GPU, single_gpu_order
 from device_plugin.kubelet_plugin.api.devices import Attribute, DeviceTaint, RequestPolicy
+from device_plugin.mig.discovery import discover
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.nvml.mig_profiles import profile_table
 from device_plugin.nvml.mig_types import MigDevice
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.topology.model import Topology
-from mig.discovery import discover
 
 STANDARD = "resource.kubernetes.io/"
 ATTRIBUTES = {

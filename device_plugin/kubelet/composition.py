@@ -31,14 +31,15 @@ from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config.model import Config
 from device_plugin.config.resource_names import parse_resource_naming
+from device_plugin.config.sharing_model import Placement
 from device_plugin.core.ids import parse_device_id
+from device_plugin.mig.discovery import MigInventory
+from device_plugin.mig.policy import MigAllocationPolicy
+from device_plugin.mig.strategy import build_resources as mig_resources
 from device_plugin.node.inventory import NodeInventory, scan_inventory
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
-from mig.discovery import MigInventory
-from mig.policy import MigAllocationPolicy, MigPlacement
-from mig.strategy import build_resources as mig_resources
-from timeslice import (
+from device_plugin.timeslice import (
     AdvertisedResources,
     ReplicaPolicy,
     ReplicaResponseBuilder,
@@ -155,7 +156,7 @@ def compose_node(
         is_mig = name not in advertised.shared and devices[0].id in mig_ids
         if is_mig:
             policy: AllocationPolicy = MigAllocationPolicy(
-                MigPlacement.parse(placement), choose_gpus=allocator.allocate, resource_name=name
+                Placement(placement), choose_gpus=allocator.allocate, resource_name=name
             )
             response: ResponseBuilder = builder
         else:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from device_plugin.allocator import Allocator
+from device_plugin.mig.discovery import MigInventory, discover
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
 from device_plugin.topology.build import build_topology
 from device_plugin.topology.model import Topology
-from mig.discovery import MigInventory, discover
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from device_plugin.config.model import parse_config
 from device_plugin.config.sharing import parse_sharing_section, sharing_as_file
 from device_plugin.config.sharing_model import Placement, SelectionEntry
 from device_plugin.core.errors import ConfigError
+from device_plugin.timeslice.config import resolve_sharing
 from tests.timeslice.node import SERVER_8
-from timeslice.config import resolve_sharing
 
 TS = "sharing.timeSlicing"
 GPU4 = {"name": "nvidia.com/gpu", "replicas": 4}

@@ -5,10 +5,10 @@ from __future__ import annotations
 from device_plugin.allocation.protocols import VISIBLE_DEVICES_ENV
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Device
+from device_plugin.mig.discovery import discover
+from device_plugin.mig.policy import MigAllocationPolicy
+from device_plugin.mig.strategy import build_resources
 from device_plugin.nvml.fake import FakeNvml
-from mig.discovery import discover
-from mig.policy import MigAllocationPolicy
-from mig.strategy import build_resources
 from tests.allocation_doubles import EnvVarResponseBuilder
 
 

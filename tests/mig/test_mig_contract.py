@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
+from device_plugin.mig.discovery import discover
+from device_plugin.mig.render import render_mig_tree
+from device_plugin.mig.strategy import build_resources
 from device_plugin.nvml.mig_types import mig_device_sort_key
 from device_plugin.nvml.protocol import NvmlBackend
-from mig.discovery import discover
-from mig.render import render_mig_tree
-from mig.strategy import build_resources
 
 
 def test_mig_devices_belong_to_their_parent_and_do_not_overlap(backend: NvmlBackend) -> None:

@@ -6,11 +6,15 @@ import random
 
 import pytest
 
+from device_plugin.allocation.gpu_choice import lowest_index_gpus
+from device_plugin.config.loader import load_config
+from device_plugin.config.sharing_model import Placement
 from device_plugin.core.devices import Device
+from device_plugin.core.errors import ConfigError
+from device_plugin.mig.discovery import discover
+from device_plugin.mig.policy import MigAllocationPolicy
+from device_plugin.mig.strategy import build_resources
 from device_plugin.nvml.fake import FakeNvml
-from mig.discovery import discover
-from mig.policy import MigAllocationPolicy, MigPlacement, lowest_index_gpus
-from mig.strategy import build_resources
 from tests.validated import validated
 
 
@@ -48,13 +52,13 @@ def test_spread_prefers_the_least_loaded_gpus() -> None:
 def test_pack_fills_the_busiest_gpu_first() -> None:
     taken = set(ids_on(A100, 5)[:2])
     available = sorted(set(A100) - taken)
-    chosen = MigAllocationPolicy(MigPlacement.PACK).choose(validated(A100, available, [], 6))
+    chosen = MigAllocationPolicy(Placement.PACKED).choose(validated(A100, available, [], 6))
     assert parents(A100, chosen) == [0, 5, 5, 5, 5, 5]  # GPU 5 filled, then the lowest empty one
 
 
 def test_pack_stays_on_the_gpu_of_must_include() -> None:
     must = [ids_on(A100, 6)[2]]
-    chosen = MigAllocationPolicy(MigPlacement.PACK).choose(validated(A100, sorted(A100), must, 3))
+    chosen = MigAllocationPolicy(Placement.PACKED).choose(validated(A100, sorted(A100), must, 3))
     assert must[0] in chosen
     assert parents(A100, chosen) == [6, 6, 6]
 
@@ -84,9 +88,9 @@ def test_an_invalid_choose_gpus_answer_falls_back_to_lowest(caplog: pytest.LogCa
     assert any("falling back" in r.message for r in caplog.records)
 
 
-@pytest.mark.parametrize("placement", list(MigPlacement), ids=[p.value for p in MigPlacement])
+@pytest.mark.parametrize("placement", list(Placement), ids=[p.value for p in Placement])
 @pytest.mark.parametrize("size", [1, 3, 9, 20])
-def test_answer_does_not_depend_on_input_order(placement: MigPlacement, size: int) -> None:
+def test_answer_does_not_depend_on_input_order(placement: Placement, size: int) -> None:
     rng = random.Random(size)
     available = sorted(set(A100) - set(rng.sample(sorted(A100), 10)))
     policy = MigAllocationPolicy(placement)
@@ -107,11 +111,17 @@ def test_mixed_resource_spreads_over_the_gpus_that_offer_the_profile() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("distributed", MigPlacement.SPREAD), ("packed", MigPlacement.PACK), ("spread", MigPlacement.SPREAD)],
-    ids=["nvidia-distributed", "nvidia-packed", "ours"],
+    [("distributed", Placement.DISTRIBUTED), ("packed", Placement.PACKED)],
+    ids=["nvidia-distributed", "nvidia-packed"],
 )
-def test_placement_names(value: str, expected: MigPlacement) -> None:
-    assert MigPlacement.parse(value) is expected
+def test_one_config_field_names_the_placement_of_mig_and_time_slicing_alike(value: str, expected: Placement) -> None:
+    config = load_config(config_file=None, env={"SHARED_DEVICES_ALLOCATION_POLICY": value})
+    assert Placement(config.flags.plugin.shared_devices_allocation_policy) is expected
+
+
+def test_a_placement_nvidia_does_not_name_is_refused_when_the_config_loads() -> None:
+    with pytest.raises(ConfigError, match="sharedDevicesAllocationPolicy"):
+        load_config(config_file=None, env={"SHARED_DEVICES_ALLOCATION_POLICY": "spread"})
 
 
 def test_lowest_index_gpus_keeps_must() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from device_plugin.mig.render import render_mig_tree
 from device_plugin.nvml.fake import FakeNvml
-from mig.render import render_mig_tree
 
 
 def test_tree_lists_mig_devices_under_their_parents() -> None:

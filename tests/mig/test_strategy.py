@@ -6,9 +6,9 @@ import pytest
 
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.mig_strategy import MigStrategy
+from device_plugin.mig.discovery import discover
+from device_plugin.mig.strategy import build_resources, mig_resource
 from device_plugin.nvml.fake import FakeNvml
-from mig.discovery import discover
-from mig.strategy import build_resources, mig_resource
 
 
 def resources_of(machine: str, strategy: str, fake: FakeNvml | None = None) -> dict[str, tuple]:

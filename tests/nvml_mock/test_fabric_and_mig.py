@@ -8,12 +8,12 @@ from collections.abc import Callable
 
 import pytest
 
+from device_plugin.mig.discovery import discover
+from device_plugin.mig.strategy import build_resources
 from device_plugin.nvml.fabric_types import NO_FABRIC, FabricInfo, FabricState
 from device_plugin.nvml.mig_types import MigMode
 from device_plugin.observability.labels import compute_labels
 from device_plugin.topology.build import build_topology
-from mig.discovery import discover
-from mig.strategy import build_resources
 from tests.nvml_mock.conftest import HostPool, OpenReal, eventually
 from tests.nvml_mock.mock_folder import PROFILES
 from tests.nvml_mock.remote import MockHost, RemoteBackend

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from device_plugin.config.sharing import parse_sharing_section
-from timeslice.config import resolve_sharing
-from timeslice.model import GpuRef, Placement, SharingConfig
+from device_plugin.config.sharing_model import Placement, SharingConfig
+from device_plugin.timeslice.config import GpuRef, resolve_sharing
 
 
 def parse_sharing(

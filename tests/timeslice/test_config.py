@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
+from device_plugin.config.sharing_model import Placement, SelectionKind
 from device_plugin.core.errors import ConfigError
+from device_plugin.timeslice.config import MPS_NOT_SUPPORTED
 from tests.timeslice.node import SERVER_8
 from tests.timeslice.parsed import parse_sharing
-from timeslice.config import MPS_NOT_SUPPORTED
-from timeslice.model import Placement, SelectionKind
 
 TS = "sharing.timeSlicing"
 

@@ -7,12 +7,12 @@ import pytest
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Health
 from device_plugin.core.errors import PluginError, UnhealthyDeviceError
+from device_plugin.timeslice.memory import NO_MEMORY_ISOLATION_WARNING, describe_sharing, replica_memory_mib
+from device_plugin.timeslice.policy import ReplicaPolicy
+from device_plugin.timeslice.replicas import share_resources
 from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 from tests.timeslice.node import SERVER_8, WORKSTATION_4, base_devices, gpus, mig_devices
 from tests.timeslice.parsed import parse_sharing
-from timeslice.memory import NO_MEMORY_ISOLATION_WARNING, describe_sharing, replica_memory_mib
-from timeslice.policy import ReplicaPolicy
-from timeslice.replicas import share_resources
 
 GPU = "nvidia.com/gpu"
 MIG = "nvidia.com/mig-1g.10gb"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from device_plugin.core.devices import Device, Health
 from device_plugin.core.ids import DeviceId, format_replica_id, parse_device_id
-from timeslice.replicas import replica_devices
+from device_plugin.timeslice.replicas import replica_devices
 
 # Base IDs as NVML produces them never contain ':' ("GPU-<uuid>", "MIG-<uuid>", legacy "MIG-GPU-<uuid>/gi/ci").
 bases = st.text(alphabet=st.characters(blacklist_characters=":", blacklist_categories=("Cs",)), min_size=1)

@@ -10,14 +10,14 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from device_plugin.allocation.resources import ResourceManager
+from device_plugin.config.sharing_model import Placement
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import InvalidRequestError
+from device_plugin.timeslice.policy import ReplicaPolicy
+from device_plugin.timeslice.replicas import replica_devices
 from tests.allocation_doubles import EnvVarResponseBuilder
 from tests.timeslice.node import base_devices, machine_gpus
 from tests.validated import validated
-from timeslice.model import Placement
-from timeslice.policy import ReplicaPolicy
-from timeslice.replicas import replica_devices
 
 DISTRIBUTED, PACKED = Placement.DISTRIBUTED, Placement.PACKED
 

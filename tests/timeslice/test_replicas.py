@@ -9,9 +9,9 @@ import pytest
 
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.ids import parse_device_id
+from device_plugin.timeslice.replicas import MAX_DEVICE_ID_LENGTH, share_resource, share_resources
 from tests.timeslice.node import SERVER_8, base_devices, mig_devices
 from tests.timeslice.parsed import parse_sharing
-from timeslice.replicas import MAX_DEVICE_ID_LENGTH, share_resource, share_resources
 
 GPU = "nvidia.com/gpu"
 MIG = "nvidia.com/mig-1g.10gb"

@@ -9,12 +9,12 @@ import pytest
 from device_plugin.allocation.protocols import VISIBLE_DEVICES_ENV
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.errors import InvalidRequestError
+from device_plugin.timeslice.policy import ReplicaPolicy
+from device_plugin.timeslice.replicas import share_resources
+from device_plugin.timeslice.response import ReplicaResponseBuilder
 from tests.allocation_doubles import EnvVarResponseBuilder
 from tests.timeslice.node import SERVER_8, base_devices
 from tests.timeslice.parsed import parse_sharing
-from timeslice.policy import ReplicaPolicy
-from timeslice.replicas import share_resources
-from timeslice.response import ReplicaResponseBuilder
 
 GPU = "nvidia.com/gpu"
 U0, U1 = SERVER_8[0].uuid, SERVER_8[1].uuid

@@ -17,7 +17,7 @@ from device_plugin.allocation.protocols import ResponseBuilder
 from device_plugin.core.devices import ContainerAllocation, Device
 from device_plugin.core.errors import InvalidRequestError
 from device_plugin.core.ids import parse_device_id
-from timeslice.replicas import KUBELET_CHOSEN_ADVICE, SharedResource
+from device_plugin.timeslice.replicas import KUBELET_CHOSEN_ADVICE, SharedResource
 
 log = logging.getLogger(__name__)
 

@@ -12,57 +12,27 @@ tie on the placement key:
 - pack (NVIDIA's "packed"): key (-(load + picked), free devices left). Fills the busiest GPU first and
   stays on it (best fit), so whole GPUs stay empty for re-partitioning or for bigger requests.
 When a tier has more GPUs than the request still takes from it, the GPUs are chosen by the injected
-`choose_gpus(candidates, must, count)` (the topology objective; `must` are the GPUs the request already
-holds, `candidates` include them, the result has `count` GPUs including `must`). A failing or invalid
-answer falls back to the lowest indices with a warning. Inside a GPU, devices go in canonical order.
+`choose_gpus` (allocation/gpu_choice.py). A failing or invalid answer falls back to the lowest indices
+with a warning. Inside a GPU, devices go in canonical order. The placement is the config's (one enum for
+MIG and time-slicing, flags.plugin.sharedDevicesAllocationPolicy): DISTRIBUTED spreads, PACKED packs.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from enum import StrEnum
 
+from device_plugin.allocation.gpu_choice import ChooseGpus, lowest_index_gpus
 from device_plugin.allocation.protocols import ValidatedRequest, device_sort_key
-from device_plugin.core.errors import ConfigError
+from device_plugin.config.sharing_model import Placement
 
 log = logging.getLogger(__name__)
-
-ChooseGpus = Callable[[tuple[int, ...], tuple[int, ...], int], tuple[int, ...]]
-
-
-class MigPlacement(StrEnum):
-    SPREAD = "spread"
-    PACK = "pack"
-
-    @classmethod
-    def parse(cls, value: str) -> MigPlacement:
-        """Accepts our names and NVIDIA's (distributed / packed)."""
-        aliases = {"distributed": cls.SPREAD, "packed": cls.PACK}
-        if value in aliases:
-            return aliases[value]
-        try:
-            return cls(value)
-        except ValueError:
-            raise ConfigError(
-                "flags.sharedDevicesAllocationPolicy", f"{value!r} is not spread/distributed or pack/packed"
-            ) from None
-
-
-def lowest_index_gpus(candidates: tuple[int, ...], must: tuple[int, ...], count: int) -> tuple[int, ...]:
-    """Topology-blind default: the `must` GPUs, then the lowest candidate indices, `count` in all."""
-    chosen = sorted(set(must))
-    for gpu in sorted(set(candidates) - set(must)):
-        if len(chosen) >= count:
-            break
-        chosen.append(gpu)
-    return tuple(sorted(chosen))
 
 
 class MigAllocationPolicy:
     def __init__(
         self,
-        placement: MigPlacement = MigPlacement.SPREAD,
+        placement: Placement = Placement.DISTRIBUTED,
         *,
         choose_gpus: ChooseGpus | None = None,
         resource_name: str = "MIG resource",
@@ -98,7 +68,7 @@ class MigAllocationPolicy:
             key = self._key(load, picked, free)
             best = min(key(gpu) for gpu in candidates)
             tier = sorted(gpu for gpu in candidates if key(gpu) == best)
-            batch = 1 if self.placement is MigPlacement.PACK else min(size - len(chosen), len(tier))
+            batch = 1 if self.placement is Placement.PACKED else min(size - len(chosen), len(tier))
             for gpu in self._pick_gpus(tier, picked, batch):
                 chosen.append(free[gpu].pop(0))
                 picked[gpu] += 1
@@ -119,7 +89,7 @@ class MigAllocationPolicy:
     def _key(
         self, load: Mapping[int, int], picked: Mapping[int, int], free: Mapping[int, list[str]]
     ) -> Callable[[int], tuple[int, ...]]:
-        if self.placement is MigPlacement.SPREAD:
+        if self.placement is Placement.DISTRIBUTED:
             return lambda gpu: (picked[gpu], load[gpu])
         return lambda gpu: (-(load[gpu] + picked[gpu]), len(free[gpu]))
 

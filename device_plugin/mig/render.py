@@ -5,8 +5,8 @@ Boundary: reads a MigBackend (gpus, mig_mode, mig_devices) and returns text; no 
 
 from __future__ import annotations
 
-from mig.discovery import MigBackend, discover
-from mig.strategy import mig_resource
+from device_plugin.mig.discovery import MigBackend, discover
+from device_plugin.mig.strategy import mig_resource
 
 
 def render_mig_tree(backend: MigBackend) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from device_plugin.core.errors import PluginError
-from timeslice.replicas import AdvertisedResources
+from device_plugin.timeslice.replicas import AdvertisedResources
 
 NO_MEMORY_ISOLATION_WARNING = (
     "time-slicing has no memory or fault isolation: every replica sees the whole GPU memory, "

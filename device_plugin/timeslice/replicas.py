@@ -19,10 +19,16 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from device_plugin.allocation.protocols import device_sort_key
+from device_plugin.config.sharing_model import (
+    Placement,
+    SelectionKind,
+    SharedResourceSpec,
+    SharingConfig,
+    TimeSlicingConfig,
+)
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.ids import REPLICA_SEPARATOR, format_replica_id, parse_device_id
-from timeslice.model import Placement, SelectionKind, SharedResourceSpec, SharingConfig, TimeSlicingConfig
 
 log = logging.getLogger(__name__)
 

@@ -11,13 +11,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Protocol
 
 from device_plugin.config.sharing import MPS_NOT_SUPPORTED
+from device_plugin.config.sharing_model import DeviceSelection, SelectionEntry, SelectionKind, SharingConfig
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short
-from timeslice.model import DeviceSelection, GpuRef, SelectionEntry, SelectionKind, SharingConfig
 
-__all__ = ["MPS_NOT_SUPPORTED", "resolve_sharing"]
+__all__ = ["MPS_NOT_SUPPORTED", "GpuRef", "resolve_sharing"]
+
+
+class GpuRef(Protocol):
+    """What resolving `devices` entries needs to know about a GPU (device_plugin.nvml.types.GpuInfo fits)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def uuid(self) -> str: ...
 
 
 def resolve_sharing(sharing: SharingConfig, gpus: Sequence[GpuRef]) -> SharingConfig:

@@ -13,8 +13,8 @@ Picks are made in tiers; a tier is the set of units that tie on the placement ke
 - require_distinct: a unit serves at most one replica of the request; if too few units have a free
   replica, the request is refused with InvalidRequestError (Allocate would refuse it anyway).
 When a tier offers more GPUs than the request still needs, the GPUs are chosen by the injected
-topology objective `choose_gpus(candidates, must, count)`, given the GPUs the request already holds,
-so replicas spanning several GPUs land on well-connected ones. Ties end in canonical order.
+topology objective (allocation/gpu_choice.py), given the GPUs the request already holds, so replicas
+spanning several GPUs land on well-connected ones. Ties end in canonical order.
 """
 
 from __future__ import annotations
@@ -23,30 +23,19 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from device_plugin.allocation.gpu_choice import ChooseGpus, lowest_index_gpus
 from device_plugin.allocation.protocols import ValidatedRequest
+from device_plugin.config.sharing_model import Placement
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import InvalidRequestError
 from device_plugin.core.ids import parse_device_id
-from timeslice.model import Placement
-from timeslice.replicas import KUBELET_CHOSEN_ADVICE, SharedResource
+from device_plugin.timeslice.replicas import KUBELET_CHOSEN_ADVICE, SharedResource
 
 log = logging.getLogger(__name__)
 
 _PARSE_CACHE_LIMIT = 1 << 16
 _Layout = tuple[tuple[str, tuple[int, ...]], ...]  # (device ID, gpu_indices) of every device of the resource
 _Totals = dict[str, tuple[tuple[int, ...], int]]  # unit base -> (gpu_indices, replicas in the resource)
-ChooseGpus = Callable[[tuple[int, ...], tuple[int, ...], int], tuple[int, ...]]
-
-
-def lowest_index_gpus(candidates: tuple[int, ...], must: tuple[int, ...], count: int) -> tuple[int, ...]:
-    """The topology-blind default: `must`, then the lowest candidate indices."""
-    chosen = sorted(set(must))
-    for gpu in sorted(set(candidates)):
-        if len(chosen) >= count:
-            break
-        if gpu not in chosen:
-            chosen.append(gpu)
-    return tuple(sorted(chosen))
 
 
 @dataclass

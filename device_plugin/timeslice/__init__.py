@@ -11,12 +11,20 @@ Health fan-out needs nothing here: every replica carries its GPU's gpu_indices, 
 ResourceManager.set_gpu_health reaches all of them.
 """
 
-from timeslice.config import MPS_NOT_SUPPORTED, resolve_sharing
-from timeslice.memory import NO_MEMORY_ISOLATION_WARNING, describe_sharing, replica_memory_mib
-from timeslice.model import GPU_RESOURCE, Placement, SharedResourceSpec, SharingConfig, TimeSlicingConfig
-from timeslice.policy import ChooseGpus, ReplicaPolicy, lowest_index_gpus
-from timeslice.replicas import AdvertisedResources, SharedResource, replica_devices, share_resource, share_resources
-from timeslice.response import ReplicaResponseBuilder
+from device_plugin.allocation.gpu_choice import ChooseGpus, lowest_index_gpus
+from device_plugin.config.sharing_model import Placement, SharedResourceSpec, SharingConfig, TimeSlicingConfig
+from device_plugin.core.names import GPU_RESOURCE
+from device_plugin.timeslice.config import MPS_NOT_SUPPORTED, resolve_sharing
+from device_plugin.timeslice.memory import NO_MEMORY_ISOLATION_WARNING, describe_sharing, replica_memory_mib
+from device_plugin.timeslice.policy import ReplicaPolicy
+from device_plugin.timeslice.replicas import (
+    AdvertisedResources,
+    SharedResource,
+    replica_devices,
+    share_resource,
+    share_resources,
+)
+from device_plugin.timeslice.response import ReplicaResponseBuilder
 
 __all__ = [
     "GPU_RESOURCE",
