@@ -21,9 +21,9 @@ import _common  # noqa: F401  (puts the checkout on sys.path)
 from _common import percentile, table
 
 from device_plugin.allocator import Allocator
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
-from device_plugin.nvml.machine_description import parse_machine_description
+from device_plugin.nvml.fake.catalog import shipped_machine_names
+from device_plugin.nvml.fake.description import parse_machine_description
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from device_plugin.topology.model import Topology
 

@@ -49,8 +49,8 @@ from device_plugin.core.devices import Health
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.health.state import HealthTransition
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.catalog import shipped_machine_names
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 # ---- (a) and (b): the running driver (dra_driver.py) -----------------------------------------------------

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from _common import percentile, quiet_rounds, table, target_line
 
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.dra.api_standin import ApiStandin
 from tests.dra.driver_node import NODE, Node
 from tests.dra.rolling import MACHINE, Outcome, replace_driver

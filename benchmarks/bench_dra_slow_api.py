@@ -28,7 +28,7 @@ from _common import percentile, table, target_line
 from dra_driver import DRIVER, NODE, running_driver
 
 from device_plugin.dra_standin.api_objects import allocated_claim
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from _common import percentile, table, target_line
 
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.dra.api_standin import ApiStandin
 from tests.dra.driver_node import DRIVER, NODE, Node
 from tests.dra.rolling import GPUS, MACHINE, NEW, OLD, start_instance

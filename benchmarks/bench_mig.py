@@ -15,7 +15,7 @@ from device_plugin.config.sharing_model import Placement
 from device_plugin.mig.discovery import discover
 from device_plugin.mig.policy import MigAllocationPolicy
 from device_plugin.mig.strategy import build_resources
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 
 ROUNDS = 300
 

@@ -40,7 +40,7 @@ from device_plugin.health.state import HealthTransition
 from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.node.runtime import NodeRuntime
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 from tests.timing import FAST_LIFECYCLE

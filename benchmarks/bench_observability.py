@@ -39,7 +39,7 @@ from prometheus_client import CollectorRegistry
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Device, Health
 from device_plugin.health.state import HealthTransition
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.telemetry import GpuTelemetry, TelemetrySource
 from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness
 from device_plugin.observability.metrics import PluginMetrics

@@ -19,8 +19,8 @@ from _common import table
 
 from device_plugin.allocator import Allocator
 from device_plugin.allocator.simulation import Placement, SimulationResult, generate_workload, policies, replay
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.catalog import shipped_machine_names
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 
 

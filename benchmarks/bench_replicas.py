@@ -27,7 +27,7 @@ from device_plugin.allocation.request import ValidatedRequest, validate_preferre
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.sharing_model import Placement
 from device_plugin.core.devices import Device
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.timeslice.policy import ReplicaPolicy
 from device_plugin.timeslice.replicas import replica_devices
 from tests.allocation_doubles import EnvVarResponseBuilder

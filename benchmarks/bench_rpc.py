@@ -34,8 +34,8 @@ from _common import percentile, table
 
 from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.catalog import shipped_machine_names
+from device_plugin.nvml.fake.machine import FakeNvml
 
 REPO = Path(__file__).resolve().parent.parent
 SOCKET = "nvidia-gpu.sock"

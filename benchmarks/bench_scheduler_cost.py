@@ -40,7 +40,7 @@ from sched_churn import HintRepublisher
 
 from device_plugin.dra.inventory import build_devices
 from device_plugin.kubelet_plugin.api.slices import build_slices
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from testbed.realnode import binaries
 from testbed.realnode.control_plane import ControlPlane

@@ -35,7 +35,7 @@ from device_plugin.core.quantity import quantity_mib
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.memory_shares import memory_of, share_listing, shareable
 from device_plugin.dra.single_order import RANK_ATTRIBUTE
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from testbed.realnode import binaries
 from testbed.realnode.cluster import RealCluster

@@ -29,7 +29,7 @@ from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.process.gc_pauses import freeze_start_up_objects
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin

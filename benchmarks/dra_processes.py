@@ -23,7 +23,7 @@ from dra_driver import DRIVER, NODE, Driver
 
 from api import dra_v1_pb2, dra_v1_pb2_grpc
 from device_plugin.dra_standin.api_objects import allocated_claim
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 

@@ -10,7 +10,7 @@ import pytest
 
 from device_plugin.core.errors import NvmlUnavailableError
 from device_plugin.nvml.backends import open_backend
-from device_plugin.nvml.catalog import shipped_machine_names
+from device_plugin.nvml.fake.catalog import shipped_machine_names
 from device_plugin.nvml.protocol import NvmlBackend
 
 BACKENDS = [pytest.param(name, id=f"fake-{name}") for name in shipped_machine_names()]

@@ -72,7 +72,7 @@ LAYERLESS = "device_plugin"
 
 # Third-party package -> who may import it (unit names, or fnmatch patterns on module names).
 THIRD_PARTY: dict[str, tuple[str, ...]] = {
-    "pynvml": ("device_plugin.nvml.real*",),
+    "pynvml": ("device_plugin.nvml.real",),  # the real backend, a package of its own
     "grpc": (
         "device_plugin.kubelet",
         "device_plugin.dra_standin",
@@ -146,7 +146,12 @@ def test_the_scan_sees_the_code() -> None:
     # Guards against rules that pass because they scanned nothing.
     assert len(CODE) > 80, CODE
     assert sum(len(SOURCE.edges[m]) for m in CODE) > 200
-    assert {"device_plugin.nvml.real", "device_plugin.kubelet.servicer", "device_plugin.mig.policy", "device_plugin.timeslice.policy"} <= set(CODE)
+    assert {
+        "device_plugin.nvml.real.backend",
+        "device_plugin.kubelet.servicer",
+        "device_plugin.mig.policy",
+        "device_plugin.timeslice.policy",
+    } <= set(CODE)
 
 
 def test_every_module_has_a_layer() -> None:
@@ -243,38 +248,6 @@ def test_mig_and_timeslice_see_value_types_only(package: str) -> None:
     assert layering_rules.beyond_allowed(SOURCE.edges, package, VALUE_TYPES) == {}
     assert {m: sorted(SOURCE.third_party[m]) for m in modules if SOURCE.third_party[m]} == {}
     assert any(t in VALUE_TYPES for m in modules for t in SOURCE.edges[m])  # the rule is exercised
-
-
-# ---- the rules catch what they should (synthetic graphs) ---------------------------------------
-
-TOY_LAYERS = (("top",), ("left", "right"), ("bottom",))
-
-
-@pytest.mark.parametrize(
-    ("edges", "expected"),
-    [
-        ({"top.a": {"left.b"}, "left.b": {"bottom"}, "bottom": set()}, []),
-        ({"bottom": {"top.a"}, "top.a": set()}, ["bottom imports top.a: up from layer 2 to layer 0"]),
-        ({"left.b": {"right"}, "right": set()}, ["left.b imports right: sideways, left and right share a layer"]),
-        ({"left.b": {"left.c"}, "left.c": set()}, []),
-    ],
-    ids=["downward-is-fine", "upward-fails", "sideways-fails", "inside-a-unit-is-fine"],
-)
-def test_direction_rule_on_toy_graphs(edges: dict[str, set[str]], expected: list[str]) -> None:
-    assert direction_violations(edges, TOY_LAYERS) == expected
-
-
-@pytest.mark.parametrize(
-    ("edges", "expected"),
-    [
-        ({"a": {"b"}, "b": {"c"}, "c": set()}, []),
-        ({"a": {"b"}, "b": {"a"}}, [["a", "b", "a"]]),
-        ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c", "a"]]),
-    ],
-    ids=["chain-has-no-cycle", "two-module-cycle", "three-module-cycle-reported-as-path"],
-)
-def test_cycle_rule_on_toy_graphs(edges: dict[str, set[str]], expected: list[list[str]]) -> None:
-    assert cycles(edges) == expected
 
 
 # ---- docs/architecture.md draws the same layers -----------------------------------------------

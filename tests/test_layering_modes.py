@@ -9,7 +9,12 @@ from tests.test_layering import CODE, SOURCE
 
 # The device plugin's request path: node/ is the runtime both modes share, so it names none of it (the
 # device-plugin front-end composes its resources in kubelet/composition.py).
-DEVICE_PLUGIN_ONLY = ("device_plugin.allocation", "timeslice", "mig.policy", "mig.strategy")
+DEVICE_PLUGIN_ONLY = (
+    "device_plugin.allocation",
+    "device_plugin.timeslice",
+    "device_plugin.mig.policy",
+    "device_plugin.mig.strategy",
+)
 
 
 def test_the_shared_runtime_imports_nothing_only_the_device_plugin_uses() -> None:

@@ -9,7 +9,7 @@ from device_plugin.allocator import Allocator
 from device_plugin.core.ascii_digits import is_ascii_digits
 from device_plugin.core.errors import ConfigError, InvalidRequestError, PluginError
 from device_plugin.nvml.backends import open_backend
-from device_plugin.nvml.catalog import shipped_machine_names
+from device_plugin.nvml.fake.catalog import shipped_machine_names
 from device_plugin.topology.build import build_topology
 from device_plugin.topology.model import Topology
 

@@ -34,7 +34,8 @@ def health_changes(before: Iterable[Any], after: Iterable[Any]) -> list[str]:
 
 
 class WarningsLogged(logging.Handler):
-    """`with WarningsLogged("device_plugin.timeslice") as w:` collects what that logger logs at WARNING and above in its block.
+    """`with WarningsLogged("device_plugin.timeslice") as w:` collects what that logger logs at WARNING and
+    above in its block.
     The demo prints it as notes: its own log output is off unless --verbose, and then nothing else changes (the
     line also goes to the log as usual)."""
 

@@ -28,7 +28,7 @@ from device_plugin.dra_standin.api_server import ApiStandin
 from device_plugin.dra_standin.kubelet import DraKubeletStandin, HealthWatch
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 
 NODE = "demo-node"

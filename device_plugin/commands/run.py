@@ -35,7 +35,7 @@ from device_plugin.kubelet.front_end import DevicePluginFrontEnd
 from device_plugin.node.front_end import FrontEnd
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.backends import open_backend
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.observability.http_endpoint import EndpointBindError
 from device_plugin.process.gc_pauses import freeze_start_up_objects

@@ -2,7 +2,7 @@
 
 Boundary: text in, plain values out (or ConfigError naming the path inside the document); the only
 module that imports PyYAML. Users: the config file (config/reading.py) and machine descriptions
-(nvml/machine_description.py). Limits, reproduced by tests/adversarial/test_config_file_limits.py:
+(nvml/fake/description.py). Limits, reproduced by tests/adversarial/test_config_file_limits.py:
 - no anchors, aliases or merge keys: an alias "bomb" of a few hundred bytes expands to gigabytes
   once anything walks it (a log line, an error message), so it is refused at the event level,
   before any node is built;

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from device_plugin.nvml.catalog import load_machine_description
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.catalog import load_machine_description
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.protocol import NvmlBackend
 
 
@@ -21,7 +21,7 @@ def open_backend(machine: str | None, *, sys_root: Path = Path("/sys")) -> NvmlB
     its description.
     """
     if machine is None:
-        from device_plugin.nvml.real import RealNvml  # deferred: loading pynvml is only needed on real nodes
+        from device_plugin.nvml.real.backend import RealNvml  # deferred: loading pynvml is only needed on real nodes
 
         return RealNvml(sys_root=sys_root)
     return FakeNvml(load_machine_description(machine))

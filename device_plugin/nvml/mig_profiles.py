@@ -9,7 +9,7 @@ Facts (checked against NVIDIA's MIG user guide, "Supported MIG Profiles", and `n
   2g at 0,2,4 size 2; 3g at 0,4 size 4; 4g at 0 size 4; 7g at 0 size 8;
 - memory_mib is what NVML reports for a GI of the profile (nvidia-smi's GiB column x 1024); SM counts
   are nvidia-smi's. The H200's memory sizes and SM counts were read from a real H200 through NVML.
-Boundary: pure data; device_plugin.nvml.mig_description validates layouts against it, the fake reports
+Boundary: pure data; device_plugin.nvml.fake.mig_description validates layouts against it, the fake reports
 from it and the real backend names profiles with it.
 """
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.core.errors import MachineDescriptionError
-from device_plugin.nvml.machine_description import MAX_MACHINE_BYTES, load_machine_file, parse_machine_yaml
+from device_plugin.nvml.fake.description import MAX_MACHINE_BYTES, load_machine_file, parse_machine_yaml
 from device_plugin.nvml.sysfs_nics import SysfsNics
 from tests.nic.fake_sysfs import add_pci_function, add_rdma_device
 

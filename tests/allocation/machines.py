@@ -5,8 +5,8 @@ from __future__ import annotations
 from functools import cache
 
 from device_plugin.allocator import Allocator
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.catalog import shipped_machine_names
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from device_plugin.topology.model import Topology
 

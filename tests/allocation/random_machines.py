@@ -6,8 +6,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from device_plugin.nvml.fake import FakeNvml
-from device_plugin.nvml.machine_description import parse_machine_description
+from device_plugin.nvml.fake.description import parse_machine_description
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from device_plugin.topology.model import Topology
 

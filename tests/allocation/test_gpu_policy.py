@@ -12,7 +12,7 @@ from device_plugin.allocator import Allocator
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import InvalidRequestError
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from tests.validated import validated
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.cli import build_parser
-from device_plugin.nvml.catalog import shipped_machine_names
+from device_plugin.nvml.fake.catalog import shipped_machine_names
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,8 @@ from device_plugin.core.errors import ConfigError
 from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.kubelet.composition import build_node
 from device_plugin.nvml.backends import open_backend
-from device_plugin.nvml.fake import FakeNvml
-from device_plugin.nvml.real import RealNvml
+from device_plugin.nvml.fake.machine import FakeNvml
+from device_plugin.nvml.real.backend import RealNvml
 from tests.composed import build_resources
 from tests.nvml.nvml_standin import NvmlStandin
 

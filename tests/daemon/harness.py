@@ -20,7 +20,7 @@ from device_plugin.config.model import Config
 from device_plugin.kubelet.front_end import DevicePluginFrontEnd, device_plugin_runtime
 from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.node.runtime import NodeRuntime
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.timing import FAST_LIFECYCLE
 
 GPU = "nvidia.com/gpu"

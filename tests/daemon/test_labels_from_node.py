@@ -8,7 +8,7 @@ from device_plugin.config.loader import load_config
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.kubelet.composition import build_node
 from device_plugin.kubelet.resource_reporting import label_options
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.observability.labels import compute_labels
 
 

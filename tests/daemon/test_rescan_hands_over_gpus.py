@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 
 from .harness import GPU, WAIT_S, Node, daemon_node

@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry
 
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Device
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.observability.metrics import PluginMetrics
 from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 from tests.deploy.conftest import Rendered, only

@@ -19,7 +19,7 @@ import yaml
 
 from device_plugin.config.model import parse_config
 from device_plugin.config.schema import TOP_LEVEL
-from device_plugin.nvml.machine_description import parse_machine_yaml
+from device_plugin.nvml.fake.description import parse_machine_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 import yaml
 
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.observability.labels import compute_labels
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "multi-node.md"

@@ -22,7 +22,7 @@ from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.dra.api_standin import ApiStandin
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 from tests.dra.scheduler_view import schedulable

@@ -12,7 +12,7 @@ from functools import cache
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.inventory import DraDevice, build_devices
 from device_plugin.dra.partitions import Partitions
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation.machines import topology_of
 
 

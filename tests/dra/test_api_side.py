@@ -14,7 +14,7 @@ from device_plugin.kubelet_plugin.api.api_errors import ApiError, ApiUnreachable
 from device_plugin.kubelet_plugin.api.kube import UnsupportedApiError
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.api.slices import slice_name
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin
 

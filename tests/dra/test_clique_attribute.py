@@ -11,8 +11,8 @@ import pytest
 from device_plugin.cli import main
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.inventory import build_devices
-from device_plugin.nvml.fake import FakeNvml
-from device_plugin.nvml.machine_description import parse_machine_description
+from device_plugin.nvml.fake.description import parse_machine_description
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 
 CLUSTER = "4b1d7c2e-93a0-4f6e-8d25-0c6e9f2a7b13"

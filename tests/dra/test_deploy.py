@@ -12,7 +12,7 @@ from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.ranked_sets import GROUPINGS, LETTERS
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.deploy.kustomize import build as render
 

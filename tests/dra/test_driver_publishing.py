@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.inventory import STANDARD, build_devices
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from tests.dra.driver_node import DRIVER, NODE, Node, eventually
 from tests.dra.scheduler_view import blocked, newest_devices, taints_of

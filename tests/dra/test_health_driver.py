@@ -17,7 +17,7 @@ from benchmarks.dra_first_fit import COUNT_ONLY, Alternative, first_fit
 from device_plugin.core.devices import Health
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.health.state import HealthCause, HealthTransition
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from tests.dra.api_standin import ApiStandin
 from tests.dra.driver_node import DRIVER, NODE, Node, eventually

@@ -19,7 +19,7 @@ from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
 from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.kubelet_dra_standin import DraKubeletStandin
 

@@ -14,7 +14,7 @@ from device_plugin.dra.memory_shares import share_listing, shareable, shareable_
 from device_plugin.kubelet_plugin.api.slices import build_slices
 from device_plugin.kubelet_plugin.checkpoint.format import Share
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.test_kubelet_side import DRIVER, NODE, Driver, driver, kubelet  # noqa: F401 (the fixture)
 

@@ -16,8 +16,8 @@ import pytest
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.core.names import OWN_DOMAIN, foreign_owner
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.catalog import shipped_machine_names
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.observability.labels import (
     LabelOptions,
     MigResourceLabelInput,

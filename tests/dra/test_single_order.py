@@ -6,7 +6,7 @@ import pytest
 
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.single_order import occupancy_ranks, single_gpu_order
-from device_plugin.nvml.catalog import shipped_machine_names
+from device_plugin.nvml.fake.catalog import shipped_machine_names
 from tests.allocation.machines import allocator_of, topology_of
 from tests.dra.machine_devices import devices_of
 

@@ -19,9 +19,9 @@ from device_plugin.dra.inventory import (
 )
 from device_plugin.kubelet_plugin.api.devices import MAX_ATTRIBUTES_AND_CAPACITIES
 from device_plugin.kubelet_plugin.api.slices import MAX_DEVICES_PER_SLICE, build_slices
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
-from device_plugin.nvml.machine_description import parse_machine_description
+from device_plugin.nvml.fake.catalog import shipped_machine_names
+from device_plugin.nvml.fake.description import parse_machine_description
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.pcie_paths import is_root_bus_name
 from device_plugin.topology.build import build_topology
 from tests.allocation.brute_force import BruteForce

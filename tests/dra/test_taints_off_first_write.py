@@ -20,7 +20,7 @@ import pytest
 from device_plugin.dra.inventory import DraDevice, build_devices
 from device_plugin.kubelet_plugin.api.devices import DeviceTaint
 from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin
 from tests.dra.driver_node import DRIVER, NODE, eventually

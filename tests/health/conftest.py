@@ -15,7 +15,7 @@ from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device, DeviceListSnapshot
 from device_plugin.core.ids import format_replica_id
 from device_plugin.health.watcher import HealthWatcher, TransitionListener
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import EventWatch, ProbeResult
 from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 

@@ -2,7 +2,7 @@
 
 Test harness: answers in NVML's own forms (an event data struct with a device handle, eventType bits
 and the Xid in eventData; TIMEOUT as an error; field values with a per-field return code) so RealNvml's
-health side (device_plugin/nvml/real_health.py) runs without a GPU. Per-GPU fault state is plain
+health side (device_plugin/nvml/real/health.py) runs without a GPU. Per-GPU fault state is plain
 attributes the tests set. NVML codes and event bits are nvml.h's.
 """
 

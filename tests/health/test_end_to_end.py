@@ -20,7 +20,7 @@ from device_plugin.health.fake_events import FakeEventsTail
 from device_plugin.health.watcher import HealthWatcher
 from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.standin import KubeletStandIn, ListedDevice
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from tests.timing import FAST_LIFECYCLE
 

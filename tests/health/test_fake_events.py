@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.health.fake_events import FakeEventsTail, parse_fault_line
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 
 from .conftest import WAIT_S

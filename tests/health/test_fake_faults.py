@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from device_plugin.core.errors import NvmlError
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, HealthSource, ProbeResult
 
 XID_48 = HealthEvent(2, HealthEventKind.XID, xid=48)

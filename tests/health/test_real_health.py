@@ -9,9 +9,9 @@ import pytest
 
 from device_plugin.core.errors import NvmlError
 from device_plugin.health.watcher import HealthWatcher
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, HealthSource, ProbeResult
-from device_plugin.nvml.real import RealNvml
+from device_plugin.nvml.real.backend import RealNvml
 
 from .conftest import FAST, eventually, gpus_are, wait_until, whole_gpus
 from .real_standin import (

@@ -15,9 +15,9 @@ from device_plugin.core.errors import NvmlError
 from device_plugin.dra.taints import taint_for
 from device_plugin.health.fake_events import parse_fault_line
 from device_plugin.health.state import HealthCause, HealthStateMachine, HealthTransition
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult
-from device_plugin.nvml.real import RealNvml
+from device_plugin.nvml.real.backend import RealNvml
 from device_plugin.nvml.recovery_action import RecoveryAction as A
 from device_plugin.nvml.recovery_action import parse_recovery_action, supported_by_driver
 
@@ -177,7 +177,7 @@ def test_a_driver_without_the_field_is_no_information_logged_once(
     real: tuple[RealNvml, HealthStandin], caplog: pytest.LogCaptureFixture
 ) -> None:
     backend, _ = real  # the stand-in's default: NOT_SUPPORTED, as drivers before 565 answer
-    with caplog.at_level(logging.INFO, logger="device_plugin.nvml.real_health"):
+    with caplog.at_level(logging.INFO, logger="device_plugin.nvml.real.health"):
         results = [backend.probe(2) for _ in range(3)]
     assert results == [ProbeResult(2, True)] * 3
     assert caplog.text.count("GPU 2: the driver reports no recovery action") == 1

@@ -14,7 +14,7 @@ import pytest
 
 from device_plugin.config.loader import load_config
 from device_plugin.core.names import OWN_DOMAIN
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.recovery_action import RecoveryAction
 from tests.composed import build_resources
 from tests.dra.api_standin import ApiStandin

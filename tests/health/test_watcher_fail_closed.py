@@ -11,7 +11,7 @@ from __future__ import annotations
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.errors import NvmlError
 from device_plugin.health.watcher import HealthWatcher
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult
 
 from .conftest import Flaky, gpus_are, start, wait_until

@@ -14,7 +14,7 @@ from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Health
 from device_plugin.health.state import HealthCause, HealthTransition
 from device_plugin.health.watcher import HealthWatcher
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from tests.probes_held import probes_held
 

@@ -12,7 +12,7 @@ import re
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.health import HealthConfig
 from device_plugin.health.watcher import HealthWatcher
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 
 from .conftest import FAST, Counting, ManualClock, eventually, gpus_are, listeners, unhealthy_gpus, wait_until
 

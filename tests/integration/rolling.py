@@ -23,7 +23,7 @@ from device_plugin.kubelet.front_end import DevicePluginFrontEnd, device_plugin_
 from device_plugin.kubelet.lifecycle import LifecycleTiming
 from device_plugin.kubelet.standin import AdmissionRefused, KubeletStandIn
 from device_plugin.node.runtime import NodeRuntime
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.timing import FAST_LIFECYCLE
 
 GPU = "nvidia.com/gpu"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.cli import main
-from device_plugin.nvml.catalog import shipped_machine_names
+from device_plugin.nvml.fake.catalog import shipped_machine_names
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from device_plugin.cli import main
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.catalog import shipped_machine_names
+from device_plugin.nvml.fake.machine import FakeNvml
 
 STEPS = (
     "\n1. The driver starts",

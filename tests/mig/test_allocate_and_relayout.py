@@ -8,7 +8,7 @@ from device_plugin.core.devices import Device
 from device_plugin.mig.discovery import discover
 from device_plugin.mig.policy import MigAllocationPolicy
 from device_plugin.mig.strategy import build_resources
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation_doubles import EnvVarResponseBuilder
 
 

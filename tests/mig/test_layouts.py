@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from device_plugin.core.errors import MachineDescriptionError, NvmlError
-from device_plugin.nvml.fake import FakeNvml
-from device_plugin.nvml.machine_description import parse_machine_description
+from device_plugin.nvml.fake.description import parse_machine_description
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.mig_types import MigMode
 
 
@@ -169,7 +169,7 @@ def test_counted_profiles_are_placed_around_explicit_ones() -> None:
 
 def test_mig_key_in_a_yaml_file_round_trips() -> None:
     text = yaml.safe_dump(machine(gpu(mig={"enabled": True, "devices": [{"profile": "7g.40gb", "count": 1}]})))
-    from device_plugin.nvml.machine_description import parse_machine_yaml
+    from device_plugin.nvml.fake.description import parse_machine_yaml
 
     described = parse_machine_yaml(text)
     assert described.gpus[0].mig is not None

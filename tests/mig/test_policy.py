@@ -14,7 +14,7 @@ from device_plugin.core.errors import ConfigError
 from device_plugin.mig.discovery import discover
 from device_plugin.mig.policy import MigAllocationPolicy
 from device_plugin.mig.strategy import build_resources
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.validated import validated
 
 

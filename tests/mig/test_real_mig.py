@@ -14,9 +14,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.mig_profiles import profile_table
-from device_plugin.nvml.real import RealNvml
+from device_plugin.nvml.real.backend import RealNvml
 from tests.nvml.nvml_standin import NVML_ERROR_NOT_SUPPORTED, NVMLError, NvmlStandin
 
 NVML_ERROR_NO_PERMISSION = 4

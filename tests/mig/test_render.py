@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from device_plugin.mig.render import render_mig_tree
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 
 
 def test_tree_lists_mig_devices_under_their_parents() -> None:

@@ -8,7 +8,7 @@ from device_plugin.core.errors import ConfigError
 from device_plugin.core.mig_strategy import MigStrategy
 from device_plugin.mig.discovery import discover
 from device_plugin.mig.strategy import build_resources, mig_resource
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 
 
 def resources_of(machine: str, strategy: str, fake: FakeNvml | None = None) -> dict[str, tuple]:

@@ -12,7 +12,7 @@ import pytest
 
 from device_plugin.allocator import Allocator
 from device_plugin.cli import main
-from device_plugin.nvml.catalog import shipped_machine_names
+from device_plugin.nvml.fake.catalog import shipped_machine_names
 from tests.allocation.machines import allocator_of, topology_of
 
 ALL = None

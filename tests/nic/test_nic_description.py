@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from device_plugin.core.errors import MachineDescriptionError
-from device_plugin.nvml.catalog import load_machine_description
-from device_plugin.nvml.fake import FakeNvml
-from device_plugin.nvml.machine_description import parse_machine_description
-from device_plugin.nvml.nic_description import default_nic_bus_id
+from device_plugin.nvml.fake.catalog import load_machine_description
+from device_plugin.nvml.fake.description import parse_machine_description
+from device_plugin.nvml.fake.machine import FakeNvml
+from device_plugin.nvml.fake.nic_description import default_nic_bus_id
 
 
 def machine(*nics: dict[str, Any]) -> dict[str, Any]:

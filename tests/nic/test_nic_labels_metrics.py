@@ -6,7 +6,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from device_plugin.core.names import OWN_DOMAIN
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.observability.labels import compute_labels
 from device_plugin.observability.metrics import PREFIX, PluginMetrics
 from tests.allocation.machines import allocator_of

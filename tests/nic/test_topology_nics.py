@@ -12,8 +12,8 @@ import pytest
 
 from device_plugin.cli import main
 from device_plugin.core.errors import MachineDescriptionError
-from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.catalog import load_machine_description, shipped_machine_names
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.types import PcieLevel
 from device_plugin.topology.build import build_topology
 from device_plugin.topology.model import Topology

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from device_plugin.nvml.fabric_types import FabricState
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 
 NVML_ERROR_UNINITIALIZED = 1
 NVML_ERROR_INVALID_ARGUMENT = 2

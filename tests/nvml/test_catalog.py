@@ -10,8 +10,8 @@ import pytest
 
 from device_plugin.core.errors import MachineDescriptionError, NvmlUnavailableError
 from device_plugin.nvml.backends import open_backend
-from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.catalog import load_machine_description, shipped_machine_names
+from device_plugin.nvml.fake.machine import FakeNvml
 
 REQUIRED = ("dgx1-v100", "dgx-a100", "hgx-h100", "pcie-8gpu-2socket", "workstation-4gpu", "island-16gpu", "single-gpu")
 

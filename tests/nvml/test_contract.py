@@ -11,7 +11,7 @@ import pytest
 
 from device_plugin.core.errors import NvmlError
 from device_plugin.nvml.fabric_types import ZERO_UUID, FabricInfo, FabricState
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import PcieLevel, normalise_pci_bus_id
 

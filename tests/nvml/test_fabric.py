@@ -11,11 +11,11 @@ import pytest
 
 from device_plugin.core.errors import MachineDescriptionError, NvmlError
 from device_plugin.nvml.fabric_types import NO_FABRIC, ZERO_UUID, FabricInfo, FabricState, fabric_from_nvml
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.description import parse_machine_description
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.imex_channels import imex_channel_path, scan_imex_channels
-from device_plugin.nvml.machine_description import parse_machine_description
 from device_plugin.nvml.protocol import ImexChannelSource
-from device_plugin.nvml.real import RealNvml
+from device_plugin.nvml.real.backend import RealNvml
 from tests.nvml.nvml_standin import NvmlStandin
 
 CLUSTER = "4b1d7c2e-93a0-4f6e-8d25-0c6e9f2a7b13"

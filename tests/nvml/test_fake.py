@@ -7,9 +7,9 @@ from collections import Counter
 import pytest
 
 from device_plugin.core.errors import NvmlError
-from device_plugin.nvml.fake import FakeNvml, cuda_version_for_driver, pcie_level_of_paths
-from device_plugin.nvml.link_description import nvswitch_bus_id
-from device_plugin.nvml.machine_description import parse_machine_description
+from device_plugin.nvml.fake.description import parse_machine_description
+from device_plugin.nvml.fake.link_description import nvswitch_bus_id
+from device_plugin.nvml.fake.machine import FakeNvml, cuda_version_for_driver, pcie_level_of_paths
 from device_plugin.nvml.types import PcieLevel
 
 PIX, PXB, PHB, NODE, SYS = (

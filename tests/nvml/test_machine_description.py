@@ -8,14 +8,14 @@ import pytest
 import yaml
 
 from device_plugin.core.errors import MachineDescriptionError
-from device_plugin.nvml.link_description import NvLinkBundle
-from device_plugin.nvml.machine_description import (
+from device_plugin.nvml.fake.description import (
     DEFAULT_DRIVER_VERSION,
     default_pci_bus_id,
     default_uuid,
     parse_machine_description,
     parse_machine_yaml,
 )
+from device_plugin.nvml.fake.link_description import NvLinkBundle
 
 
 def machine(gpu_count: int = 4, **top: Any) -> dict[str, Any]:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from device_plugin.core.errors import NvmlError, NvmlUnavailableError
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
-from device_plugin.nvml.real import RealNvml, format_cuda_version, read_numa_node
+from device_plugin.nvml.fake.catalog import shipped_machine_names
+from device_plugin.nvml.fake.machine import FakeNvml
+from device_plugin.nvml.real.backend import RealNvml, format_cuda_version, read_numa_node
 from device_plugin.nvml.types import PcieLevel
 from tests.nvml.nvml_standin import NVML_ERROR_NOT_SUPPORTED, NvmlStandin
 

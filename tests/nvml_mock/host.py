@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from device_plugin.core.errors import NvmlError
-from device_plugin.nvml.real import RealNvml
-from device_plugin.nvml.real_health import RealEventWatch
+from device_plugin.nvml.real.backend import RealNvml
+from device_plugin.nvml.real.health import RealEventWatch
 
 # Requests: ("open", sys_root) | ("call", object_id, name, args)
 # Answers:  ("value", v) | ("object", object_id) | ("nvml_error", class_name, text, call, device, code)

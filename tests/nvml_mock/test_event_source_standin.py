@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
-from device_plugin.nvml.real import RealNvml
+from device_plugin.nvml.real.backend import RealNvml
 from tests.health.real_standin import NO_INSTANCE, NVML_ERROR_GPU_IS_LOST, XID_CRITICAL, HealthStandin
 from tests.nvml.nvml_standin import NVMLError
 

@@ -1,6 +1,6 @@
 """The health side of the real backend on the mock, faults written while it runs: Xid 79 with the GPU lost, ECC
 uncorrectable errors with Xid 48, a GPU fallen off the bus, and recovery when the fault is cleared. The event
-watch and the probes are RealNvml's (device_plugin/nvml/real_health.py); the daemon's reaction is
+watch and the probes are RealNvml's (device_plugin/nvml/real/health.py); the daemon's reaction is
 test_daemon.py's."""
 
 from __future__ import annotations

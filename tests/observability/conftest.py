@@ -16,7 +16,7 @@ from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device
 from device_plugin.kubelet.resource_reporting import resource_route
 from device_plugin.node.health_routing import NodeHealth
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness
 from device_plugin.observability.metrics import PluginMetrics
 from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy

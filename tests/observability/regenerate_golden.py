@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.catalog import shipped_machine_names
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.observability.labels import compute_labels, format_features_file
 
 GOLDEN_DIR = Path(__file__).parent / "golden" / "labels"

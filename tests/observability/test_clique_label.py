@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from device_plugin.cli import main
-from device_plugin.nvml.fake import FakeNvml
-from device_plugin.nvml.machine_description import parse_machine_description
+from device_plugin.nvml.fake.description import parse_machine_description
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.observability.labels import compute_labels
 
 CLUSTER = "4b1d7c2e-93a0-4f6e-8d25-0c6e9f2a7b13"

@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from device_plugin.core.errors import NvmlError
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.telemetry import GpuTelemetry
 from device_plugin.observability.metrics import PluginMetrics
 

@@ -11,9 +11,9 @@ import pytest
 from device_plugin.cli import main
 from device_plugin.core.gpu_models import model_facts
 from device_plugin.core.names import OWN_DOMAIN as OWN
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
-from device_plugin.nvml.machine_description import parse_machine_description
+from device_plugin.nvml.fake.catalog import shipped_machine_names
+from device_plugin.nvml.fake.description import parse_machine_description
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.observability.labels import (
     OWN_LABELS,
     FeaturesFileWriter,

@@ -11,7 +11,7 @@ from device_plugin.core.errors import InvalidRequestError, NvmlError, UnhealthyD
 from device_plugin.health.state import HealthTransition
 from device_plugin.kubelet.resource_reporting import resource_route
 from device_plugin.node.health_routing import NodeHealth
-from device_plugin.nvml.fake import IDLE_TEMPERATURE_C
+from device_plugin.nvml.fake.machine import IDLE_TEMPERATURE_C
 from device_plugin.observability.admission_metrics import result_label
 from device_plugin.observability.metrics import health_reason_code
 from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy

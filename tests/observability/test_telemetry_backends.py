@@ -9,9 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from device_plugin.core.errors import NvmlError
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import IDLE_POWER_W, IDLE_TEMPERATURE_C, FakeNvml
-from device_plugin.nvml.real import RealNvml
+from device_plugin.nvml.fake.catalog import shipped_machine_names
+from device_plugin.nvml.fake.machine import IDLE_POWER_W, IDLE_TEMPERATURE_C, FakeNvml
+from device_plugin.nvml.real.backend import RealNvml
 from device_plugin.nvml.telemetry import GpuTelemetry, TelemetrySource
 from tests.nvml.nvml_standin import NVML_ERROR_NOT_SUPPORTED, NVMLError, NvmlStandin
 

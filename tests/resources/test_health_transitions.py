@@ -7,7 +7,7 @@ import pytest
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Device, Health
 from device_plugin.health.state import HealthTransition
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 GPUS = FakeNvml.from_machine("dgx1-v100").gpus()

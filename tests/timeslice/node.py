@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from device_plugin.core.devices import Device
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.types import GpuInfo
 
 

@@ -15,7 +15,7 @@ from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.inventory import build_devices
 from device_plugin.kubelet_plugin.api.slices import build_slices
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "dra_node_check.py"

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from device_plugin.nvml.catalog import load_machine_description, shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
-from device_plugin.nvml.machine_description import parse_machine_description
+from device_plugin.nvml.fake.catalog import load_machine_description, shipped_machine_names
+from device_plugin.nvml.fake.description import parse_machine_description
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.pcie_paths import is_root_bus_name
 from device_plugin.topology.build import build_topology
 from device_plugin.topology.model import Topology

@@ -39,4 +39,4 @@ def test_nothing_outside_the_hardware_layer_names_sysfs() -> None:
 
 def test_the_scan_sees_the_hardware_layer_reading_sysfs() -> None:
     """The scan can fail: it finds the real backend's own sysfs root."""
-    assert sys_literals(ROOT / "device_plugin" / "nvml" / "real.py")
+    assert sys_literals(ROOT / "device_plugin" / "nvml" / "real" / "backend.py")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from device_plugin.nvml.fabric_types import NO_FABRIC, FabricInfo, FabricState
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from device_plugin.topology.fabric import node_clique
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from device_plugin.cli import main
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.types import PcieLevel
 from device_plugin.topology.build import build_topology
 from device_plugin.topology.facts import nvlink_per_link_gbps

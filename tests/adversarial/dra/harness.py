@@ -29,7 +29,7 @@ from device_plugin.kubelet_plugin.claims.claim import Allocation, ClaimRef, Prep
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
 from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation.machines import topology_of
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name

@@ -17,7 +17,7 @@ import pytest
 from device_plugin.dra.inventory import build_devices
 from device_plugin.kubelet_plugin.api.publisher import MAX_ERROR_CHARS, SlicePublisher
 from device_plugin.kubelet_plugin.api.slices import MAX_DEVICES_PER_SLICE, slice_name
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.adversarial.dra.harness import wait_until
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin

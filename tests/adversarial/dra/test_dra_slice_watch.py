@@ -28,7 +28,7 @@ from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
 from device_plugin.kubelet_plugin.api.slice_store import SliceStore
 from device_plugin.kubelet_plugin.api.slices import build_slices
 from device_plugin.node.runtime import NodeRuntime
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.adversarial.dra.harness import WAIT_S, wait_until
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin

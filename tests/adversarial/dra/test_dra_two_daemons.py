@@ -22,7 +22,7 @@ import pytest
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.machine import FakeNvml
 from tests.adversarial.dra.harness import prepare
 from tests.dra.api_standin import ApiStandin
 from tests.dra.driver_node import DRIVER, NODE, Node, eventually

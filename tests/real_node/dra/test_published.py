@@ -14,8 +14,8 @@ import pytest
 
 from device_plugin.dra.inventory import build_devices
 from device_plugin.kubelet_plugin.api.slices import API_VERSIONS, build_slices
-from device_plugin.nvml.catalog import shipped_machine_names
-from device_plugin.nvml.fake import FakeNvml
+from device_plugin.nvml.fake.catalog import shipped_machine_names
+from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from testbed.realnode.cluster import RealCluster
 from testbed.realnode.kubectl import Kubectl, KubectlError

@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 from device_plugin.core.errors import MachineDescriptionError
-from device_plugin.nvml.machine_description import MachineDescription, load_machine_file, parse_machine_yaml
+from device_plugin.nvml.fake.description import MachineDescription, load_machine_file, parse_machine_yaml
 
 _SUFFIX = ".yaml"
 

@@ -20,9 +20,9 @@ from device_plugin.nvml.fabric_types import FabricInfo
 from device_plugin.nvml.health_types import ProbeResult
 from device_plugin.nvml.imex_channels import scan_imex_channels
 from device_plugin.nvml.mig_types import MigDevice, MigMode
-from device_plugin.nvml.real_fabric import read_fabric_info
-from device_plugin.nvml.real_health import RealEventWatch, RealHealth
-from device_plugin.nvml.real_mig import read_mig_devices, read_mig_mode
+from device_plugin.nvml.real.fabric import read_fabric_info
+from device_plugin.nvml.real.health import RealEventWatch, RealHealth
+from device_plugin.nvml.real.mig import read_mig_devices, read_mig_mode
 from device_plugin.nvml.sysfs_nics import SysfsNics
 from device_plugin.nvml.telemetry import GpuTelemetry
 from device_plugin.nvml.types import GpuInfo, NicInfo, NvLinkInfo, PcieLevel, SystemInfo, normalise_pci_bus_id
@@ -205,7 +205,7 @@ class RealNvml:
             raise NvmlError(call, f"unknown topology level {level}", device=f"GPUs {index_a},{index_b}") from exc
 
     def fabric_info(self, index: int) -> FabricInfo:
-        """GPU `index`'s NVLink fabric registration (device_plugin/nvml/real_fabric.py)."""
+        """GPU `index`'s NVLink fabric registration (device_plugin/nvml/real/fabric.py)."""
         return read_fabric_info(self._call, self._nvml, self._handle(index), f"GPU {index}")
 
     def imex_channels(self, dev_root: Path) -> frozenset[int]:
@@ -247,7 +247,7 @@ class RealNvml:
             raise
 
     def open_event_watch(self, indices: tuple[int, ...]) -> RealEventWatch:
-        """HealthSource: an NVML event set over GPUs `indices` (device_plugin/nvml/real_health.py)."""
+        """HealthSource: an NVML event set over GPUs `indices` (device_plugin/nvml/real/health.py)."""
         return self._health.open_event_watch(indices)
 
     def probe(self, index: int) -> ProbeResult:
@@ -255,11 +255,11 @@ class RealNvml:
         return self._health.probe(index)
 
     def mig_mode(self, index: int) -> MigMode | None:
-        """MIG mode of GPU `index`; None when it cannot do MIG (device_plugin/nvml/real_mig.py)."""
+        """MIG mode of GPU `index`; None when it cannot do MIG (device_plugin/nvml/real/mig.py)."""
         return read_mig_mode(self._call, self._handle(index), f"GPU {index}")
 
     def mig_devices(self, index: int) -> tuple[MigDevice, ...]:
-        """MIG devices of GPU `index`, read only (device_plugin/nvml/real_mig.py)."""
+        """MIG devices of GPU `index`, read only (device_plugin/nvml/real/mig.py)."""
         return read_mig_devices(self._call, self._handle(index), self._gpu(index))
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from device_plugin.core.errors import MachineDescriptionError
-from device_plugin.nvml import description_fields as read
+from device_plugin.nvml.fake import description_fields as read
 
 # NVLink 4 (Hopper) has 18 links per GPU, the most of any generation; more is a typo.
 MAX_NVLINKS_PER_GPU = 18

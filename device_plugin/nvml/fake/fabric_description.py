@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from device_plugin.core.errors import MachineDescriptionError
-from device_plugin.nvml.description_fields import integer, kind, list_of, mapping, string
 from device_plugin.nvml.fabric_types import MAX_CLIQUE_ID, NO_FABRIC, ZERO_UUID, FabricInfo, FabricState
+from device_plugin.nvml.fake.description_fields import integer, kind, list_of, mapping, string
 
 FABRIC_KEYS = frozenset({"cluster_uuid", "clique_id", "state", "status"})
 MAX_IMEX_CHANNEL = 2047  # the driver creates channels 0..NVreg_ImexChannelCount-1 (default 2048)

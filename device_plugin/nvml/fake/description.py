@@ -3,7 +3,7 @@
 The schema is fixed by the foundation issue (issue 2) and is binding: other tools write these files.
 This module only turns a YAML document into frozen value objects, or raises MachineDescriptionError
 naming the offending field with a dotted path ("gpus[3].numa_node"). It knows nothing about NVML
-calls; device_plugin.nvml.fake turns a description into backend answers.
+calls; device_plugin.nvml.fake.machine turns a description into backend answers.
 The `nvlinks:`/`nvswitch:` keys are parsed in link_description.py, `mig:` in mig_description.py,
 `nics:` in nic_description.py, `fabric:` and `imex_channels:` in fabric_description.py;
 files are read with the config file's limits (core/bounded_file.py, core/bounded_yaml.py: a regular file,
@@ -26,18 +26,18 @@ from typing import Any
 from device_plugin.core.bounded_file import read_regular_file
 from device_plugin.core.bounded_yaml import load_yaml_text
 from device_plugin.core.errors import ConfigError, MachineDescriptionError
-from device_plugin.nvml import description_fields as read
-from device_plugin.nvml.fabric_description import gpu_fabric, parse_fabric_keys, parse_imex_channels
 from device_plugin.nvml.fabric_types import NO_FABRIC, FabricInfo
-from device_plugin.nvml.link_description import (
+from device_plugin.nvml.fake import description_fields as read
+from device_plugin.nvml.fake.fabric_description import gpu_fabric, parse_fabric_keys, parse_imex_channels
+from device_plugin.nvml.fake.link_description import (
     NvLinkBundle,
     NvSwitchDomain,
     check_link_totals,
     parse_nvlinks,
     parse_nvswitch,
 )
-from device_plugin.nvml.mig_description import MigLayout, parse_mig
-from device_plugin.nvml.nic_description import parse_nics
+from device_plugin.nvml.fake.mig_description import MigLayout, parse_mig
+from device_plugin.nvml.fake.nic_description import parse_nics
 from device_plugin.nvml.types import NicInfo, normalise_pci_bus_id
 
 DEFAULT_DRIVER_VERSION = "550.54.15"
@@ -62,7 +62,7 @@ class GpuDescription:
     pci_bus_id: str  # normalised like device_plugin.nvml.types.normalise_pci_bus_id
     numa_node: int | None
     pcie: tuple[str, ...]  # [0] CPU socket, [1] host bridge / root port, [2:] PCIe switches, root first
-    mig: MigLayout | None = None  # the `mig:` key (device_plugin/nvml/mig_description.py); None: not given
+    mig: MigLayout | None = None  # the `mig:` key (device_plugin/nvml/fake/mig_description.py); None: not given
     fabric: FabricInfo = NO_FABRIC  # the `fabric:` keys, machine-wide and the GPU's own (fabric_description.py)
 
 
@@ -73,7 +73,7 @@ class MachineDescription:
     gpus: tuple[GpuDescription, ...]
     nvlinks: tuple[NvLinkBundle, ...]  # sorted by (gpu_a, gpu_b)
     nvswitch: tuple[NvSwitchDomain, ...]  # in file order: the position is the domain number
-    nics: tuple[NicInfo, ...] = ()  # the `nics:` list in file order (device_plugin/nvml/nic_description.py)
+    nics: tuple[NicInfo, ...] = ()  # the `nics:` list in file order (device_plugin/nvml/fake/nic_description.py)
     imex_channels: tuple[int, ...] = ()  # IMEX channel device nodes the node has (fabric_description.py)
 
 

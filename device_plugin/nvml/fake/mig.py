@@ -1,7 +1,7 @@
 """MIG state of the fake NVML backend: a mixin that FakeNvml inherits, plus the layout -> device mapping.
 
 Each GPU's MIG layout starts as its machine description says (`mig:` key, validated by
-device_plugin.nvml.mig_description) and can be replaced at runtime with `set_mig_layout`, which is what
+device_plugin.nvml.fake.mig_description) and can be replaced at runtime with `set_mig_layout`, which is what
 an operator's `nvidia-smi mig -dci/-dgi/-cgi` (or mig-manager) does on a real node; re-discovery tests use it.
 
 What the fake reports, and how it differs from a driver (nothing in the plugin relies on the differences):
@@ -21,12 +21,12 @@ import uuid as uuid_lib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from device_plugin.nvml.mig_description import MigLayout, build_layout
+from device_plugin.nvml.fake.mig_description import MigLayout, build_layout
 from device_plugin.nvml.mig_profiles import profile_table
 from device_plugin.nvml.mig_types import MigDevice, MigMode
 
 if TYPE_CHECKING:
-    from device_plugin.nvml.machine_description import GpuDescription, MachineDescription
+    from device_plugin.nvml.fake.description import GpuDescription, MachineDescription
 
 _MIG_UUID_NAMESPACE = uuid_lib.UUID("3b0c6f2e-5d7a-4e61-9a2b-8c4d1e7f9a30")  # fixed: UUIDs must be stable
 

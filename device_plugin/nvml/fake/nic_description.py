@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 
 from device_plugin.core.errors import MachineDescriptionError
-from device_plugin.nvml.description_fields import integer, kind, mapping, string
+from device_plugin.nvml.fake.description_fields import integer, kind, mapping, string
 from device_plugin.nvml.pcie_paths import socket_name
 from device_plugin.nvml.types import NicInfo, normalise_pci_bus_id
 

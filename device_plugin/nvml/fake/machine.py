@@ -14,13 +14,13 @@ from pathlib import Path
 
 from device_plugin.core.ascii_digits import is_ascii_digits
 from device_plugin.core.errors import NvmlError
-from device_plugin.nvml.catalog import load_machine_description
 from device_plugin.nvml.fabric_types import FabricInfo
-from device_plugin.nvml.fake_faults import FakeEventWatch, FakeFaults
-from device_plugin.nvml.fake_mig import FakeMigMixin
+from device_plugin.nvml.fake.catalog import load_machine_description
+from device_plugin.nvml.fake.description import GpuDescription, MachineDescription
+from device_plugin.nvml.fake.faults import FakeEventWatch, FakeFaults
+from device_plugin.nvml.fake.link_description import nvswitch_bus_id
+from device_plugin.nvml.fake.mig import FakeMigMixin
 from device_plugin.nvml.health_types import ProbeResult
-from device_plugin.nvml.link_description import nvswitch_bus_id
-from device_plugin.nvml.machine_description import GpuDescription, MachineDescription
 from device_plugin.nvml.pcie_paths import pcie_level_of_paths
 from device_plugin.nvml.recovery_action import supported_by_driver
 from device_plugin.nvml.telemetry import GpuTelemetry
