@@ -51,7 +51,7 @@ from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.health.state import HealthTransition
 from device_plugin.nvml.fake.catalog import shipped_machine_names
 from device_plugin.nvml.fake.machine import FakeNvml
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 
 # ---- (a) and (b): the running driver (dra_driver.py) -----------------------------------------------------
 

@@ -41,8 +41,8 @@ from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from device_plugin.process.gc_pauses import freeze_start_up_objects
+from device_plugin.standins.kubelet_dra import DraKubeletStandin, HealthWatch
 from tests.dra.api_standin import ApiStandin
-from tests.dra.kubelet_dra_standin import DraKubeletStandin, HealthWatch
 from tests.dra.scheduler_view import newest_devices, taints_of
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "bench-node"

@@ -27,10 +27,10 @@ from pathlib import Path
 from _common import percentile, table, target_line
 from dra_driver import DRIVER, NODE, running_driver
 
-from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.nvml.fake.machine import FakeNvml
+from device_plugin.standins.api_objects import allocated_claim
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.dra.api_standin import ApiStandin
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 MACHINE = "island-16gpu"
 PROBE_EVERY_S = 0.02

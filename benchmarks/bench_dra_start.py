@@ -30,8 +30,8 @@ from pathlib import Path
 from _common import percentile, table
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.dra.api_standin import ApiStandin
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
 from tests.dra.test_run_dra import kubeconfig, torn_down
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "bench-node"

@@ -29,9 +29,9 @@ from device_plugin.core.devices import Device
 from device_plugin.core.ids import format_replica_id
 from device_plugin.health.watcher import HealthWatcher
 from device_plugin.kubelet.lifecycle import PluginManager
-from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 TARGET_P99_MS = 100.0

@@ -28,8 +28,8 @@ import _common  # noqa: F401  (puts the checkout on sys.path for the package imp
 from _common import percentile, quiet_rounds, table
 from dra_driver import DRIVER, NODE, driver_on, prepare_samples
 
-from device_plugin.dra_standin.api_objects import allocated_claim
-from device_plugin.dra_standin.kubelet import DraKubeletStandin
+from device_plugin.standins.api_objects import allocated_claim
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from testbed.fake_mps_control import program
 
 

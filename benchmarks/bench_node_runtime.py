@@ -38,11 +38,11 @@ from device_plugin.config.model import Config
 from device_plugin.core.devices import Health
 from device_plugin.health.state import HealthTransition
 from device_plugin.kubelet.front_end import device_plugin_runtime
-from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.dra.api_standin import ApiStandin
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
 from tests.timing import FAST_LIFECYCLE
 
 MACHINE = "island-16gpu"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from _common import percentile, quiet_rounds, table, target_line
 
-from device_plugin.kubelet.standin import KubeletStandIn
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 from tests.integration.rolling import Outcome, replace_plugin
 
 WAYS = [  # label, rolling, the kubelet keeps clients by socket (PR 135437)

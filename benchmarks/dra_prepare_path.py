@@ -23,14 +23,14 @@ from typing import Any
 import _common  # noqa: F401  (puts the checkout on sys.path for the package imports below)
 from dra_driver import DRIVER, NODE, driver_on
 
-from device_plugin.dra_standin.api_objects import allocated_claim
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
+from device_plugin.standins.api_objects import allocated_claim
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 
 COUNTED = ("device_plugin.dra", "device_plugin.kubelet_plugin")
 # Not the prepare's: the stand-ins are the caller and the API server, the publisher's own thread may
 # reconcile meanwhile (the kubelet's registration asks it to), and the hint thread recomputes the placement
 # hints after the Prepare (woken by it, never waited for).
-NOT_COUNTED = ("device_plugin.dra_standin",)
+NOT_COUNTED = ("device_plugin.standins",)
 # Tasks the serving loop runs for the threads below: the watch's stream, and a request a thread sent with call().
 OTHER_TASKS = ("SliceWatch._follow", "ApiTransport.send")
 FOR_ANOTHER_THREAD = "a loop task of another thread"

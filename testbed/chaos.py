@@ -40,13 +40,13 @@ from typing import Any
 
 import grpc
 
-from device_plugin.dra_standin.api_objects import allocated_claim
-from device_plugin.dra_standin.api_server import ApiStandin
-from device_plugin.dra_standin.kubelet import DraKubeletStandin, Registered
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.service.instance_lock import CALL_LOCK
 from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
 from device_plugin.serving.socket_files import served_by_someone
+from device_plugin.standins.api_objects import allocated_claim
+from device_plugin.standins.api_server import ApiStandin
+from device_plugin.standins.kubelet_dra import DraKubeletStandin, Registered
 
 DRIVER, NODE, MACHINE = "gpu.gpu-device-plugin.io", "chaos-node", "dgx1-v100"
 GPUS = tuple(f"gpu-{i}" for i in range(8))

@@ -10,8 +10,8 @@ Where this order differs from a plain reading of the layout, and why:
 - cli and commands/ are two layers: cli dispatches to commands/, and commands/run picks the node's
   front-end and builds its runtime. The front-ends (kubelet/: the device plugin; dra/: the DRA driver)
   sit above node/, the runtime both modes share: they implement its FrontEnd protocol, and node/ never
-  names them. dra_standin/ (the API-server and DRA-kubelet stand-ins) sits beside them, so neither
-  front-end may import it; commands/ (demo) and the tests may.
+  names them. standins/ (the kubelet and API-server stand-ins of both modes) sits beside them, so
+  neither front-end may import it; RESTRICTED lets only the demo and kubelet-standin commands do so.
 - kubelet_plugin/, the kubelet-plugin helper (the generic half of a DRA driver: registration, the DRA
   and health services, claim reads, the prepare steps, slices, the checkpoint), is a layer of its own
   below node/ and above serving/: the driver (dra/) is built on it through one Driver protocol, and it
@@ -52,7 +52,7 @@ DIAGRAM = ROOT / "docs" / "architecture.md"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.cli",),
     ("device_plugin.commands",),
-    ("device_plugin.kubelet", "device_plugin.dra", "device_plugin.dra_standin"),
+    ("device_plugin.kubelet", "device_plugin.dra", "device_plugin.standins"),
     ("device_plugin.node", "device_plugin.process"),
     ("device_plugin.kubelet_plugin",),
     ("device_plugin.serving",),
@@ -75,7 +75,7 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "pynvml": ("device_plugin.nvml.real",),  # the real backend, a package of its own
     "grpc": (
         "device_plugin.kubelet",
-        "device_plugin.dra_standin",
+        "device_plugin.standins",
         "device_plugin.kubelet_plugin",
         "device_plugin.serving",
         "api",
@@ -95,7 +95,15 @@ THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "yaml": ("device_plugin.core.bounded_yaml",),  # the one YAML reader, with limits
 }
 # Our own packages that only some units may import, though they lie below everyone.
-RESTRICTED = {"api": ("device_plugin.kubelet", "device_plugin.dra_standin", "device_plugin.kubelet_plugin")}
+RESTRICTED = {
+    "api": ("device_plugin.kubelet", "device_plugin.standins", "device_plugin.kubelet_plugin"),
+    # The stand-ins ship for the demo, but the daemon never imports them.
+    "device_plugin.standins": (
+        "device_plugin.standins",
+        "device_plugin.commands.demo*",
+        "device_plugin.commands.standin",
+    ),
+}
 # What mig/ and timeslice/ may import besides themselves and the standard library.
 VALUE_TYPES = (
     "device_plugin.core.devices",

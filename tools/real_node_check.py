@@ -25,8 +25,8 @@ sys.path.insert(0, str(REPO))
 
 from device_plugin.config.loader import load_config  # noqa: E402
 from device_plugin.kubelet.front_end import device_plugin_runtime  # noqa: E402
-from device_plugin.kubelet.standin import KubeletStandIn  # noqa: E402
 from device_plugin.nvml.backends import open_backend  # noqa: E402
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn  # noqa: E402
 
 WAIT_S = 30.0
 

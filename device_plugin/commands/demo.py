@@ -44,11 +44,11 @@ from device_plugin.core.short_text import counted
 from device_plugin.kubelet.composition import Node, build_node, envvar_conflicts
 from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.kubelet.lifecycle import LifecycleTiming
-from device_plugin.kubelet.standin import KubeletStandIn, PluginConnection
 from device_plugin.mig.policy import MigAllocationPolicy
 from device_plugin.nvml.fake.catalog import load_machine_description, shipped_machine_names
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn, PluginConnection
 from device_plugin.timeslice.policy import ReplicaPolicy
 
 NAME = "demo"

@@ -23,13 +23,13 @@ from device_plugin.commands._demo_setup import DEMO_HEALTH, FAST_HEALTH, LISTED,
 from device_plugin.config.model import Config
 from device_plugin.core.short_text import counted
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.dra_standin.api_objects import allocated_claim
-from device_plugin.dra_standin.api_server import ApiStandin
-from device_plugin.dra_standin.kubelet import DraKubeletStandin, HealthWatch
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
+from device_plugin.standins.api_objects import allocated_claim
+from device_plugin.standins.api_server import ApiStandin
+from device_plugin.standins.kubelet_dra import DraKubeletStandin, HealthWatch
 
 NODE = "demo-node"
 T = TypeVar("T")

@@ -2,9 +2,9 @@
 
 For trying `gpu-device-plugin run --device-plugin-dir D` (with one's own --config and --machine) without
 a cluster: this serves the Registration service on D/kubelet.sock with the project's kubelet stand-in
-(device_plugin.kubelet.standin, which behaves like kubelets >= 1.25), and prints every registration, every
-device list as it changes (health), and the end of each stream. With --allocate N it admits one container
-asking for N devices once the resource's first list arrives, as the device manager does
+(device_plugin.standins.kubelet_device_plugin, which behaves like kubelets >= 1.25), and prints every
+registration, every device list as it changes (health), and the end of each stream. With --allocate N it
+admits one container asking for N devices once the resource's first list arrives, as the device manager does
 (GetPreferredAllocation with the free devices in random order, then Allocate), and prints both answers.
 It runs until SIGINT or SIGTERM, then stops serving and removes kubelet.sock.
 
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, stop: threading.Event) -> int:
-    from device_plugin.kubelet.standin import KubeletStandIn  # deferred: gRPC loads only when serving
+    from device_plugin.standins.kubelet_device_plugin import KubeletStandIn  # deferred: gRPC loads only when serving
 
     if args.allocate is not None and args.allocate < 1:
         print("gpu-device-plugin kubelet-standin: --allocate must be at least 1", flush=True)

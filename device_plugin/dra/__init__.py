@@ -24,5 +24,5 @@ Modules, one job each:
 
 The generic half (registration, the DRA and health services, claim reads, slice publishing and watching,
 the checkpoint) is device_plugin/kubelet_plugin/; the API-server and kubelet stand-ins are
-device_plugin/dra_standin/, which this package may not import.
+device_plugin/standins/, which this package may not import.
 """

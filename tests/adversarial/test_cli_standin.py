@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.cli import main
-from device_plugin.kubelet.standin import KubeletStandIn
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 
 WAIT_S = 20.0
 CLI = [sys.executable, "-m", "device_plugin.cli"]

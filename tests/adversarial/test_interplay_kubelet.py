@@ -25,8 +25,8 @@ from device_plugin.core.errors import InvalidRequestError
 from device_plugin.kubelet.composition import build_node, envvar_conflicts
 from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.kubelet.lifecycle import PluginManager
-from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.backends import open_backend
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 from tests.timing import FAST_LIFECYCLE
 
 

@@ -22,8 +22,8 @@ import pytest
 from device_plugin.config.model import Config
 from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.kubelet.lifecycle import PluginManager
-from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.backends import open_backend
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 from tests.composed import build_resources
 from tests.timing import FAST_LIFECYCLE
 

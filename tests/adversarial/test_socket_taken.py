@@ -27,8 +27,8 @@ from typing import TypeVar
 import pytest
 
 from device_plugin.core.names import GPU_RESOURCE
-from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.serving.socket_files import served_by_someone
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 
 T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ import threading
 from pathlib import Path
 
 from device_plugin.config.watch import ConfigFileWatch
-from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.fake.machine import FakeNvml
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 from tests.integration.test_sigterm import start_daemon
 
 from .harness import WAIT_S

@@ -16,8 +16,8 @@ import pytest
 
 from device_plugin.kubelet_plugin.api.slices import API_VERSIONS
 from device_plugin.kubelet_plugin.service.servicers import SERVED
+from device_plugin.standins.api_objects import RELEASE_OF
 from tests.deploy.test_render import KUBERNETES_VERSIONS as DEVICE_PLUGIN_SCHEMAS
-from tests.dra.api_standin import RELEASE_OF
 from tests.dra.test_deploy import VERSIONS as DRA_SCHEMAS
 
 REPO = Path(__file__).resolve().parents[2]

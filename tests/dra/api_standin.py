@@ -1,19 +1,14 @@
-"""The tests' API stand-in: device_plugin/dra_standin/api_server.py's, with every write checked strictly by
-kubernetes-validate (schema_check.py), a test-only dependency the package must not import.
-
-A thin re-export, kept so the stand-in's many importers (tests, benchmarks) did not change in the move;
+"""The tests' API stand-in: device_plugin/standins/api_server.py's, subclassed so that every write is checked
+strictly by kubernetes-validate (schema_check.py), a test-only dependency the package must not import;
 `transport()` makes the helper's transport to it, closed by down().
 """
 
 from __future__ import annotations
 
-from device_plugin.dra_standin.api_objects import GROUP, MAX_DEVICES_WITH_TAINTS, RELEASE_OF
-from device_plugin.dra_standin.api_server import ApiStandin as _PackagedApiStandin
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.api.transport import ApiTransport
+from device_plugin.standins.api_server import ApiStandin as _PackagedApiStandin
 from tests.dra.schema_check import validate_strict
-
-__all__ = ["GROUP", "MAX_DEVICES_WITH_TAINTS", "RELEASE_OF", "ApiStandin"]
 
 
 class ApiStandin(_PackagedApiStandin):

@@ -19,12 +19,12 @@ from device_plugin.config.loader import load_config
 from device_plugin.config.model import Config
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
+from device_plugin.standins.api_objects import allocated_claim
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.dra.api_standin import ApiStandin
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
 from tests.dra.scheduler_view import schedulable
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 import grpc
 
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.dra_standin.kubelet import DraKubeletStandin
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.dra.driver_node import DRIVER, NODE, Node, eventually
 from tests.integration.rolling import zero_time
 

@@ -21,8 +21,8 @@ from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.kubelet_plugin.api.kube import api_client
 from device_plugin.kubelet_plugin.service.health_service import HEALTH_TIMEOUT_S
 from device_plugin.node.runtime import NodeRuntime
+from device_plugin.standins.kubelet_dra import DraKubeletStandin, HealthWatch
 from tests.dra.driver_node import NODE, Node, eventually
-from tests.dra.kubelet_dra_standin import DraKubeletStandin, HealthWatch
 from tests.dra.test_health_driver import started
 from tests.probes_held import probes_held
 

@@ -14,14 +14,14 @@ import pytest
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.prepare_decision import PrepareDecision
-from device_plugin.dra_standin.api_objects import allocated_claim
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.claims.prepare import Preparer
 from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
 from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
 from device_plugin.nvml.fake.machine import FakeNvml
+from device_plugin.standins.api_objects import allocated_claim
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.allocation.machines import topology_of
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
 DGX1 = {d.name: d.uuid for d in build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))[0]}

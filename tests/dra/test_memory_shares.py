@@ -98,7 +98,7 @@ def test_each_share_is_answered_with_its_id_and_recorded_with_its_size(shared_dr
 
 
 def allocated(name: str, uid: str, results: list[dict[str, Any]], requests: list[Any] | None = None) -> dict[str, Any]:
-    from device_plugin.dra_standin.api_objects import allocated_claim
+    from device_plugin.standins.api_objects import allocated_claim
 
     body = allocated_claim("ns", name, uid, results)
     if requests is not None:

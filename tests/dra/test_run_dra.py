@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.dra.api_standin import ApiStandin
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
 

@@ -19,9 +19,9 @@ from device_plugin.config.health import HealthConfig
 from device_plugin.health.fake_events import FakeEventsTail
 from device_plugin.health.watcher import HealthWatcher
 from device_plugin.kubelet.lifecycle import PluginManager
-from device_plugin.kubelet.standin import KubeletStandIn, ListedDevice
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn, ListedDevice
 from tests.timing import FAST_LIFECYCLE
 
 from .conftest import FAST, WAIT_S, replicas, whole_gpus

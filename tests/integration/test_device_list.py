@@ -13,9 +13,9 @@ from api import deviceplugin_pb2_grpc as pb_grpc
 from device_plugin.config.model import Config
 from device_plugin.core.devices import DeviceListSnapshot, Health
 from device_plugin.kubelet.servicer import DevicePluginServicer, services_of
-from device_plugin.kubelet.standin import ListedDevice
 from device_plugin.nvml.backends import open_backend
 from device_plugin.serving.bound_socket import bind_fresh
+from device_plugin.standins.kubelet_device_plugin import ListedDevice
 from tests.composed import build_resources
 
 from .conftest import WAIT_S, Node, start_node

@@ -12,8 +12,8 @@ from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.kubelet.plugin_dir import socket_name
 from device_plugin.kubelet.registration import register
-from device_plugin.kubelet.standin import KubeletStandIn, is_extended_resource_name
 from device_plugin.nvml.backends import open_backend
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn, is_extended_resource_name
 from tests.composed import build_resources
 
 from .conftest import FAST, WAIT_S, Node

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet.standin import KubeletStandIn
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 
 from .rolling import GPU, POD_A, POD_B, WAIT_S, plugin, replace_plugin, wait_ready
 

@@ -12,8 +12,8 @@ import pytest
 
 from device_plugin.core.errors import NvmlUnavailableError
 from device_plugin.core.names import GPU_RESOURCE
-from device_plugin.kubelet.standin import KubeletStandIn
 from device_plugin.nvml.backends import open_backend
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 
 from .conftest import WAIT_S
 

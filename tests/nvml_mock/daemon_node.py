@@ -18,8 +18,8 @@ from device_plugin.config.loader import load_config
 from device_plugin.config.model import Config
 from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.kubelet.front_end import DevicePluginFrontEnd, device_plugin_runtime
-from device_plugin.kubelet.standin import KubeletStandIn, ListedDevice
 from device_plugin.node.runtime import NodeRuntime
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn, ListedDevice
 from tests.nvml_mock.conftest import WAIT_S, HostPool
 from tests.nvml_mock.remote import MockHost, RemoteBackend
 from tests.timing import FAST_LIFECYCLE

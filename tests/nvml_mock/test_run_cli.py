@@ -19,7 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from device_plugin.core.names import GPU_RESOURCE
-from device_plugin.kubelet.standin import KubeletStandIn
+from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 from tests.nvml_mock.conftest import WAIT_S, HostPool, eventually
 from tests.nvml_mock.mock_folder import NvmlMock
 from tests.nvml_mock.remote import ROOT, write_overrides

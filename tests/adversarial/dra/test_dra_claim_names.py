@@ -13,9 +13,9 @@ import pytest
 
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.adversarial.dra.harness import wait_until
 from tests.dra.api_standin import ApiStandin
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 DRIVER, NODE = "gpu.nvidia.com", "node-a"
 MAX_ERROR_CHARS = 2048  # a per-claim error, whatever the claim's name

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.dra_standin.kubelet import DraKubeletStandin
 from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
 from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
 from device_plugin.nvml.fake.machine import FakeNvml
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.adversarial.dra.harness import prepare, unprepare
 from tests.dra.api_standin import ApiStandin
 from tests.dra.driver_node import DRIVER, NODE, Node, eventually

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from device_plugin.serving.socket_files import SUN_PATH_BYTES
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.dra.api_standin import ApiStandin
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
 from tests.dra.test_run_dra import kubeconfig
 
 DRIVER, NODE = "gpu.nvidia.com", "node-a"

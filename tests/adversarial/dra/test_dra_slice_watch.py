@@ -29,10 +29,10 @@ from device_plugin.kubelet_plugin.api.slice_store import SliceStore
 from device_plugin.kubelet_plugin.api.slices import build_slices
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.adversarial.dra.harness import WAIT_S, wait_until
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
 DGX1 = build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))[0]

@@ -16,8 +16,8 @@ import pytest
 
 from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
 from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
+from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.adversarial.dra.harness import DRIVER, dra_server, get_info, prepare, wait_until
-from tests.dra.kubelet_dra_standin import DraKubeletStandin
 
 CALM_S = 2.0  # long enough for dozens of keeper polls (every 0.05 s here): the old keeper rebound at each
 FREE_AGAIN_S = 20.0  # the next look comes after the current backoff delay (growing to 10 s)

@@ -16,7 +16,7 @@ import json
 import uuid
 from typing import Any
 
-from device_plugin.dra_standin.api_objects import (
+from device_plugin.standins.api_objects import (
     GROUP,
     RELEASE_OF,
     device_body,
@@ -24,7 +24,7 @@ from device_plugin.dra_standin.api_objects import (
     taints_as_stored,
     too_many_tainted,
 )
-from device_plugin.dra_standin.api_objects import status_body as _status
+from device_plugin.standins.api_objects import status_body as _status
 
 
 class SliceWrites:

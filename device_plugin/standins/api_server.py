@@ -41,10 +41,10 @@ from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from device_plugin.dra_standin.api_http import Server, handler_for
-from device_plugin.dra_standin.api_objects import GROUP, api_group, field_of, matches
-from device_plugin.dra_standin.api_objects import status_body as _status
-from device_plugin.dra_standin.api_writes import SliceWrites
+from device_plugin.standins.api_http import Server, handler_for
+from device_plugin.standins.api_objects import GROUP, api_group, field_of, matches
+from device_plugin.standins.api_objects import status_body as _status
+from device_plugin.standins.api_writes import SliceWrites
 
 # Raises when `obj` is not valid for the Kubernetes release (e.g. "1.34"); the message says why.
 Validator = Callable[[dict[str, Any], str], None]

@@ -34,8 +34,10 @@ import grpc
 
 from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
-from device_plugin.kubelet.standin_manager import AdmissionRefused as AdmissionRefused  # re-exported for callers
-from device_plugin.kubelet.standin_manager import DeviceManagerModel, is_extended_resource_name
+from device_plugin.standins.kubelet_device_manager import (
+    AdmissionRefused as AdmissionRefused,  # re-exported for callers
+)
+from device_plugin.standins.kubelet_device_manager import DeviceManagerModel, is_extended_resource_name
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from device_plugin.dra_standin.api_objects import status_body
+from device_plugin.standins.api_objects import status_body
 
 
 class ApiSide(Protocol):
