@@ -19,7 +19,10 @@ class BruteForce:
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
         n = topology.gpu_count
-        self.w = {(a, b): Fraction(topology.bandwidth_gbps(a, b)) for a in range(n) for b in range(n) if a != b}
+        # w(a, b) as docs/allocation.md defines it: the pair's bandwidth in integer MB/s (a model whose link is
+        # a fraction of a MB/s, such as the RTX A6000's 14062.5, is rounded per pair, as the allocator does).
+        mbps = topology.bandwidth_mbps_matrix()
+        self.w = {(a, b): Fraction(mbps[a][b]) for a in range(n) for b in range(n) if a != b}
         self.ring = cache(self._ring)
         self.best_ring = cache(self._best_ring)
         # criterion 4: NICs at PIX or PXB from each GPU, straight from the GPU-NIC matrix
