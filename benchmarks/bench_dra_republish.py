@@ -24,7 +24,7 @@ from collections.abc import Callable
 from _common import percentile, table, target_line
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
+from device_plugin.dra_helper.api.publisher import SlicePublisher
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from tests.dra.api_standin import ApiStandin

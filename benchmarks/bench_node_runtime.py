@@ -36,8 +36,8 @@ from dra_driver import NODE, running_driver
 
 from device_plugin.config.model import Config
 from device_plugin.core.devices import Health
+from device_plugin.dp.front_end import device_plugin_runtime
 from device_plugin.health.state import HealthTransition
-from device_plugin.kubelet.front_end import device_plugin_runtime
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn

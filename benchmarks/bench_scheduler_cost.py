@@ -39,7 +39,7 @@ from _common import table, target_line
 from sched_churn import HintRepublisher
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.kubelet_plugin.api.slices import build_slices
+from device_plugin.dra_helper.api.slices import build_slices
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from testbed.realnode import binaries

@@ -26,7 +26,7 @@ from device_plugin.config.model import Config
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.config.share_settings import ISOLATION_PER_PROCESS, ShareSettings
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.dra_helper.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.process.gc_pauses import freeze_start_up_objects

@@ -26,7 +26,7 @@ from dra_driver import DRIVER, NODE, driver_on
 from device_plugin.standins.api_objects import allocated_claim
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
 
-COUNTED = ("device_plugin.dra", "device_plugin.kubelet_plugin")
+COUNTED = ("device_plugin.dra", "device_plugin.dra_helper")
 # Not the prepare's: the stand-ins are the caller and the API server, the publisher's own thread may
 # reconcile meanwhile (the kubelet's registration asks it to), and the hint thread recomputes the placement
 # hints after the Prepare (woken by it, never waited for).

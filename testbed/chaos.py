@@ -40,9 +40,9 @@ from typing import Any
 
 import grpc
 
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
-from device_plugin.kubelet_plugin.service.instance_lock import CALL_LOCK
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.service.instance_lock import CALL_LOCK
+from device_plugin.dra_helper.service.socket_paths import SocketPaths
 from device_plugin.serving.socket_files import served_by_someone
 from device_plugin.standins.api_objects import allocated_claim
 from device_plugin.standins.api_server import ApiStandin

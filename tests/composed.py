@@ -1,6 +1,6 @@
 """Resources composed the way the device-plugin front-end composes them, for tests that serve them directly.
 
-build_resources: the ResourceManagers of a backend under a config (kubelet/composition.py's build_node);
+build_resources: the ResourceManagers of a backend under a config (dp/composition.py's build_node);
 gpu_devices: whole GPUs as device-plugin Devices (ID = UUID, NUMA node from the backend).
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.model import Config
 from device_plugin.core.devices import Device
-from device_plugin.kubelet.composition import build_node
+from device_plugin.dp.composition import build_node
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo
 

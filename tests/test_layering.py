@@ -8,21 +8,22 @@ including deferred ones inside functions and `if TYPE_CHECKING:` ones: each is a
 
 Where this order differs from a plain reading of the layout, and why:
 - cli and commands/ are two layers: cli dispatches to commands/, and commands/run picks the node's
-  front-end and builds its runtime. The front-ends (kubelet/: the device plugin; dra/: the DRA driver)
+  front-end and builds its runtime. The front-ends (dp/: the device plugin; dra/: the DRA driver)
   sit above node/, the runtime both modes share: they implement its FrontEnd protocol, and node/ never
   names them. standins/ (the kubelet and API-server stand-ins of both modes) sits beside them, so
   neither front-end may import it; RESTRICTED lets only the demo and kubelet-standin commands do so.
-- kubelet_plugin/, the kubelet-plugin helper (the generic half of a DRA driver: registration, the DRA
-  and health services, claim reads, the prepare steps, slices, the checkpoint), is a layer of its own
-  below node/ and above serving/: the driver (dra/) is built on it through one Driver protocol, and it
-  may not import the runtime. HELPER_MAY_IMPORT keeps it off the GPU layers below it as well.
+- the two helpers sit side by side below node/ and above serving/: dp_helper/ (the device-plugin API's
+  contract: registration, serving, ListAndWatch, the kubelet's restarts) and dra_helper/ (the generic
+  half of a DRA driver: registration, the DRA and health services, claim reads, the prepare steps,
+  slices, the checkpoint). Each front-end is built on its helper; neither helper may import the
+  runtime. HELPER_MAY_IMPORT keeps dra_helper/ off the GPU layers below it as well.
 - process/ (signals, log output; used by cli and commands/run, importing nothing of ours) sits beside node/.
 - mig/ and timeslice/ (inside device_plugin/) sit above allocation/: they implement its policy protocol,
-  read its ValidatedRequest and share its gpu_choice; allocation/ never names them (kubelet/composition).
+  read its ValidatedRequest and share its gpu_choice; allocation/ never names them (dp/composition).
 - observability/ > health/ > allocator/ > topology/: labels need the topology; the allocator needs the
   topology; health transitions are what metrics and labels report, so health sits below observability.
-- serving/ sits just below kubelet/ and kubelet_plugin/: both serve kubelet sockets the same way (one
-  event loop, 0600 binds, foreign files refused, sockets kept); kubelet/ and dra/ may not import each other.
+- serving/ sits just below dp_helper/ and dra_helper/: both serve kubelet sockets the same way (one
+  event loop, 0600 binds, foreign files refused, sockets kept); dp/ and dra/ may not import each other.
 - core/ (errors among its value types) sits below nvml/: every layer, the hardware boundary included,
   raises the project's errors, and core/ imports nothing of ours.
 Every layer names folders (units are packages), except cli, the console script. No module is placed
@@ -52,9 +53,9 @@ DIAGRAM = ROOT / "docs" / "architecture.md"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.cli",),
     ("device_plugin.commands",),
-    ("device_plugin.kubelet", "device_plugin.dra", "device_plugin.standins"),
+    ("device_plugin.dp", "device_plugin.dra", "device_plugin.standins"),
     ("device_plugin.node", "device_plugin.process"),
-    ("device_plugin.kubelet_plugin",),
+    ("device_plugin.dp_helper", "device_plugin.dra_helper"),
     ("device_plugin.serving",),
     ("device_plugin.mig", "device_plugin.timeslice"),
     ("device_plugin.allocation",),
@@ -74,29 +75,29 @@ LAYERLESS = "device_plugin"
 THIRD_PARTY: dict[str, tuple[str, ...]] = {
     "pynvml": ("device_plugin.nvml.real",),  # the real backend, a package of its own
     "grpc": (
-        "device_plugin.kubelet",
+        "device_plugin.dp_helper",
         "device_plugin.standins",
-        "device_plugin.kubelet_plugin",
+        "device_plugin.dra_helper",
         "device_plugin.serving",
         "api",
     ),
     "google": ("api",),  # protobuf, for the generated messages
     # The kubernetes client: only where the connection settings come from (and are read); dra: at start.
     "kubernetes": (
-        "device_plugin.kubelet_plugin.api.kube",
-        "device_plugin.kubelet_plugin.api.transport",
-        "device_plugin.kubelet_plugin.api.connection_settings",
-        "device_plugin.kubelet_plugin.plugin",
+        "device_plugin.dra_helper.api.kube",
+        "device_plugin.dra_helper.api.transport",
+        "device_plugin.dra_helper.api.connection_settings",
+        "device_plugin.dra_helper.plugin",
         "device_plugin.dra",
     ),
-    "aiohttp": ("device_plugin.kubelet_plugin.api.transport",),  # the one transport to the API server
+    "aiohttp": ("device_plugin.dra_helper.api.transport",),  # the one transport to the API server
     "prometheus_client": ("device_plugin.observability", "device_plugin.node"),
-    "watchdog": ("device_plugin.kubelet", "device_plugin.config"),
+    "watchdog": ("device_plugin.dp_helper", "device_plugin.config"),
     "yaml": ("device_plugin.core.bounded_yaml",),  # the one YAML reader, with limits
 }
 # Our own packages that only some units may import, though they lie below everyone.
 RESTRICTED = {
-    "api": ("device_plugin.kubelet", "device_plugin.standins", "device_plugin.kubelet_plugin"),
+    "api": ("device_plugin.dp_helper", "device_plugin.standins", "device_plugin.dra_helper"),
     # The stand-ins ship for the demo, but the daemon never imports them.
     "device_plugin.standins": (
         "device_plugin.standins",
@@ -123,7 +124,7 @@ VALUE_TYPES = (
 
 # What the kubelet-plugin helper may import besides itself: no GPU layer (nvml, topology, allocator, health,
 # mig, ...) and no GPU fact of core/ (gpu_models, names): what is ours comes from the driver above it.
-HELPER = "device_plugin.kubelet_plugin"
+HELPER = "device_plugin.dra_helper"
 HELPER_MAY_IMPORT = (
     "api",  # the generated DRA and registration protos
     "device_plugin.serving",  # the sockets, served and kept
@@ -156,7 +157,7 @@ def test_the_scan_sees_the_code() -> None:
     assert sum(len(SOURCE.edges[m]) for m in CODE) > 200
     assert {
         "device_plugin.nvml.real.backend",
-        "device_plugin.kubelet.servicer",
+        "device_plugin.dp_helper.servicer",
         "device_plugin.mig.policy",
         "device_plugin.timeslice.policy",
     } <= set(CODE)
@@ -241,11 +242,11 @@ def test_the_kubelet_plugin_helper_knows_no_gpu() -> None:
 
 def test_the_helper_check_catches_a_gpu_import() -> None:
     edges = {
-        "device_plugin.kubelet_plugin.a": frozenset({"device_plugin.core.errors", "device_plugin.kubelet_plugin.b"}),
-        "device_plugin.kubelet_plugin.b": frozenset({"device_plugin.nvml.types", "device_plugin.core.gpu_models"}),
+        "device_plugin.dra_helper.a": frozenset({"device_plugin.core.errors", "device_plugin.dra_helper.b"}),
+        "device_plugin.dra_helper.b": frozenset({"device_plugin.nvml.types", "device_plugin.core.gpu_models"}),
     }
     assert layering_rules.beyond_allowed(edges, HELPER, HELPER_MAY_IMPORT) == {
-        "device_plugin.kubelet_plugin.b": ["device_plugin.core.gpu_models", "device_plugin.nvml.types"]
+        "device_plugin.dra_helper.b": ["device_plugin.core.gpu_models", "device_plugin.nvml.types"]
     }
 
 

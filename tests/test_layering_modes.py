@@ -1,5 +1,5 @@
 """The runtime both modes share (node/) names nothing of one mode: the device plugin's request path stays in
-kubelet/ (its composition), the DRA driver's in dra/ and kubelet_plugin/ (node/ never names a front-end:
+kubelet/ (its composition), the DRA driver's in dra/ and dra_helper/ (node/ never names a front-end:
 the layering test's direction rule already keeps it below them)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from tests.layering_rules import matches
 from tests.test_layering import CODE, SOURCE
 
 # The device plugin's request path: node/ is the runtime both modes share, so it names none of it (the
-# device-plugin front-end composes its resources in kubelet/composition.py).
+# device-plugin front-end composes its resources in dp/composition.py).
 DEVICE_PLUGIN_ONLY = (
     "device_plugin.allocation",
     "device_plugin.timeslice",
@@ -22,4 +22,4 @@ def test_the_shared_runtime_imports_nothing_only_the_device_plugin_uses() -> Non
     assert len(node) >= 5, node
     found = {m: sorted(t for t in SOURCE.edges[m] if any(matches(t, p) for p in DEVICE_PLUGIN_ONLY)) for m in node}
     assert {m: t for m, t in found.items() if t} == {}
-    assert any(matches(t, "device_plugin.allocation") for t in SOURCE.edges["device_plugin.kubelet.composition"])
+    assert any(matches(t, "device_plugin.allocation") for t in SOURCE.edges["device_plugin.dp.composition"])

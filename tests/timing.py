@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from device_plugin.core.backoff import Backoff
-from device_plugin.kubelet.lifecycle import LifecycleTiming
+from device_plugin.dp_helper.lifecycle import LifecycleTiming
 
 FAST_LIFECYCLE = LifecycleTiming(
     register_timeout_s=10.0,

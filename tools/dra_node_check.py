@@ -31,8 +31,8 @@ from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME  # noqa: E402
 from device_plugin.core.names import OWN_DOMAIN  # noqa: E402
 from device_plugin.core.short_text import counted  # noqa: E402
 from device_plugin.dra.inventory import build_devices  # noqa: E402
-from device_plugin.kubelet_plugin.api.devices import MAX_ATTRIBUTES_AND_CAPACITIES  # noqa: E402
-from device_plugin.kubelet_plugin.api.slices import build_slices  # noqa: E402
+from device_plugin.dra_helper.api.devices import MAX_ATTRIBUTES_AND_CAPACITIES  # noqa: E402
+from device_plugin.dra_helper.api.slices import build_slices  # noqa: E402
 from device_plugin.nvml.backends import open_backend  # noqa: E402
 from device_plugin.nvml.protocol import NvmlBackend  # noqa: E402
 from device_plugin.topology.build import build_topology  # noqa: E402

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from device_plugin.config.loader import load_config  # noqa: E402
-from device_plugin.kubelet.front_end import device_plugin_runtime  # noqa: E402
+from device_plugin.dp.front_end import device_plugin_runtime  # noqa: E402
 from device_plugin.nvml.backends import open_backend  # noqa: E402
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn  # noqa: E402
 

@@ -3,7 +3,7 @@
 Boundary: a type and one pure function, shared by the MIG policy (device_plugin/mig/policy.py) and the
 time-slicing policy (device_plugin/timeslice/policy.py): both pick devices in tiers and, when a tier
 offers more GPUs than the request still needs, ask `choose_gpus(candidates, must, count)` (the topology
-objective: kubelet/composition.py injects the allocator's). `must` are the GPUs the request already holds,
+objective: dp/composition.py injects the allocator's). `must` are the GPUs the request already holds,
 `candidates` include them, and the answer has `count` GPUs including `must`.
 """
 

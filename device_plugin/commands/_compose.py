@@ -21,7 +21,7 @@ from device_plugin.config.arguments import add_config_file_argument, add_setting
 from device_plugin.config.loader import load_effective_config
 from device_plugin.config.model import Config
 from device_plugin.config.not_applied import warn_not_applied
-from device_plugin.kubelet.composition import Node, build_node
+from device_plugin.dp.composition import Node, build_node
 from device_plugin.nvml.protocol import NvmlBackend
 
 

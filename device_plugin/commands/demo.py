@@ -41,9 +41,9 @@ from device_plugin.core.errors import PluginError
 from device_plugin.core.mig_strategy import MigStrategy
 from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.core.short_text import counted
-from device_plugin.kubelet.composition import Node, build_node, envvar_conflicts
-from device_plugin.kubelet.front_end import device_plugin_runtime
-from device_plugin.kubelet.lifecycle import LifecycleTiming
+from device_plugin.dp.composition import Node, build_node, envvar_conflicts
+from device_plugin.dp.front_end import device_plugin_runtime
+from device_plugin.dp_helper.lifecycle import LifecycleTiming
 from device_plugin.mig.policy import MigAllocationPolicy
 from device_plugin.nvml.fake.catalog import load_machine_description, shipped_machine_names
 from device_plugin.nvml.fake.machine import FakeNvml

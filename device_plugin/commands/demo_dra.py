@@ -23,7 +23,7 @@ from device_plugin.commands._demo_setup import DEMO_HEALTH, FAST_HEALTH, LISTED,
 from device_plugin.config.model import Config
 from device_plugin.core.short_text import counted
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.dra_helper.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind

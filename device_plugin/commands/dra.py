@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from device_plugin.core.names import own_name
     from device_plugin.dra.inventory import OWN_ATTRIBUTES, build_devices
     from device_plugin.dra.memory_shares import shareable
-    from device_plugin.kubelet_plugin.api.slices import build_slices
+    from device_plugin.dra_helper.api.slices import build_slices
     from device_plugin.nvml.backends import open_backend
     from device_plugin.topology.build import build_topology
 

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from device_plugin.kubelet.resource_reporting import (
+    from device_plugin.dp.resource_reporting import (
         label_options,  # deferred: keeps `--help` free of the daemon's imports
     )
 

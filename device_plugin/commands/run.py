@@ -2,7 +2,7 @@
 
 One start-up path for both: loads the config (CLI > env > file), opens the NVML backend (real, or a
 named/described machine with --machine), picks the front-end by `gpuDevicePlugin.mode` (the device
-plugin's PluginManagers, kubelet/front_end.py; the DRA driver, dra/front_end.py), builds the node
+plugin's PluginManagers, dp/front_end.py; the DRA driver, dra/front_end.py), builds the node
 runtime (node/runtime.py) and serves until SIGTERM/SIGINT. When NVML cannot start it exits non-zero, or
 with failOnInitError=false logs why and waits without serving. A stop that comes during start-up ends it
 at once (exit 0: nothing was served); one while serving gets the graceful budget, and the exit code
@@ -30,8 +30,8 @@ from device_plugin.config.not_applied import warn_not_applied
 from device_plugin.config.watch import ConfigFileWatch
 from device_plugin.core.errors import ConfigError, NvmlUnavailableError, PluginError
 from device_plugin.core.version import package_version
+from device_plugin.dp.front_end import DevicePluginFrontEnd
 from device_plugin.health.fake_events import FakeEventsTail
-from device_plugin.kubelet.front_end import DevicePluginFrontEnd
 from device_plugin.node.front_end import FrontEnd
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.backends import open_backend

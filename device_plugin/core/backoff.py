@@ -2,7 +2,7 @@
 
 Users: the kubelet lifecycle (Register and failed serving generations, kubelet/), the health watcher
 (reopening a failed NVML event watch, health/watcher.py) and the DRA slice publisher and its watch (API
-server outages, kubelet_plugin/api/publisher.py and slice_watch.py). Each owns a `BackoffDelays` for one run
+server outages, dra_helper/api/publisher.py and slice_watch.py). Each owns a `BackoffDelays` for one run
 of failures and resets it after a success. Pure arithmetic: no clock, no sleeping; the caller waits.
 """
 

@@ -1,7 +1,7 @@
 """The project's error hierarchy.
 
 Every failure a caller can act on is one of these. The gRPC servicer maps them to status codes in
-one function (device_plugin.kubelet.servicer.status_for); nothing else needs to know about gRPC.
+one function (device_plugin.dp_helper.servicer.status_for); nothing else needs to know about gRPC.
 """
 
 from __future__ import annotations

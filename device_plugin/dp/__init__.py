@@ -1,10 +1,8 @@
-"""kubelet: the device-plugin side of the kubelet's v1beta1 contract, one resource per socket.
+"""dp: the device-plugin front-end, what is ours on the device-plugin side (dra/ is its DRA pair).
 
-composition (the node's inventory + config -> the Node: resources, their policies and Allocate answers),
+composition (the node's inventory + config -> the resources, their policies and Allocate answers),
 resource_reporting (what only this mode reports: allocation quality, replicas, label inputs, the health
-route to the resources), front_end (the runtime's FrontEnd over them), lifecycle (PluginManager: serve,
-register, survive kubelet restarts) on lifecycle_state (the states and transitions), served (bind/stop
-one socket), plugin_dir and plugin_dir_watch (the directory), registration (Register, the self-probe),
-servicer (the gRPC serving, on the loop and socket files of device_plugin.serving); standin is the
-kubelet played for tests and the CLI.
+route to the resources), front_end (the runtime's FrontEnd over the helper's PluginManagers, one per
+resource). The kubelet's v1beta1 contract itself is device_plugin/dp_helper/; the kubelet stand-in is
+device_plugin/standins/kubelet_device_plugin.py.
 """

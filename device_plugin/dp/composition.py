@@ -11,7 +11,7 @@
   the node's `imex.channelIDs` channels (allocation/imex.py).
 - envvar_conflicts(): what the kubelet will do wrong with the composed resources (two of them in one
   container under `envvar` alone), as warnings for the front-end to log.
-No gRPC here: the device-plugin front-end (kubelet/front_end.py) serves what this returns.
+No gRPC here: the device-plugin front-end (dp/front_end.py) serves what this returns.
 """
 
 from __future__ import annotations

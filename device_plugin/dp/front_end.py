@@ -1,7 +1,7 @@
 """The device-plugin front-end: the node's resources, each served to the kubelet by its own PluginManager.
 
-Boundary: implements node/front_end.py's FrontEnd over kubelet/composition.py (inventory + config -> the
-ResourceManagers) and kubelet/lifecycle.py (one PluginManager per resource: gRPC server, registration,
+Boundary: implements node/front_end.py's FrontEnd over dp/composition.py (inventory + config -> the
+ResourceManagers) and dp_helper/lifecycle.py (one PluginManager per resource: gRPC server, registration,
 kubelet restarts). The runtime (node/runtime.py) owns everything else: the inventory, health, reloads,
 metrics, probes and labels.
 
@@ -26,11 +26,11 @@ from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.file_reload import ConfigLoader
 from device_plugin.config.model import Config
 from device_plugin.core.devices import DeviceListSnapshot
+from device_plugin.dp.composition import Node, compose_node, envvar_conflicts
+from device_plugin.dp.resource_reporting import decision_hook, label_options, record_replicas, resource_route
+from device_plugin.dp_helper.lifecycle import LifecycleTiming, PluginManager
+from device_plugin.dp_helper.plugin_dir import SocketNaming
 from device_plugin.health.state import HealthTransition
-from device_plugin.kubelet.composition import Node, compose_node, envvar_conflicts
-from device_plugin.kubelet.lifecycle import LifecycleTiming, PluginManager
-from device_plugin.kubelet.plugin_dir import SocketNaming
-from device_plugin.kubelet.resource_reporting import decision_hook, label_options, record_replicas, resource_route
 from device_plugin.node.front_end import RuntimeContext
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.node.runtime import NodeRuntime

@@ -1,7 +1,7 @@
 """What the device-plugin mode reports beyond the runtime's outputs: allocation quality, replicas, label inputs,
 and the health route to the resources served.
 
-Boundary: functions over a composed Node (kubelet/composition.py) and its ResourceManagers; the runtime's
+Boundary: functions over a composed Node (dp/composition.py) and its ResourceManagers; the runtime's
 metrics and labels themselves are node/reporting.py's. MIG resources are told apart by the resource's own
 `is_mig` (set at composition), never by their names. No gRPC, no threads of its own.
 """
@@ -14,8 +14,8 @@ from device_plugin.allocation.resources import ResourceManager
 from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config.model import Config
 from device_plugin.core.mig_strategy import MigStrategy
+from device_plugin.dp.composition import Node
 from device_plugin.health.state import HealthTransition
-from device_plugin.kubelet.composition import Node
 from device_plugin.node.health_routing import HealthRoute
 from device_plugin.observability.labels import LabelOptions, MigResourceLabelInput, SharingLabelInput
 from device_plugin.observability.metrics import PluginMetrics

@@ -14,7 +14,7 @@ in; other threads only move the state, which ends whatever wait the control thre
 delays grow over consecutive failed generations. No file in the directory but our socket is ever
 touched (a path another process serves is waited for: serving/taken_socket.py); the directory
 (absolute from construction) is created at start if it can be, and after that only waited for.
-Our socket's name is kubelet/plugin_dir.py's (fixed, or per instance for rolling updates).
+Our socket's name is dp_helper/plugin_dir.py's (fixed, or per instance for rolling updates).
 serving() is the liveness check: the control thread runs, our socket is ours and answers
 GetDevicePluginOptions within probe_timeout_s (reused for PROBE_MAX_AGE_S).
 """
@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 from device_plugin.allocation.resources import ResourceManager
-from device_plugin.kubelet.lifecycle_registration import SOCKET_GONE, KubeletRegistration
-from device_plugin.kubelet.lifecycle_state import (
+from device_plugin.dp_helper.lifecycle_registration import SOCKET_GONE, KubeletRegistration
+from device_plugin.dp_helper.lifecycle_state import (
     LIVE,
     PROBE_MAX_AGE_S,
     WATCH_POLL_S,
@@ -37,11 +37,11 @@ from device_plugin.kubelet.lifecycle_state import (
     State,
     StateMachine,
 )
-from device_plugin.kubelet.plugin_dir import SocketNaming
-from device_plugin.kubelet.plugin_dir_watch import DirectoryEvents, KubeletWatcher
-from device_plugin.kubelet.registration import KUBELET_SOCKET_NAME, SelfProbe
-from device_plugin.kubelet.served import Served, serve
-from device_plugin.kubelet.servicer import DevicePluginServicer
+from device_plugin.dp_helper.plugin_dir import SocketNaming
+from device_plugin.dp_helper.plugin_dir_watch import DirectoryEvents, KubeletWatcher
+from device_plugin.dp_helper.registration import KUBELET_SOCKET_NAME, SelfProbe
+from device_plugin.dp_helper.served import Served, serve
+from device_plugin.dp_helper.servicer import DevicePluginServicer
 from device_plugin.serving.socket_files import DirectoryUnusable, describe_os_error, identity, inode
 from device_plugin.serving.taken_socket import TakenSocket
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from device_plugin.core.errors import RegistrationError
-from device_plugin.kubelet.lifecycle_state import LifecycleTiming, State, StateMachine
-from device_plugin.kubelet.registration import RegistrationAbandoned, register
-from device_plugin.kubelet.served import Served
+from device_plugin.dp_helper.lifecycle_state import LifecycleTiming, State, StateMachine
+from device_plugin.dp_helper.registration import RegistrationAbandoned, register
+from device_plugin.dp_helper.served import Served
 from device_plugin.serving.socket_files import identity
 
 log = logging.getLogger(__name__)

@@ -51,7 +51,7 @@ from enum import Enum
 from typing import Protocol
 
 from device_plugin.core.backoff import Backoff
-from device_plugin.kubelet.servicer import RpcObserver
+from device_plugin.dp_helper.servicer import RpcObserver
 
 log = logging.getLogger(__name__)
 

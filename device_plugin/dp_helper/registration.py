@@ -19,7 +19,7 @@ import grpc
 from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
 from device_plugin.core.errors import RegistrationError
-from device_plugin.kubelet.servicer import plugin_options
+from device_plugin.dp_helper.servicer import plugin_options
 
 API_VERSION = "v1beta1"
 KUBELET_SOCKET_NAME = "kubelet.sock"

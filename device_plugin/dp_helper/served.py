@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_plugin.allocation.resources import ResourceManager
-from device_plugin.kubelet.servicer import DevicePluginServicer, RpcObserver, StreamEndedCallback, services_of
+from device_plugin.dp_helper.servicer import DevicePluginServicer, RpcObserver, StreamEndedCallback, services_of
 from device_plugin.serving.bound_socket import BoundSocket, SocketRefused, bind_fresh
 from device_plugin.serving.socket_files import DirectoryUnusable, describe_os_error
 

@@ -18,7 +18,7 @@ Modules, one job each:
 - start_settings: the kubelet directory and the instance (rolling-update mode) read from the config at start.
 - front_end_start: what `run --mode dra` checks and builds at start (node name, socket paths, API client).
 - front_end: the DRA front-end of the node runtime (device_plugin/node/runtime.py), which `run --mode dra`
-  serves; it wires the helper (kubelet_plugin/: the gRPC services, the Preparer, the SlicePublisher, the
+  serves; it wires the helper (dra_helper/: the gRPC services, the Preparer, the SlicePublisher, the
   devices' health feed) to our devices. The runtime shares its health watch, rescans, config reloads,
   metrics, probes and node labels with the device-plugin mode.
 

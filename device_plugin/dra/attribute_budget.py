@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from device_plugin.dra.inventory import DraDevice
-from device_plugin.kubelet_plugin.api.devices import MAX_ATTRIBUTES_AND_CAPACITIES
+from device_plugin.dra_helper.api.devices import MAX_ATTRIBUTES_AND_CAPACITIES
 
 # Least needed first, by name without the domain (ours) or as published (NVIDIA's, the standard ones).
 DROP_ORDER = (

@@ -1,6 +1,6 @@
 """The DRA front-end: the node's inventory as DRA devices, published as ResourceSlices and prepared for the kubelet.
 
-Boundary: implements node/front_end.py's FrontEnd over the kubelet-plugin helper (kubelet_plugin/plugin.py:
+Boundary: implements node/front_end.py's FrontEnd over the kubelet-plugin helper (dra_helper/plugin.py:
 the Preparer and its gRPC servers on the kubelet side, the SlicePublisher on the API side) and our devices;
 the Preparer asks prepare_decision.py (the helper's Driver), which this object shows the devices and their
 health whenever they change (`see`), and which wakes the hint thread when the devices claims hold change.
@@ -12,9 +12,9 @@ endpoint and labels. What it decides:
   hands the devices to the publisher's thread (request() returns at once). An unhealthy GPU's devices (its
   MIG devices with it) carry its taint (dra/taints.py: NVIDIA's keys for an Xid or a lost GPU, ours for the
   rest, NoSchedule), removed when it recovers; where the API server does not keep taints the publisher
-  leaves those devices out of the pool instead (kubelet_plugin/api/slices.py). The partition values stay those of the
+  leaves those devices out of the pool instead (dra_helper/api/slices.py). The partition values stay those of the
   inventory (a claim that matches on bestSetK just finds its group short of the sick GPU). The same
-  transitions feed `health`, which the kubelet watches through DRAResourceHealth (kubelet_plugin/service/);
+  transitions feed `health`, which the kubelet watches through DRAResourceHealth (dra_helper/service/);
 - a rescan whose inventory equals the last one costs a comparison and publishes nothing;
 - when the kubelet (re)registers us it may have wiped the node's slices: we reconcile again;
 - the driver name and the kubelet directory (the parent of devicePluginDir: registration socket in
@@ -48,10 +48,10 @@ from device_plugin.dra.prepare_decision import PrepareDecision
 from device_plugin.dra.single_order import RANK_ATTRIBUTE
 from device_plugin.dra.start_settings import instance_of, kubelet_dir_of
 from device_plugin.dra.taints import DeviceTaint, taint_for
+from device_plugin.dra_helper.plugin import DraHelper, PluginOptions
+from device_plugin.dra_helper.service.device_health import device_reports
+from device_plugin.dra_helper.service.health_service import HEARTBEAT_S
 from device_plugin.health.state import HealthTransition
-from device_plugin.kubelet_plugin.plugin import KubeletPlugin, PluginOptions
-from device_plugin.kubelet_plugin.service.device_health import device_reports
-from device_plugin.kubelet_plugin.service.health_service import HEARTBEAT_S
 from device_plugin.node.front_end import RuntimeContext
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.observability.http_endpoint import EndpointProbeResult
@@ -100,7 +100,7 @@ class DraFrontEnd:
         if mps is not None:
             self._isolation = ISOLATION_PER_PROCESS
             mps.daemons.on_trouble = self._on_mps_trouble
-        self.plugin = KubeletPlugin(client, options, self.decision)
+        self.plugin = DraHelper(client, options, self.decision)
         # The helper's parts by name: the runtime's callers (tests, benchmarks, the demo) look at them.
         self.health, self.publisher = self.plugin.health, self.plugin.publisher
         self.preparer, self.server = self.plugin.preparer, self.plugin.server

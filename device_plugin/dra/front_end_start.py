@@ -16,8 +16,8 @@ from device_plugin.config.model import Config
 from device_plugin.core.errors import ConfigError
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra.start_settings import instance_of, kubelet_dir_of
-from device_plugin.kubelet_plugin.api.kube import api_client
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths, check_socket_paths
+from device_plugin.dra_helper.api.kube import api_client
+from device_plugin.dra_helper.service.socket_paths import SocketPaths, check_socket_paths
 
 
 def front_end_maker(config: Config, environ: Mapping[str, str]) -> Callable[[], DraFrontEnd]:

@@ -37,7 +37,7 @@ from device_plugin.dra.ranked_sets import (
     ranked_values,
 )
 from device_plugin.dra.single_order import RANK_ATTRIBUTE, WHOLE_GPU, single_gpu_order
-from device_plugin.kubelet_plugin.api.devices import Attribute, DeviceTaint, RequestPolicy
+from device_plugin.dra_helper.api.devices import Attribute, DeviceTaint, RequestPolicy
 from device_plugin.mig.discovery import discover
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.nvml.mig_profiles import profile_table

@@ -26,9 +26,9 @@ from device_plugin.core.quantity import quantity_bytes, quantity_mib
 from device_plugin.core.short_text import one_line
 from device_plugin.dra.inventory import DraDevice
 from device_plugin.dra.single_order import WHOLE_GPU
-from device_plugin.kubelet_plugin.api.devices import RequestPolicy
-from device_plugin.kubelet_plugin.checkpoint.format import Share
-from device_plugin.kubelet_plugin.claims.claim import AllocatedDevice
+from device_plugin.dra_helper.api.devices import RequestPolicy
+from device_plugin.dra_helper.checkpoint.format import Share
+from device_plugin.dra_helper.claims.claim import AllocatedDevice
 
 MEMORY = "memory"  # NVIDIA's capacity name: the device's memory, as NVIDIA means it
 COMPUTE = "compute"  # ours (an unqualified capacity name is in the driver's domain): percent of the SMs

@@ -1,9 +1,9 @@
 """This driver's half of NodePrepareResources: which CDI devices a claim's allocation prepares, or why not.
 
-Boundary: implements the helper's Driver protocol (kubelet_plugin/driver.py); pure over the node's
+Boundary: implements the helper's Driver protocol (dra_helper/driver.py); pure over the node's
 devices as the front-end last showed them (`see`: names, UUIDs, the unhealthy ones) and the claim's
 opaque configs for this driver. The read, the locks, exclusivity and the checkpoint are the helper's
-(kubelet_plugin/claims/prepare.py). A device is refused when it is of another pool, unknown on this node
+(dra_helper/claims/prepare.py). A device is refused when it is of another pool, unknown on this node
 or unhealthy; a config of ours that cannot be applied refuses the claim.
 
 CDI: the GPU itself is named from the spec that the NVIDIA Container Toolkit generates on the node
@@ -18,7 +18,7 @@ container reaches one MPS daemon.
 Opaque configs: the scheduler copies the DeviceClass's and the claim's configs into
 `status.allocation.devices.config[]` (`source` FromClass or FromClaim, `requests` it applies to, all of
 the claim's when empty, and `opaque{driver, parameters}`). Configs for other drivers are not ours to
-judge. Ours are read defensively (kubelet_plugin/claims/claim.py's rules: any part may be of the wrong
+judge. Ours are read defensively (dra_helper/claims/claim.py's rules: any part may be of the wrong
 type) and checked against the devices of the requests they apply to. This driver sets no GPU time-slice,
 and a share's MPS settings are the node's, not a claim's. So of NVIDIA's kinds (apiVersion
 resource.nvidia.com/v1beta1), `GpuConfig` on whole GPUs and `MigDeviceConfig` on MIG devices are accepted
@@ -41,9 +41,9 @@ from device_plugin.core.short_text import one_line, short
 from device_plugin.dra.memory_shares import isolated, share_for
 from device_plugin.dra.mps.cdi_spec import SpecError
 from device_plugin.dra.mps.share_setup import MpsShareSetup
-from device_plugin.kubelet_plugin.checkpoint.format import Share
-from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
-from device_plugin.kubelet_plugin.claims.claim import (
+from device_plugin.dra_helper.checkpoint.format import Share
+from device_plugin.dra_helper.checkpoint.store import PreparedDevice
+from device_plugin.dra_helper.claims.claim import (
     Allocation,
     ClaimBodyError,
     allocation_items,
@@ -51,7 +51,7 @@ from device_plugin.kubelet_plugin.claims.claim import (
     kind_of,
     text_field,
 )
-from device_plugin.kubelet_plugin.claims.prepare import NAME_CHARS
+from device_plugin.dra_helper.claims.prepare import NAME_CHARS
 
 MAX_CONFIGS = 32  # the API's limit on a claim's (and an allocation's) configs
 NVIDIA_API_VERSION = "resource.nvidia.com/v1beta1"

@@ -28,7 +28,7 @@ from itertools import combinations
 
 from device_plugin.allocator import Allocator
 from device_plugin.dra.covering_sets import COVERING_MAX_GPUS
-from device_plugin.kubelet_plugin.api.devices import Attribute
+from device_plugin.dra_helper.api.devices import Attribute
 
 RANK_ATTRIBUTE = "singleGPURank"  # in our own domain
 WHOLE_GPU: Attribute = ("type", "string", "gpu")  # the attribute a whole GPU's device carries (not a MIG device)

@@ -1,7 +1,7 @@
 """Device taints for unhealthy GPUs (KEP-5055): which taint a health transition puts on a GPU's devices.
 
 Boundary: pure; a HealthTransition and a wall-clock time in, a DeviceTaint out. The value type and the
-taint as the ResourceSlice API spells it (`devices[].taints[]`) are the helper's (kubelet_plugin/api/
+taint as the ResourceSlice API spells it (`devices[].taints[]`) are the helper's (dra_helper/api/
 devices.py). Whether the API server keeps taints, and what happens when it does not (the devices leave the
 pool instead), is the slice builder's and the publisher's.
 
@@ -26,8 +26,8 @@ from __future__ import annotations
 import time
 
 from device_plugin.core.names import NVIDIA_GPU_LOST_TAINT, NVIDIA_XID_TAINT, OWN_DOMAIN, own_name
+from device_plugin.dra_helper.api.devices import NO_SCHEDULE, DeviceTaint
 from device_plugin.health.state import HealthCause, HealthTransition
-from device_plugin.kubelet_plugin.api.devices import NO_SCHEDULE, DeviceTaint
 from device_plugin.nvml.recovery_action import RecoveryAction
 
 OWN_TAINT = "unhealthy"  # <ownDomain>/unhealthy

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
-from device_plugin.kubelet_plugin.claims.claim import Allocation
+from device_plugin.dra_helper.checkpoint.store import PreparedDevice
+from device_plugin.dra_helper.claims.claim import Allocation
 
 
 class Driver(Protocol):

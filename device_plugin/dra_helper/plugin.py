@@ -2,7 +2,7 @@
 
 Boundary: builds and wires the generic parts (the SlicePublisher, the claim fetcher, the Preparer over the
 checkpoint, the registration and DRA gRPC servers, the devices' health feed) for one driver on one node;
-the driver hands it its Driver (kubelet_plugin/driver.py) and, whenever they change, the devices to
+the driver hands it its Driver (dra_helper/driver.py) and, whenever they change, the devices to
 publish (`publisher.request`) and their health (`health.set`). Probes answer (ok, detail); what a probe
 result is to the HTTP endpoint is the caller's. The checkpoint is `<kubelet>/plugins/<driver>/`, beside
 the DRA socket, read by the server once it holds the instance lock and the endpoint (never at
@@ -24,22 +24,22 @@ from pathlib import Path
 
 from kubernetes import client as k8s
 
-from device_plugin.kubelet_plugin.api.devices import SliceDevice
-from device_plugin.kubelet_plugin.api.kube import NodeFacts
-from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
-from device_plugin.kubelet_plugin.claims.api_read import ApiClaimFetcher
-from device_plugin.kubelet_plugin.claims.cleanup import BUDGET_S, clean_up
-from device_plugin.kubelet_plugin.claims.prepare import Preparer
-from device_plugin.kubelet_plugin.claims.restore import LIST_TIMEOUT_S, restore
-from device_plugin.kubelet_plugin.driver import Driver
-from device_plugin.kubelet_plugin.runtime_cdi import DROPPED, NEEDS_CONFIG, SUPPORTED, CdiVerdict, cdi_verdict
-from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed
-from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
-from device_plugin.kubelet_plugin.service.health_service import HEARTBEAT_S
-from device_plugin.kubelet_plugin.service.instance_lock import CALL_LOCK, CallLock
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
+from device_plugin.dra_helper.api.devices import SliceDevice
+from device_plugin.dra_helper.api.kube import NodeFacts
+from device_plugin.dra_helper.api.publisher import SlicePublisher
+from device_plugin.dra_helper.api.transport import ApiTransport
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.claims.api_read import ApiClaimFetcher
+from device_plugin.dra_helper.claims.cleanup import BUDGET_S, clean_up
+from device_plugin.dra_helper.claims.prepare import Preparer
+from device_plugin.dra_helper.claims.restore import LIST_TIMEOUT_S, restore
+from device_plugin.dra_helper.driver import Driver
+from device_plugin.dra_helper.runtime_cdi import DROPPED, NEEDS_CONFIG, SUPPORTED, CdiVerdict, cdi_verdict
+from device_plugin.dra_helper.service.device_health import DeviceHealthFeed
+from device_plugin.dra_helper.service.grpc_service import DraGrpcServer
+from device_plugin.dra_helper.service.health_service import HEARTBEAT_S
+from device_plugin.dra_helper.service.instance_lock import CALL_LOCK, CallLock
+from device_plugin.dra_helper.service.socket_paths import SocketPaths
 from device_plugin.serving import event_loop
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class PluginOptions:
     instance: str = ""  # the pod UID: rolling-update mode (per-instance sockets, kubelet 1.33+); "" fixed names
 
 
-class KubeletPlugin:
+class DraHelper:
     def __init__(self, client: k8s.ApiClient, options: PluginOptions, driver: Driver) -> None:
         name = options.driver_name
         self.health = DeviceHealthFeed(options.node_name)

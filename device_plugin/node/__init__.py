@@ -4,5 +4,5 @@ inventory (NVML -> GPUs, MIG inventory, Topology, the Allocator kept across resc
 rescans and config reloads), reloads (a reload sorted by the fields' classes), health_routing (health
 transitions -> the front-end -> metrics), reporting (metrics, probes and node labels), front_end (the
 protocol the two front-ends implement). Nothing here is of one mode only: the device plugin's resources
-are composed in kubelet/composition.py (tests/test_layering.py keeps node/ off its request path).
+are composed in dp/composition.py (tests/test_layering.py keeps node/ off its request path).
 """

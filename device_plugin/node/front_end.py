@@ -4,7 +4,7 @@ Boundary: the protocol and what the runtime hands a front-end; no implementation
 (node/runtime.py) owns the backend, the inventory, health, the rescan and config-reload loop and the
 reports (metrics, probes, labels); a front-end turns an inventory and a config into what the kubelet
 sees. The two front-ends sit above node/ and import this module; node/ never imports them:
-- kubelet/front_end.py, the device plugin: one PluginManager (gRPC server + registration) per resource;
+- dp/front_end.py, the device plugin: one PluginManager (gRPC server + registration) per resource;
 - dra/front_end.py, the DRA driver: the DRA gRPC service, the Preparer and the SlicePublisher.
 commands/run.py picks one by `gpuDevicePlugin.mode`.
 """

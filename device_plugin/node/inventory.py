@@ -2,7 +2,7 @@
 
 Boundary: reading the backend and deciding whether the Allocator can be reused; nothing is served here.
 Both modes take the inventory from here: the device-plugin front-end composes its resources over it
-(kubelet/composition.py), the DRA front-end its devices. The Allocator precomputes its tables at
+(dp/composition.py), the DRA front-end its devices. The Allocator precomputes its tables at
 construction (about a second on 16 GPUs), so a rescan that finds the same Topology keeps the previous
 inventory's Allocator, and a health change never builds one.
 """

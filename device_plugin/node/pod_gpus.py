@@ -1,6 +1,6 @@
 """Which pod's container holds which of this node's GPUs, from the kubelet's pod-resources API, for /metrics.
 
-Boundary: joins what the kubelet says (kubelet_plugin/pod_resources.py) with the node's GPU and MIG UUIDs;
+Boundary: joins what the kubelet says (dra_helper/pod_resources.py) with the node's GPU and MIG UUIDs;
 the metric is observability's (collectors.PodGpuCollector). A device counts when it names one of this
 node's UUIDs: a device plugin's device ID (a GPU or MIG UUID, a time-sliced replica `<uuid>::<n>`), or a
 DRA device's CDI name (`nvidia.com/gpu=<uuid>`, as our driver answers). So both modes, and other
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from device_plugin.core.ids import REPLICA_SEPARATOR
 from device_plugin.core.names import CDI_KIND
-from device_plugin.kubelet_plugin.pod_resources import (
+from device_plugin.dra_helper.pod_resources import (
     POD_RESOURCES_SOCKET,
     ContainerDevice,
     PodResourcesError,

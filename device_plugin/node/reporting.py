@@ -1,7 +1,7 @@
 """What the runtime reports about the node it serves, in either mode: metrics, the HTTP endpoint, node labels.
 
 Boundary: building and refreshing these outputs from the config, the front-end's probes and its label
-inputs; what only the device-plugin mode reports, from its composed Node, is kubelet/resource_reporting.py's.
+inputs; what only the device-plugin mode reports, from its composed Node, is dp/resource_reporting.py's.
 The inventory and the GPU gauges read through callables pointed at what is served now, so a rescan that
 finds other GPUs or devices shows at the next scrape; the DRA front-end has no inventory gauge (no
 device-plugin resources), so its per-resource series stay absent. No gRPC, no threads of its own.

@@ -4,7 +4,7 @@ Boundary: binding and unbinding one server at one path, nothing about keeping it
 refuses a path held by a file that is not a socket (left untouched) and a bind gRPC refuses; the socket is
 bound 0600 whatever the umask (socket_files.bind_private) and its inode remembered, so `stop()` removes
 only our own socket, never a newer one at the path. Who decides when to bind again differs by contract:
-the device plugin's lifecycle re-serves and registers again (kubelet/lifecycle.py); the DRA driver's
+the device plugin's lifecycle re-serves and registers again (dp_helper/lifecycle.py); the DRA driver's
 sockets are kept at their paths by serving/kept_socket.py, and the kubelet's plugin watcher sees them.
 """
 

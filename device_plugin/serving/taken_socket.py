@@ -9,7 +9,7 @@ per episode names the likely causes, and `free_again()` is asked after each back
 that died) is not taken: it is replaced as before. `waiting()` says why nothing is served meanwhile,
 for /readyz; liveness stays green (a restart would not help).
 
-Boundary: the decision and its messages, for any of our sockets; the owner (kubelet/lifecycle.py,
+Boundary: the decision and its messages, for any of our sockets; the owner (dp_helper/lifecycle.py,
 serving/kept_socket.py) binds or waits, socket_files connects to the path.
 """
 

@@ -11,8 +11,8 @@ import pytest
 
 from device_plugin.cli import main
 from device_plugin.config.loader import load_config
-from device_plugin.kubelet.composition import build_node
-from device_plugin.kubelet.resource_reporting import label_options
+from device_plugin.dp.composition import build_node
+from device_plugin.dp.resource_reporting import label_options
 from device_plugin.nvml.backends import open_backend
 from device_plugin.observability.labels import compute_labels, format_features_file
 

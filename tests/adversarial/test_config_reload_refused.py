@@ -20,7 +20,7 @@ import pytest
 
 from device_plugin.config.loader import load_config
 from device_plugin.config.model import Config
-from device_plugin.kubelet.front_end import DevicePluginFrontEnd, device_plugin_runtime
+from device_plugin.dp.front_end import DevicePluginFrontEnd, device_plugin_runtime
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn

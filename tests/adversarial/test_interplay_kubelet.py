@@ -22,9 +22,9 @@ import yaml
 from api import deviceplugin_pb2 as pb
 from device_plugin.config.model import Config, DaemonSettings, parse_config
 from device_plugin.core.errors import InvalidRequestError
-from device_plugin.kubelet.composition import build_node, envvar_conflicts
-from device_plugin.kubelet.front_end import device_plugin_runtime
-from device_plugin.kubelet.lifecycle import PluginManager
+from device_plugin.dp.composition import build_node, envvar_conflicts
+from device_plugin.dp.front_end import device_plugin_runtime
+from device_plugin.dp_helper.lifecycle import PluginManager
 from device_plugin.nvml.backends import open_backend
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 from tests.timing import FAST_LIFECYCLE
@@ -88,7 +88,7 @@ def test_the_daemon_logs_the_envvar_warning_at_start(caplog: pytest.LogCaptureFi
     config = _config("flags: {migStrategy: mixed}")
     config = Config(flags=config.flags, daemon=DaemonSettings(metrics_address=""))
     backend = open_backend("h100-mig-mixed")
-    with caplog.at_level(logging.WARNING, logger="device_plugin.kubelet.front_end"):
+    with caplog.at_level(logging.WARNING, logger="device_plugin.dp.front_end"):
         device_plugin_runtime(backend, config)
     backend.close()
     assert any(

@@ -21,7 +21,7 @@ import pytest
 
 from device_plugin.config.model import Config
 from device_plugin.core.names import GPU_RESOURCE
-from device_plugin.kubelet.lifecycle import PluginManager
+from device_plugin.dp_helper.lifecycle import PluginManager
 from device_plugin.nvml.backends import open_backend
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 from tests.composed import build_resources
@@ -190,7 +190,7 @@ def test_the_first_kubelet_is_registered_with_without_a_restart_of_the_server(
     plugin_dir.mkdir()
     manager = _manager(plugin_dir)
     kubelet = KubeletStandIn(plugin_dir)
-    with caplog.at_level(logging.INFO, logger="device_plugin.kubelet"):
+    with caplog.at_level(logging.INFO, logger="device_plugin.dp_helper"):
         manager.start()
         try:
             _wait_until(lambda: "serving-unregistered" in caplog.text)
@@ -212,7 +212,7 @@ def test_a_stop_without_having_served_says_so(base: Path, caplog: pytest.LogCapt
     plugin_dir.mkdir()
     (plugin_dir / "nvidia-gpu.sock").mkdir()  # never served: the path is held
     manager = _manager(plugin_dir)
-    with caplog.at_level(logging.INFO, logger="device_plugin.kubelet"):
+    with caplog.at_level(logging.INFO, logger="device_plugin.dp_helper"):
         manager.start()
         _wait_until(lambda: "not-serving" in manager.serving()[1])
         manager.stop()

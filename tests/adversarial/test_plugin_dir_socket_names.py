@@ -15,7 +15,7 @@ import pytest
 
 from device_plugin.config.loader import load_config
 from device_plugin.core.errors import ConfigError
-from device_plugin.kubelet.plugin_dir import SocketNaming
+from device_plugin.dp_helper.plugin_dir import SocketNaming
 from device_plugin.serving.socket_files import too_long
 
 FIELD = "gpuDevicePlugin.socketNames"

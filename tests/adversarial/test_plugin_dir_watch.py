@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet.plugin_dir_watch import DirectoryEvents, KubeletWatcher
+from device_plugin.dp_helper.plugin_dir_watch import DirectoryEvents, KubeletWatcher
 
 WAIT_S = 10.0
-WATCH_LOGGERS = ("device_plugin.kubelet.plugin_dir_watch", "watchdog")  # what a stop of the watcher can log through
+WATCH_LOGGERS = ("device_plugin.dp_helper.plugin_dir_watch", "watchdog")  # what a stop of the watcher can log through
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from api import deviceplugin_pb2 as pb
 from device_plugin.allocation.protocols import ValidatedRequest
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.names import GPU_RESOURCE
-from device_plugin.kubelet.lifecycle import PROBE_MAX_AGE_S
+from device_plugin.dp_helper.lifecycle import PROBE_MAX_AGE_S
 from device_plugin.nvml.backends import open_backend
 from device_plugin.serving import event_loop
 from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy

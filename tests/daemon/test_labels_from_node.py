@@ -6,8 +6,8 @@ from pathlib import Path
 
 from device_plugin.config.loader import load_config
 from device_plugin.core.names import OWN_DOMAIN
-from device_plugin.kubelet.composition import build_node
-from device_plugin.kubelet.resource_reporting import label_options
+from device_plugin.dp.composition import build_node
+from device_plugin.dp.resource_reporting import label_options
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.observability.labels import compute_labels
 

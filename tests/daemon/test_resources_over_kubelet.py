@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.config.loader import load_config
-from device_plugin.kubelet.front_end import device_plugin_runtime
+from device_plugin.dp.front_end import device_plugin_runtime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 from tests.mig.test_strategy import H100_MIG_MIXED_RESOURCES

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.api.slices import API_VERSIONS
-from device_plugin.kubelet_plugin.service.servicers import SERVED
+from device_plugin.dra_helper.api.slices import API_VERSIONS
+from device_plugin.dra_helper.service.servicers import SERVED
 from device_plugin.standins.api_objects import RELEASE_OF
 from tests.deploy.test_render import KUBERNETES_VERSIONS as DEVICE_PLUGIN_SCHEMAS
 from tests.dra.test_deploy import VERSIONS as DRA_SCHEMAS

@@ -5,8 +5,8 @@ strictly by kubernetes-validate (schema_check.py), a test-only dependency the pa
 
 from __future__ import annotations
 
-from device_plugin.kubelet_plugin.api.kube import api_client
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
+from device_plugin.dra_helper.api.kube import api_client
+from device_plugin.dra_helper.api.transport import ApiTransport
 from device_plugin.standins.api_server import ApiStandin as _PackagedApiStandin
 from tests.dra.schema_check import validate_strict
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint import journal as checkpoint_journal
-from device_plugin.kubelet_plugin.checkpoint.store import PreparedClaim, PreparedDevice
+from device_plugin.dra_helper.checkpoint import journal as checkpoint_journal
+from device_plugin.dra_helper.checkpoint.store import PreparedClaim, PreparedDevice
 
 
 def claim(i: int) -> PreparedClaim:

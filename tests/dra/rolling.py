@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.dra_helper.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_dra import DraKubeletStandin

@@ -10,10 +10,10 @@ import pytest
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.inventory import DraDevice, build_devices
-from device_plugin.kubelet_plugin.api.api_errors import ApiError, ApiUnreachable, is_transient
-from device_plugin.kubelet_plugin.api.kube import UnsupportedApiError
-from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
-from device_plugin.kubelet_plugin.api.slices import slice_name
+from device_plugin.dra_helper.api.api_errors import ApiError, ApiUnreachable, is_transient
+from device_plugin.dra_helper.api.kube import UnsupportedApiError
+from device_plugin.dra_helper.api.publisher import SlicePublisher
+from device_plugin.dra_helper.api.slices import slice_name
 from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from device_plugin.kubelet_plugin.api.api_errors import ApiError, ApiUnreachable, is_transient
-from device_plugin.kubelet_plugin.api.kube import api_client
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
+from device_plugin.dra_helper.api.api_errors import ApiError, ApiUnreachable, is_transient
+from device_plugin.dra_helper.api.kube import api_client
+from device_plugin.dra_helper.api.transport import ApiTransport
 from device_plugin.serving import event_loop
 from tests.dra.http_serving import QuietHandler, http_server
 

@@ -10,7 +10,7 @@ import pytest
 from device_plugin.dra.attribute_budget import within_limit
 from device_plugin.dra.inventory import HINTS_FULL, HINTS_NONE, HINTS_SETS, build_devices
 from device_plugin.dra.memory_shares import shareable
-from device_plugin.kubelet_plugin.api.slices import build_slices
+from device_plugin.dra_helper.api.slices import build_slices
 from device_plugin.nvml.fake.catalog import shipped_machine_names
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint import store as checkpoint_module
-from device_plugin.kubelet_plugin.checkpoint.commit import GroupSync
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint import store as checkpoint_module
+from device_plugin.dra_helper.checkpoint.commit import GroupSync
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
 from tests.dra.checkpoint_helpers import claim, files, journal_writes
 
 

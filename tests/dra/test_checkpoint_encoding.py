@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint.format import PreparedClaim, PreparedDevice, Share, decode, encode
+from device_plugin.dra_helper.checkpoint.format import PreparedClaim, PreparedDevice, Share, decode, encode
 
 CLAIMS = {
     "no devices": PreparedClaim("ns", "c", ()),
@@ -66,7 +66,7 @@ BAD_SHARES = [
 
 @pytest.mark.parametrize(("share", "why"), BAD_SHARES)
 def test_a_malformed_share_is_an_entry_error_naming_the_field(share: object, why: str) -> None:
-    from device_plugin.kubelet_plugin.checkpoint.format import EntryError, sealed
+    from device_plugin.dra_helper.checkpoint.format import EntryError, sealed
 
     claim = as_written(CLAIMS["one"])
     claim["devices"][0]["share"] = share  # type: ignore[index]

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint import files as checkpoint_files
-from device_plugin.kubelet_plugin.checkpoint.journal import journal_name
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim, PreparedDevice
+from device_plugin.dra_helper.checkpoint import files as checkpoint_files
+from device_plugin.dra_helper.checkpoint.journal import journal_name
+from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedClaim, PreparedDevice
 from tests.dra.checkpoint_helpers import claim, files, journal_writes
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint.format import FORMAT_VERSION, file_name
-from device_plugin.kubelet_plugin.checkpoint.journal import journal_name
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.format import FORMAT_VERSION, file_name
+from device_plugin.dra_helper.checkpoint.journal import journal_name
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
 from tests.dra.checkpoint_helpers import claim, files
 
 

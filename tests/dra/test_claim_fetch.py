@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from device_plugin.kubelet_plugin.api.connection_settings import bypasses_proxy, proxy_for
-from device_plugin.kubelet_plugin.api.kube import api_client
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
-from device_plugin.kubelet_plugin.claims.api_read import ApiClaimFetcher
+from device_plugin.dra_helper.api.connection_settings import bypasses_proxy, proxy_for
+from device_plugin.dra_helper.api.kube import api_client
+from device_plugin.dra_helper.api.transport import ApiTransport
+from device_plugin.dra_helper.claims.api_read import ApiClaimFetcher
 from device_plugin.serving import event_loop
 from tests.dra.api_standin import ApiStandin
 from tests.dra.http_serving import QuietHandler, http_server

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from device_plugin.kubelet_plugin.api.transport import MAX_HUNG_REFRESHES, ApiTransport
-from device_plugin.kubelet_plugin.claims.api_read import ApiClaimFetcher
+from device_plugin.dra_helper.api.transport import MAX_HUNG_REFRESHES, ApiTransport
+from device_plugin.dra_helper.claims.api_read import ApiClaimFetcher
 from tests.dra.test_claim_fetch import CLAIM, expired_client
 from tests.dra.test_claim_fetch import recorder as recorder  # the fixture, shared
 

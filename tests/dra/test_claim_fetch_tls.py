@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.api.kube import api_client
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
-from device_plugin.kubelet_plugin.claims.api_read import ApiClaimFetcher
+from device_plugin.dra_helper.api.kube import api_client
+from device_plugin.dra_helper.api.transport import ApiTransport
+from device_plugin.dra_helper.claims.api_read import ApiClaimFetcher
 from tests.dra.http_serving import http_server
 from tests.dra.test_claim_fetch import CLAIM, _Recorder, fetch
 

@@ -12,7 +12,7 @@ import celpy
 import pytest
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.kubelet_plugin.api.slices import API_VERSIONS, build_slices
+from device_plugin.dra_helper.api.slices import API_VERSIONS, build_slices
 from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.deploy.kustomize import build as render

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint.format import Share
-from device_plugin.kubelet_plugin.claims.exclusion import DeviceHolders, Hold
+from device_plugin.dra_helper.checkpoint.format import Share
+from device_plugin.dra_helper.claims.exclusion import DeviceHolders, Hold
 
 ADMIN, PLAIN = Hold("gpu-0", admin_access=True), Hold("gpu-0", admin_access=False)
 

@@ -18,8 +18,8 @@ import pytest
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.kubelet_plugin.api.kube import api_client
-from device_plugin.kubelet_plugin.service.health_service import HEALTH_TIMEOUT_S
+from device_plugin.dra_helper.api.kube import api_client
+from device_plugin.dra_helper.service.health_service import HEALTH_TIMEOUT_S
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.standins.kubelet_dra import DraKubeletStandin, HealthWatch
 from tests.dra.driver_node import NODE, Node, eventually

@@ -18,10 +18,10 @@ import pytest
 from device_plugin.core.devices import Health
 from device_plugin.dra.inventory import DraDevice
 from device_plugin.dra.taints import taint_for
+from device_plugin.dra_helper.api.devices import DeviceTaint
+from device_plugin.dra_helper.api.publisher import SlicePublisher
+from device_plugin.dra_helper.api.slices import build_slices
 from device_plugin.health.state import HealthCause, HealthTransition
-from device_plugin.kubelet_plugin.api.devices import DeviceTaint
-from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
-from device_plugin.kubelet_plugin.api.slices import build_slices
 from tests.dra.api_standin import ApiStandin
 from tests.dra.machine_devices import devices_of
 from tests.dra.scheduler_view import schedulable, taints_of

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 import pytest
 
 from device_plugin.core.errors import PluginError
-from device_plugin.kubelet_plugin.api.api_errors import ApiError, is_transient
-from device_plugin.kubelet_plugin.api.kube import MAX_NODE_BYTES, api_client, read_node
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
+from device_plugin.dra_helper.api.api_errors import ApiError, is_transient
+from device_plugin.dra_helper.api.kube import MAX_NODE_BYTES, api_client, read_node
+from device_plugin.dra_helper.api.transport import ApiTransport
 from tests.dra.api_standin import ApiStandin
 from tests.dra.http_serving import QuietHandler, http_server
 
@@ -120,8 +120,8 @@ def test_the_read_does_not_import_the_clients_core_v1_api(api: ApiStandin) -> No
     script = (
         "import sys\n"
         "from device_plugin.dra.front_end import DraFrontEnd\n"
-        "from device_plugin.kubelet_plugin.api.kube import api_client, read_node\n"
-        "from device_plugin.kubelet_plugin.api.transport import ApiTransport\n"
+        "from device_plugin.dra_helper.api.kube import api_client, read_node\n"
+        "from device_plugin.dra_helper.api.transport import ApiTransport\n"
         "read_node(ApiTransport(api_client(sys.argv[1])), 'node-a')\n"
         "print(sorted(m for m in sys.modules if m.endswith('core_v1_api')))\n"
     )

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from device_plugin.kubelet_plugin.service.offload import PREPARE_WORKERS, Offload
-from device_plugin.kubelet_plugin.service.servicers import _settled
+from device_plugin.dra_helper.service.offload import PREPARE_WORKERS, Offload
+from device_plugin.dra_helper.service.servicers import _settled
 
 WAIT_S = 30.0  # a hang guard, not a performance bound
 

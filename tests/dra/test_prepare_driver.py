@@ -1,7 +1,7 @@
 """The helper's Preparer and the Driver it asks: what the helper decides alone, and what it takes from the driver.
 
-The Preparer (kubelet_plugin/claims/prepare.py) knows no GPU: a claim's devices are the driver's decision
-(kubelet_plugin/driver.py). A scripted driver, which records each claim it is asked about, shows that the
+The Preparer (dra_helper/claims/prepare.py) knows no GPU: a claim's devices are the driver's decision
+(dra_helper/driver.py). A scripted driver, which records each claim it is asked about, shows that the
 checks any driver makes stay the helper's (the driver is never asked), and that the driver's answer (its
 devices, its problems, a malformed part of the claim, a bug) becomes the claim's answer and checkpoint.
 """
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedDevice
-from device_plugin.kubelet_plugin.claims.claim import Allocation, ClaimBodyError, ClaimRef, PrepareResult
-from device_plugin.kubelet_plugin.claims.prepare import Preparer
+from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedDevice
+from device_plugin.dra_helper.claims.claim import Allocation, ClaimBodyError, ClaimRef, PrepareResult
+from device_plugin.dra_helper.claims.prepare import Preparer
 from tests.adversarial.dra.harness import DRIVER, HeldClaims
 
 DEVICE = PreparedDevice(("g",), "node-a", "dev-0", ("vendor.example/dev=0",))

@@ -1,10 +1,10 @@
-"""What the driver concludes about CDI from the runtime version a Node reports (kubelet_plugin/runtime_cdi.py)."""
+"""What the driver concludes about CDI from the runtime version a Node reports (dra_helper/runtime_cdi.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from device_plugin.kubelet_plugin.runtime_cdi import DROPPED, NEEDS_CONFIG, SUPPORTED, UNKNOWN, cdi_verdict
+from device_plugin.dra_helper.runtime_cdi import DROPPED, NEEDS_CONFIG, SUPPORTED, UNKNOWN, cdi_verdict
 
 
 @pytest.mark.parametrize(

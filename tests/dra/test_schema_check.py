@@ -8,7 +8,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from device_plugin.kubelet_plugin.api.slices import build_slices
+from device_plugin.dra_helper.api.slices import build_slices
 from tests.dra.machine_devices import devices_of
 from tests.dra.schema_check import validate_strict
 

@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
-from device_plugin.kubelet_plugin.claims.prepare import PrepareResult
-from device_plugin.kubelet_plugin.service.servicers import _settled
+from device_plugin.dra_helper.claims.prepare import PrepareResult
+from device_plugin.dra_helper.service.servicers import _settled
 
 
 def test_the_result_a_failure_and_a_cancelled_work_are_outcomes() -> None:

@@ -17,8 +17,8 @@ from device_plugin.dra.inventory import (
     build_devices,
     semver,
 )
-from device_plugin.kubelet_plugin.api.devices import MAX_ATTRIBUTES_AND_CAPACITIES
-from device_plugin.kubelet_plugin.api.slices import MAX_DEVICES_PER_SLICE, build_slices
+from device_plugin.dra_helper.api.devices import MAX_ATTRIBUTES_AND_CAPACITIES
+from device_plugin.dra_helper.api.slices import MAX_DEVICES_PER_SLICE, build_slices
 from device_plugin.nvml.fake.catalog import shipped_machine_names
 from device_plugin.nvml.fake.description import parse_machine_description
 from device_plugin.nvml.fake.machine import FakeNvml

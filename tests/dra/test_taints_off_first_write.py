@@ -18,8 +18,8 @@ from dataclasses import replace
 import pytest
 
 from device_plugin.dra.inventory import DraDevice, build_devices
-from device_plugin.kubelet_plugin.api.devices import DeviceTaint
-from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
+from device_plugin.dra_helper.api.devices import DeviceTaint
+from device_plugin.dra_helper.api.publisher import SlicePublisher
 from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin

@@ -16,9 +16,9 @@ import pytest
 
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.health import HealthConfig
+from device_plugin.dp_helper.lifecycle import PluginManager
 from device_plugin.health.fake_events import FakeEventsTail
 from device_plugin.health.watcher import HealthWatcher
-from device_plugin.kubelet.lifecycle import PluginManager
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn, ListedDevice

@@ -14,7 +14,7 @@ import pytest
 
 from device_plugin.cli import main
 from device_plugin.config.loader import load_config
-from device_plugin.kubelet.front_end import device_plugin_runtime
+from device_plugin.dp.front_end import device_plugin_runtime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 from tests.daemon.harness import TIMING, WAIT_S

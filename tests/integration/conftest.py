@@ -14,7 +14,7 @@ import pytest
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.model import Config
 from device_plugin.core.names import GPU_RESOURCE
-from device_plugin.kubelet.lifecycle import PluginManager
+from device_plugin.dp_helper.lifecycle import PluginManager
 from device_plugin.nvml.backends import open_backend
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn, PluginConnection
 from tests.composed import build_resources

@@ -19,8 +19,8 @@ from pathlib import Path
 import grpc
 
 from device_plugin.config.loader import load_config
-from device_plugin.kubelet.front_end import DevicePluginFrontEnd, device_plugin_runtime
-from device_plugin.kubelet.lifecycle import LifecycleTiming
+from device_plugin.dp.front_end import DevicePluginFrontEnd, device_plugin_runtime
+from device_plugin.dp_helper.lifecycle import LifecycleTiming
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_device_plugin import AdmissionRefused, KubeletStandIn

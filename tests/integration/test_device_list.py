@@ -12,7 +12,7 @@ from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
 from device_plugin.config.model import Config
 from device_plugin.core.devices import DeviceListSnapshot, Health
-from device_plugin.kubelet.servicer import DevicePluginServicer, services_of
+from device_plugin.dp_helper.servicer import DevicePluginServicer, services_of
 from device_plugin.nvml.backends import open_backend
 from device_plugin.serving.bound_socket import bind_fresh
 from device_plugin.standins.kubelet_device_plugin import ListedDevice

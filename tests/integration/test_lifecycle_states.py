@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from device_plugin.core.names import GPU_RESOURCE
-from device_plugin.kubelet.lifecycle_state import LIVE, TRANSITIONS, IllegalTransition, State, StateMachine
+from device_plugin.dp_helper.lifecycle_state import LIVE, TRANSITIONS, IllegalTransition, State, StateMachine
 
 from .conftest import WAIT_S, Node, start_node
 
@@ -88,14 +88,14 @@ def _transitions(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage().removeprefix(prefix).split(":")[0]
         for r in caplog.records
-        if r.name == "device_plugin.kubelet.lifecycle_state"
+        if r.name == "device_plugin.dp_helper.lifecycle_state"
     ]
 
 
 def test_start_kubelet_restart_and_stop_walk_the_documented_states(
     plugin_dir, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="device_plugin.kubelet.lifecycle_state"):
+    with caplog.at_level(logging.INFO, logger="device_plugin.dp_helper.lifecycle_state"):
         node: Node = start_node(plugin_dir, "single-gpu")
         try:
             assert node.manager.wait_for_registrations(1, WAIT_S)

@@ -9,9 +9,9 @@ import pytest
 from device_plugin.config.model import Config
 from device_plugin.core.errors import RegistrationError
 from device_plugin.core.names import GPU_RESOURCE
-from device_plugin.kubelet.lifecycle import PluginManager
-from device_plugin.kubelet.plugin_dir import socket_name
-from device_plugin.kubelet.registration import register
+from device_plugin.dp_helper.lifecycle import PluginManager
+from device_plugin.dp_helper.plugin_dir import socket_name
+from device_plugin.dp_helper.registration import register
 from device_plugin.nvml.backends import open_backend
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn, is_extended_resource_name
 from tests.composed import build_resources

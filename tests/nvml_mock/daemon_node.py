@@ -17,7 +17,7 @@ from device_plugin.config.health import HealthConfig
 from device_plugin.config.loader import load_config
 from device_plugin.config.model import Config
 from device_plugin.core.names import GPU_RESOURCE
-from device_plugin.kubelet.front_end import DevicePluginFrontEnd, device_plugin_runtime
+from device_plugin.dp.front_end import DevicePluginFrontEnd, device_plugin_runtime
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn, ListedDevice
 from tests.nvml_mock.conftest import WAIT_S, HostPool

@@ -17,7 +17,7 @@ import pytest
 from device_plugin.config.loader import load_config
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.dra_helper.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
 from tests.dra.api_standin import ApiStandin
 from tests.dra.driver_node import DRIVER, NODE

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device
-from device_plugin.kubelet.resource_reporting import resource_route
+from device_plugin.dp.resource_reporting import resource_route
 from device_plugin.node.health_routing import NodeHealth
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness

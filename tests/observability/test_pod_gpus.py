@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from device_plugin.kubelet_plugin.pod_resources import ContainerDevice, PodResourcesError
+from device_plugin.dra_helper.pod_resources import ContainerDevice, PodResourcesError
 from device_plugin.node.pod_gpus import PodGpu, PodGpuReader, pod_gpus
 from device_plugin.observability.metrics import PluginMetrics
 

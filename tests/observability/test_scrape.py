@@ -8,8 +8,8 @@ from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.health import HealthConfig
 from device_plugin.core.devices import Device, Health
 from device_plugin.core.errors import InvalidRequestError, NvmlError, UnhealthyDeviceError
+from device_plugin.dp.resource_reporting import resource_route
 from device_plugin.health.state import HealthTransition
-from device_plugin.kubelet.resource_reporting import resource_route
 from device_plugin.node.health_routing import NodeHealth
 from device_plugin.nvml.fake.machine import IDLE_TEMPERATURE_C
 from device_plugin.observability.admission_metrics import result_label

@@ -9,7 +9,7 @@ import pytest
 from device_plugin.config.loader import load_config
 from device_plugin.config.model import parse_config
 from device_plugin.core.errors import ConfigError
-from device_plugin.kubelet.composition import build_node
+from device_plugin.dp.composition import build_node
 from device_plugin.nvml.fake.machine import FakeNvml
 
 A100 = "NVIDIA A100-PCIE-40GB"

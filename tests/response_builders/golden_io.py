@@ -15,7 +15,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from device_plugin.core.devices import ContainerAllocation
-from device_plugin.kubelet.servicer import allocation_to_pb
+from device_plugin.dp_helper.servicer import allocation_to_pb
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

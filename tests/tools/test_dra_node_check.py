@@ -14,7 +14,7 @@ import pytest
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.inventory import build_devices
-from device_plugin.kubelet_plugin.api.slices import build_slices
+from device_plugin.dra_helper.api.slices import build_slices
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 

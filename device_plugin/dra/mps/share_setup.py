@@ -2,7 +2,7 @@
 
 Boundary: the per-claim side of per-process isolation, over dra/mps/gpu_daemons.py (one daemon per GPU)
 and dra/mps/cdi_spec.py (the claim's CDI spec); the helper calls it through the Driver protocol
-(kubelet_plugin/driver.py: apply, release, adopt) under the claim's lock, after the checkpoint has the
+(dra_helper/driver.py: apply, release, adopt) under the claim's lock, after the checkpoint has the
 claim (apply) or no longer has it (release). So the checkpoint is the truth after any crash: `adopt`,
 at start and whenever the checkpoint was read again, makes the daemons and specs match it (each claim's
 spec rewritten, a spec no claim owns removed, the daemons counted afresh). A share here is a device of
@@ -22,7 +22,7 @@ from device_plugin.dra.memory_shares import isolated
 from device_plugin.dra.mps import cdi_spec
 from device_plugin.dra.mps.control_daemon import MpsError
 from device_plugin.dra.mps.gpu_daemons import GpuDaemons
-from device_plugin.kubelet_plugin.checkpoint.store import PreparedDevice
+from device_plugin.dra_helper.checkpoint.store import PreparedDevice
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from kubernetes import config as k8s_config
 
 from device_plugin.core.errors import PluginError
 from device_plugin.core.short_text import short
-from device_plugin.kubelet_plugin.api.api_errors import AnswerTooBig
-from device_plugin.kubelet_plugin.api.slices import API_VERSIONS, GROUP
-from device_plugin.kubelet_plugin.api.transport import Answer, ApiTransport
+from device_plugin.dra_helper.api.api_errors import AnswerTooBig
+from device_plugin.dra_helper.api.slices import API_VERSIONS, GROUP
+from device_plugin.dra_helper.api.transport import Answer, ApiTransport
 
 MAX_NODE_BYTES = 16 * 1024 * 1024  # a Node with every image it holds listed is well under this
 

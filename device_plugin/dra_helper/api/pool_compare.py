@@ -1,6 +1,6 @@
 """What the API server holds of our pool against what we wrote: pure comparisons of slice dicts.
 
-Boundary: no I/O; the publisher (kubelet_plugin/api/publisher.py) decides what to do with the answers.
+Boundary: no I/O; the publisher (dra_helper/api/publisher.py) decides what to do with the answers.
 A pool is in sync when the server holds exactly our slices (names, specs, owner); a write's answer is
 the object as stored, so a spec other than the one sent means the server changed or kept something.
 Device taints are compared apart: a server with the DRADeviceTaints gate off drops them on write, which

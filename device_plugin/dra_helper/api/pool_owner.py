@@ -1,6 +1,6 @@
 """Which of the driver's instances on a node writes its pool now: the answer the publisher asks for.
 
-Boundary: no I/O of its own; `owner()` and `catch_up()` are the plugin's (kubelet_plugin/plugin.py: the newest
+Boundary: no I/O of its own; `owner()` and `catch_up()` are the plugin's (dra_helper/plugin.py: the newest
 registration socket served, the other instance's claim changes read). With one instance the answer is
 always yes. While two serve (a rolling update), only the one the kubelet registered last writes, so two
 views of the held devices never write over each other (on the real node they did: 120-250 writes per

@@ -24,26 +24,26 @@ from typing import Any
 
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
-from device_plugin.kubelet_plugin.api.api_errors import is_transient
-from device_plugin.kubelet_plugin.api.devices import SliceDevice
-from device_plugin.kubelet_plugin.api.kube import (
+from device_plugin.dra_helper.api.api_errors import is_transient
+from device_plugin.dra_helper.api.devices import SliceDevice
+from device_plugin.dra_helper.api.kube import (
     NodeFacts,
     UnsupportedApiError,
     newest_resource_version,
     read_node,
 )
-from device_plugin.kubelet_plugin.api.pool_compare import (
+from device_plugin.dra_helper.api.pool_compare import (
     generation_of,
     held_summary,
     same_pool,
     taint_count,
 )
-from device_plugin.kubelet_plugin.api.pool_owner import OWNER_POLL_S, PoolOwner
-from device_plugin.kubelet_plugin.api.slice_store import SliceStore, UnconfirmedWrite
-from device_plugin.kubelet_plugin.api.slice_watch import WATCH_S, SliceWatch
-from device_plugin.kubelet_plugin.api.slices import GROUP, build_slices
-from device_plugin.kubelet_plugin.api.taint_support import TaintSupport, write_checked
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
+from device_plugin.dra_helper.api.pool_owner import OWNER_POLL_S, PoolOwner
+from device_plugin.dra_helper.api.slice_store import SliceStore, UnconfirmedWrite
+from device_plugin.dra_helper.api.slice_watch import WATCH_S, SliceWatch
+from device_plugin.dra_helper.api.slices import GROUP, build_slices
+from device_plugin.dra_helper.api.taint_support import TaintSupport, write_checked
+from device_plugin.dra_helper.api.transport import ApiTransport
 
 log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 1024  # `error` is shown by /readyz and logged: an API server's answer can be megabytes

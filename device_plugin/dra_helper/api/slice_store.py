@@ -9,7 +9,7 @@ publisher's thread); what to write is the publisher's job. Rules kept here:
   and tries again, a few times; a success whose answer is no object, or carries the resourceVersion the
   update replaced, was not stored (UnconfirmedWrite), whatever its status said;
 - what we write (name -> spec and owner, remembered before the request goes out: the watch event can
-  arrive before the answer) and what we delete is remembered, so the watch (kubelet_plugin/api/slice_watch.py) can
+  arrive before the answer) and what we delete is remembered, so the watch (dra_helper/api/slice_watch.py) can
   tell our own changes from someone else's; the resourceVersions our writes produced are kept too (a few
   per slice), because the event of an earlier write of ours can arrive after we wrote the slice again,
   when its content no longer matches what we remember.
@@ -25,10 +25,10 @@ from typing import Any
 from urllib.parse import quote
 
 from device_plugin.core.short_text import one_line
-from device_plugin.kubelet_plugin.api.api_errors import ApiError
-from device_plugin.kubelet_plugin.api.pool_compare import taint_count, without_taints
-from device_plugin.kubelet_plugin.api.slices import GROUP
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
+from device_plugin.dra_helper.api.api_errors import ApiError
+from device_plugin.dra_helper.api.pool_compare import taint_count, without_taints
+from device_plugin.dra_helper.api.slices import GROUP
+from device_plugin.dra_helper.api.transport import ApiTransport
 
 PLURAL = "resourceslices"
 CONFLICT_RETRIES = 5

@@ -29,8 +29,8 @@ from typing import Any
 
 from device_plugin.core.backoff import Backoff
 from device_plugin.core.short_text import one_line
-from device_plugin.kubelet_plugin.api.api_errors import ApiError
-from device_plugin.kubelet_plugin.api.slice_store import SliceStore, path
+from device_plugin.dra_helper.api.api_errors import ApiError
+from device_plugin.dra_helper.api.slice_store import SliceStore, path
 from device_plugin.serving import event_loop
 
 log = logging.getLogger(__name__)

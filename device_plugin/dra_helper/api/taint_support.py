@@ -1,7 +1,7 @@
 """Whether the API server keeps device taints, as the publisher found out, and the words that say so.
 
-Boundary: state and log lines only; the publisher (kubelet_plugin/api/publisher.py) finds out from the
-server's answers and builds the slices accordingly (kubelet_plugin/api/slices.py: `taints_kept`). Taints
+Boundary: state and log lines only; the publisher (dra_helper/api/publisher.py) finds out from the
+server's answers and builds the slices accordingly (dra_helper/api/slices.py: `taints_kept`). Taints
 are written until the server shows it does not keep them: it drops them from what it stores (the
 DRADeviceTaints gate off, or Kubernetes older than 1.33), or refuses a write that has them with 400 (a
 server without the field that decodes strictly). The publisher asks with a dry run of its first write
@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from device_plugin.kubelet_plugin.api.api_errors import ApiError
-from device_plugin.kubelet_plugin.api.pool_compare import taint_count, taints_dropped
-from device_plugin.kubelet_plugin.api.slice_store import SliceStore, UnconfirmedWrite
+from device_plugin.dra_helper.api.api_errors import ApiError
+from device_plugin.dra_helper.api.pool_compare import taint_count, taints_dropped
+from device_plugin.dra_helper.api.slice_store import SliceStore, UnconfirmedWrite
 
 log = logging.getLogger(__name__)
 

@@ -44,8 +44,8 @@ from typing import Any
 import aiohttp
 from kubernetes import client as k8s
 
-from device_plugin.kubelet_plugin.api.api_errors import AnswerTooBig, ApiError, ApiUnreachable
-from device_plugin.kubelet_plugin.api.connection_settings import TlsSettings, proxy_for, tls_settings
+from device_plugin.dra_helper.api.api_errors import AnswerTooBig, ApiError, ApiUnreachable
+from device_plugin.dra_helper.api.connection_settings import TlsSettings, proxy_for, tls_settings
 from device_plugin.serving import event_loop
 
 REQUEST_TIMEOUT_S = 5.0

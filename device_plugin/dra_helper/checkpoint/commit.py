@@ -16,7 +16,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 
-from device_plugin.kubelet_plugin.checkpoint.files import ClaimsFolder
+from device_plugin.dra_helper.checkpoint.files import ClaimsFolder
 
 log = logging.getLogger(__name__)
 

@@ -49,8 +49,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from device_plugin.config.reading import MAX_DEPTH, read_regular_file
-from device_plugin.kubelet_plugin.checkpoint.files import ClaimsFolder
-from device_plugin.kubelet_plugin.checkpoint.format import (
+from device_plugin.dra_helper.checkpoint.files import ClaimsFolder
+from device_plugin.dra_helper.checkpoint.format import (
     FORMAT_VERSION,
     MAX_ENTRY_BYTES,
     EntryError,

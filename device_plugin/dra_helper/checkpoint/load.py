@@ -26,9 +26,9 @@ from typing import NamedTuple
 from device_plugin.core.bounded_json import load_json_file
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import one_line, short_path
-from device_plugin.kubelet_plugin.checkpoint.commit import GroupSync, replace_files
-from device_plugin.kubelet_plugin.checkpoint.files import BAD_SUFFIX, TEMP_PREFIX, ClaimsFolder, keep_aside, set_aside
-from device_plugin.kubelet_plugin.checkpoint.format import (
+from device_plugin.dra_helper.checkpoint.commit import GroupSync, replace_files
+from device_plugin.dra_helper.checkpoint.files import BAD_SUFFIX, TEMP_PREFIX, ClaimsFolder, keep_aside, set_aside
+from device_plugin.dra_helper.checkpoint.format import (
     MAX_ENTRY_BYTES,
     MAX_LEGACY_BYTES,
     SUFFIX,
@@ -39,7 +39,7 @@ from device_plugin.kubelet_plugin.checkpoint.format import (
     encode,
     file_name,
 )
-from device_plugin.kubelet_plugin.checkpoint.journal import journal_number, replay
+from device_plugin.dra_helper.checkpoint.journal import journal_number, replay
 
 log = logging.getLogger(__name__)
 

@@ -29,17 +29,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_plugin.core.short_text import one_line
-from device_plugin.kubelet_plugin.checkpoint.commit import GroupSync, replace_files
-from device_plugin.kubelet_plugin.checkpoint.files import ClaimsFolder
-from device_plugin.kubelet_plugin.checkpoint.format import PreparedClaim, PreparedDevice, Share, encode, file_name
-from device_plugin.kubelet_plugin.checkpoint.journal import (
+from device_plugin.dra_helper.checkpoint.commit import GroupSync, replace_files
+from device_plugin.dra_helper.checkpoint.files import ClaimsFolder
+from device_plugin.dra_helper.checkpoint.format import PreparedClaim, PreparedDevice, Share, encode, file_name
+from device_plugin.dra_helper.checkpoint.journal import (
     MAX_RECORD_BYTES,
     CommitQueue,
     FolderGone,
     Journal,
     delete_record,
 )
-from device_plugin.kubelet_plugin.checkpoint.load import Leftover, load
+from device_plugin.dra_helper.checkpoint.load import Leftover, load
 
 __all__ = ["CLAIMS_FOLDER", "COMPACT_AFTER_BYTES", "Checkpoint", "PreparedClaim", "PreparedDevice", "Share"]
 

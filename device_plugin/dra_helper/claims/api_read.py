@@ -1,6 +1,6 @@
 """The claim read NodePrepareResources makes: one GET of a ResourceClaim from the API server.
 
-Boundary: the read only (claims/prepare.py decides what it means), through kubelet_plugin/api/transport.py,
+Boundary: the read only (claims/prepare.py decides what it means), through dra_helper/api/transport.py,
 awaited on the serving loop. In the resource.k8s.io version the publisher discovered (asked of the server
 when it has none yet); at most READS_IN_FLIGHT sent together (further ones wait their turn before their
 own timeout starts); an answer read up to MAX_ANSWER_BYTES (decompressed), no further; 404 is "no such
@@ -14,11 +14,11 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from device_plugin.kubelet_plugin.api.api_errors import AnswerTooBig
-from device_plugin.kubelet_plugin.api.kube import newest_resource_version_on_loop
-from device_plugin.kubelet_plugin.api.slices import GROUP
-from device_plugin.kubelet_plugin.api.transport import REQUEST_TIMEOUT_S, ApiTransport
-from device_plugin.kubelet_plugin.claims.claim import check_claim_name
+from device_plugin.dra_helper.api.api_errors import AnswerTooBig
+from device_plugin.dra_helper.api.kube import newest_resource_version_on_loop
+from device_plugin.dra_helper.api.slices import GROUP
+from device_plugin.dra_helper.api.transport import REQUEST_TIMEOUT_S, ApiTransport
+from device_plugin.dra_helper.claims.claim import check_claim_name
 
 READS_IN_FLIGHT = 16  # claim reads sent at once, all calls together
 MAX_ANSWER_BYTES = 4 * 1024 * 1024  # a claim is at most ~1.5 MiB (etcd's object limit); past this, no claim

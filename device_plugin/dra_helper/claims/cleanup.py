@@ -33,9 +33,9 @@ from functools import partial
 from typing import Any
 
 from device_plugin.core.short_text import one_line
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim
-from device_plugin.kubelet_plugin.claims.claim import ClaimBodyError, ClaimFetcher, ClaimRef, read_allocation
-from device_plugin.kubelet_plugin.claims.prepare import KEPT, Preparer, claim_label
+from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedClaim
+from device_plugin.dra_helper.claims.claim import ClaimBodyError, ClaimFetcher, ClaimRef, read_allocation
+from device_plugin.dra_helper.claims.prepare import KEPT, Preparer, claim_label
 from device_plugin.serving import event_loop
 
 log = logging.getLogger(__name__)

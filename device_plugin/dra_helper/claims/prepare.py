@@ -1,7 +1,7 @@
 """NodePrepareResources / NodeUnprepareResources, the generic steps, without gRPC: claims in, prepared devices out.
 
 Boundary: reads ResourceClaims through a ClaimFetcher (in production claims/api_read.py's ApiClaimFetcher),
-asks the driver which devices a claim's allocation prepares (the Driver protocol, kubelet_plugin/driver.py),
+asks the driver which devices a claim's allocation prepares (the Driver protocol, dra_helper/driver.py),
 remembers answers in a Checkpoint. Per-claim problems become a per-claim error message naming the claim and
 the device (cut short); they never raise, and a claim answered with an error has nothing checkpointed. A
 Prepare is three steps, so that its caller can run the read and the write where each belongs (service/servicers.py):
@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
 from device_plugin.core.short_text import one_line
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim
-from device_plugin.kubelet_plugin.claims.claim import (
+from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedClaim
+from device_plugin.dra_helper.claims.claim import (
     ClaimBodyError,
     ClaimFetcher,
     ClaimRead,
@@ -36,9 +36,9 @@ from device_plugin.kubelet_plugin.claims.claim import (
     PrepareResult,
     read_allocation,
 )
-from device_plugin.kubelet_plugin.claims.exclusion import ClaimLocks, DeviceHolders, Hold, Ticket
-from device_plugin.kubelet_plugin.claims.rivals import read_verdict
-from device_plugin.kubelet_plugin.driver import Driver
+from device_plugin.dra_helper.claims.exclusion import ClaimLocks, DeviceHolders, Hold, Ticket
+from device_plugin.dra_helper.claims.rivals import read_verdict
+from device_plugin.dra_helper.driver import Driver
 
 log = logging.getLogger(__name__)
 

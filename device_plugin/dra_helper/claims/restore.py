@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from device_plugin.core.short_text import one_line
-from device_plugin.kubelet_plugin.api.kube import newest_resource_version_on_loop
-from device_plugin.kubelet_plugin.api.slices import GROUP
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
-from device_plugin.kubelet_plugin.claims.claim import ClaimBodyError, ClaimRead, ClaimRef, read_allocation
-from device_plugin.kubelet_plugin.claims.cleanup import reserved
-from device_plugin.kubelet_plugin.claims.prepare import Preparer, claim_label
+from device_plugin.dra_helper.api.kube import newest_resource_version_on_loop
+from device_plugin.dra_helper.api.slices import GROUP
+from device_plugin.dra_helper.api.transport import ApiTransport
+from device_plugin.dra_helper.claims.claim import ClaimBodyError, ClaimRead, ClaimRef, read_allocation
+from device_plugin.dra_helper.claims.cleanup import reserved
+from device_plugin.dra_helper.claims.prepare import Preparer, claim_label
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from device_plugin.core.short_text import one_line
-from device_plugin.kubelet_plugin.claims.claim import ClaimBodyError, ClaimFetcher, read_allocation
+from device_plugin.dra_helper.claims.claim import ClaimBodyError, ClaimFetcher, read_allocation
 from device_plugin.serving import event_loop
 
 log = logging.getLogger(__name__)

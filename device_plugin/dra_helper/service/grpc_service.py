@@ -27,13 +27,13 @@ from api import dra_v1_pb2, dra_v1_pb2_grpc
 from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.core.errors import ConfigError
-from device_plugin.kubelet_plugin.claims.prepare import Preparer
-from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed
-from device_plugin.kubelet_plugin.service.health_service import HEALTH_VERSIONS, HEARTBEAT_S, add_health_servicers
-from device_plugin.kubelet_plugin.service.instance_lock import INSTANCE_LOCK, CallLock, FileLock
-from device_plugin.kubelet_plugin.service.offload import WEDGED_AFTER_S, Offload
-from device_plugin.kubelet_plugin.service.servicers import SERVED, SUPPORTED_VERSIONS, Registration, dra_servicer
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths, check_socket_paths
+from device_plugin.dra_helper.claims.prepare import Preparer
+from device_plugin.dra_helper.service.device_health import DeviceHealthFeed
+from device_plugin.dra_helper.service.health_service import HEALTH_VERSIONS, HEARTBEAT_S, add_health_servicers
+from device_plugin.dra_helper.service.instance_lock import INSTANCE_LOCK, CallLock, FileLock
+from device_plugin.dra_helper.service.offload import WEDGED_AFTER_S, Offload
+from device_plugin.dra_helper.service.servicers import SERVED, SUPPORTED_VERSIONS, Registration, dra_servicer
+from device_plugin.dra_helper.service.socket_paths import SocketPaths, check_socket_paths
 from device_plugin.serving.kept_socket import KeptSocket
 from device_plugin.serving.probe import SocketProbe
 from device_plugin.serving.socket_files import describe_os_error

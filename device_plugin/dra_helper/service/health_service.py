@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 
 from api import dra_health_v1_pb2, dra_health_v1_pb2_grpc, dra_health_v1alpha1_pb2, dra_health_v1alpha1_pb2_grpc
-from device_plugin.kubelet_plugin.service.device_health import DeviceHealthFeed, TooManyWatchers
+from device_plugin.dra_helper.service.device_health import DeviceHealthFeed, TooManyWatchers
 
 log = logging.getLogger(__name__)
 

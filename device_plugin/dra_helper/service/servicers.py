@@ -1,5 +1,5 @@
 """The kubelet-facing gRPC servicers of the DRA driver, for grpc.aio: DRAPlugin (v1, v1beta1) and Registration
-(DRAResourceHealth is kubelet_plugin/service/health_service.py's).
+(DRAResourceHealth is dra_helper/service/health_service.py's).
 
 Boundary: translates protobuf messages to Preparer calls and back, nothing more. They run on the
 process's one serving loop (device_plugin.serving.event_loop), which must never block: the Preparer
@@ -31,9 +31,9 @@ from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.core.call_log import CallLog
 from device_plugin.core.short_text import bounded_text, one_line
-from device_plugin.kubelet_plugin.checkpoint.format import PreparedDevice
-from device_plugin.kubelet_plugin.claims.prepare import ERROR_CHARS, ClaimRef, Preparer, PrepareResult, claim_label
-from device_plugin.kubelet_plugin.service.offload import PREPARE_WORKERS, UNPREPARE_WORKERS, Offload
+from device_plugin.dra_helper.checkpoint.format import PreparedDevice
+from device_plugin.dra_helper.claims.prepare import ERROR_CHARS, ClaimRef, Preparer, PrepareResult, claim_label
+from device_plugin.dra_helper.service.offload import PREPARE_WORKERS, UNPREPARE_WORKERS, Offload
 
 __all__ = ["PREPARE_WORKERS", "SERVED", "SUPPORTED_VERSIONS", "UNPREPARE_WORKERS", "Registration", "dra_servicer"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
+from device_plugin.dra_helper.service.grpc_service import DraGrpcServer
 from tests.adversarial.dra.harness import HeldClaims, dra_server
 
 

@@ -23,11 +23,11 @@ from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.prepare_decision import PrepareDecision
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedDevice
-from device_plugin.kubelet_plugin.claims.claim import Allocation, ClaimRef, PrepareResult
-from device_plugin.kubelet_plugin.claims.prepare import Preparer
-from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
+from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedDevice
+from device_plugin.dra_helper.claims.claim import Allocation, ClaimRef, PrepareResult
+from device_plugin.dra_helper.claims.prepare import Preparer
+from device_plugin.dra_helper.service.grpc_service import DraGrpcServer
+from device_plugin.dra_helper.service.socket_paths import SocketPaths
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.api_objects import allocated_claim
 from tests.allocation.machines import topology_of

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint.format import MAX_ENTRY_BYTES, encode
-from device_plugin.kubelet_plugin.checkpoint.journal import MAX_JOURNAL_BYTES, delete_record, journal_name
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim
+from device_plugin.dra_helper.checkpoint.format import MAX_ENTRY_BYTES, encode
+from device_plugin.dra_helper.checkpoint.journal import MAX_JOURNAL_BYTES, delete_record, journal_name
+from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedClaim
 from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, prepare, unprepare, wait_until
 
 HANG_GUARD_S = 20.0  # not a performance bound: a hang fails the test instead of stopping the suite
@@ -205,7 +205,7 @@ def test_many_bad_entries_are_logged_in_a_bounded_number_of_lines(
         started_within_guard(tmp_path / "checkpoint.json")
     assert len(list((tmp_path / "claims").glob("*.bad"))) == 200
     # the checkpoint's own lines: threads of earlier tests' drivers may log meanwhile
-    ours = [r.getMessage() for r in caplog.records if r.name.startswith("device_plugin.kubelet_plugin.checkpoint")]
+    ours = [r.getMessage() for r in caplog.records if r.name.startswith("device_plugin.dra_helper.checkpoint")]
     assert len(ours) < 20 and any("200 bad entries" in m for m in ours), ours
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint.journal import journal_name
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.journal import journal_name
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
 from tests.dra.checkpoint_helpers import claim, files
 
 FLIPS = [  # (what is changed in the victim's bytes, into what): each leaves JSON of the right shape

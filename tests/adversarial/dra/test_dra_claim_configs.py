@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
+from device_plugin.dra_helper.service.grpc_service import DraGrpcServer
+from device_plugin.dra_helper.service.socket_paths import SocketPaths
 from tests.adversarial.dra.harness import DRIVER, NODE, HeldClaims, prepare
 
 OURS = {"request": "g", "driver": DRIVER, "pool": NODE, "device": "gpu-0"}

@@ -13,8 +13,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from device_plugin.kubelet_plugin.claims.prepare import ClaimRef, PrepareResult
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
+from device_plugin.dra_helper.claims.prepare import ClaimRef, PrepareResult
+from device_plugin.dra_helper.service.socket_paths import SocketPaths
 from tests.adversarial.dra.harness import (
     DRIVER,
     HeldClaims,

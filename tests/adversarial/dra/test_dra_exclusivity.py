@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.claims.prepare import ClaimRef
+from device_plugin.dra_helper.claims.prepare import ClaimRef
 from tests.adversarial.dra.harness import Devices, HeldClaims, machine_uuids, prepared_here, preparer_of
 
 MIG = "gpu-2-mig-1g5gb-19-3"

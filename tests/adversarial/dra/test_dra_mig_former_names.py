@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.kubelet_plugin.claims.prepare import ClaimRef
+from device_plugin.dra_helper.claims.prepare import ClaimRef
 from device_plugin.nvml.fake.machine import FakeNvml
 from tests.adversarial.dra.harness import Devices, HeldClaims, prepared_here, preparer_of
 from tests.allocation.machines import topology_of

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
-from device_plugin.kubelet_plugin.service.offload import PREPARE_WORKERS
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
+from device_plugin.dra_helper.service.grpc_service import DraGrpcServer
+from device_plugin.dra_helper.service.offload import PREPARE_WORKERS
+from device_plugin.dra_helper.service.socket_paths import SocketPaths
 from tests.adversarial.dra.harness import (
     DRIVER,
     Devices,

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.kubelet_plugin.api.kube import api_client
+from device_plugin.dra_helper.api.kube import api_client
 from device_plugin.serving import event_loop
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.adversarial.dra.harness import wait_until

@@ -15,8 +15,8 @@ from dataclasses import replace
 import pytest
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.kubelet_plugin.api.publisher import MAX_ERROR_CHARS, SlicePublisher
-from device_plugin.kubelet_plugin.api.slices import MAX_DEVICES_PER_SLICE, slice_name
+from device_plugin.dra_helper.api.publisher import MAX_ERROR_CHARS, SlicePublisher
+from device_plugin.dra_helper.api.slices import MAX_DEVICES_PER_SLICE, slice_name
 from device_plugin.nvml.fake.machine import FakeNvml
 from tests.adversarial.dra.harness import wait_until
 from tests.allocation.machines import topology_of
@@ -102,7 +102,7 @@ def test_an_api_servers_huge_error_answer_is_cut_in_the_log_and_the_readiness_te
 
     api.handle = answer_huge  # type: ignore[method-assign]
     p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name="node-a", backoff_max_s=0.2)
-    with caplog.at_level(logging.WARNING, logger="device_plugin.kubelet_plugin.api.publisher"):
+    with caplog.at_level(logging.WARNING, logger="device_plugin.dra_helper.api.publisher"):
         p.start()
         p.request(DGX1)
         wait_until(lambda: "400" in p.error)

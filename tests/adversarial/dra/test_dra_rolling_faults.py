@@ -1,7 +1,7 @@
 """Rolling-update faults injected at the exact point (issue 46), each a deterministic regression case.
 
 Two instances share one checkpoint folder as in a surge: each a Preparer over the folder, its claim changes
-serialised by a CallLock on `serialize.lock` (kubelet_plugin/plugin.py wires them the same way). The API's
+serialised by a CallLock on `serialize.lock` (dra_helper/plugin.py wires them the same way). The API's
 word on each claim is a HeldClaims table.
 """
 
@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint, PreparedClaim
-from device_plugin.kubelet_plugin.claims.claim import ClaimRef, read_allocation
-from device_plugin.kubelet_plugin.claims.cleanup import clean_up
-from device_plugin.kubelet_plugin.claims.prepare import Preparer
-from device_plugin.kubelet_plugin.service.instance_lock import CALL_LOCK, CallLock
+from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedClaim
+from device_plugin.dra_helper.claims.claim import ClaimRef, read_allocation
+from device_plugin.dra_helper.claims.cleanup import clean_up
+from device_plugin.dra_helper.claims.prepare import Preparer
+from device_plugin.dra_helper.service.instance_lock import CALL_LOCK, CallLock
 from device_plugin.serving import event_loop
 from tests.adversarial.dra.harness import DRIVER, Devices, HeldClaims, prepared_here
 from tests.dra.driver_node import Node, node  # noqa: F401  (the fixture: a whole driver on stand-ins)
@@ -36,10 +36,10 @@ DIES_AFTER_THE_WRITE = textwrap.dedent(
     import os, sys
     sys.path.insert(0, sys.argv[2])
     from pathlib import Path
-    from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
-    from device_plugin.kubelet_plugin.claims.claim import ClaimRef
-    from device_plugin.kubelet_plugin.claims.prepare import Preparer
-    from device_plugin.kubelet_plugin.service.instance_lock import CALL_LOCK, CallLock
+    from device_plugin.dra_helper.checkpoint.store import Checkpoint
+    from device_plugin.dra_helper.claims.claim import ClaimRef
+    from device_plugin.dra_helper.claims.prepare import Preparer
+    from device_plugin.dra_helper.service.instance_lock import CALL_LOCK, CallLock
     from tests.adversarial.dra.harness import DRIVER, Devices, HeldClaims, prepared_here
 
     class DiesAfterPut(Checkpoint):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.service.socket_paths import SocketPaths
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.adversarial.dra.harness import prepare, unprepare

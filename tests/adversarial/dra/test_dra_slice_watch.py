@@ -23,10 +23,10 @@ from device_plugin.config.loader import load_config
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra.inventory import build_devices
-from device_plugin.kubelet_plugin.api.kube import api_client
-from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
-from device_plugin.kubelet_plugin.api.slice_store import SliceStore
-from device_plugin.kubelet_plugin.api.slices import build_slices
+from device_plugin.dra_helper.api.kube import api_client
+from device_plugin.dra_helper.api.publisher import SlicePublisher
+from device_plugin.dra_helper.api.slice_store import SliceStore
+from device_plugin.dra_helper.api.slices import build_slices
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
@@ -128,7 +128,7 @@ def test_our_own_writes_cost_no_extra_reconcile(
     api: ApiStandin, publisher: SlicePublisher, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The watch reports our own changes too; they are recognised, so a republish is one LIST, not a loop."""
-    with caplog.at_level(logging.INFO, logger="device_plugin.kubelet_plugin.api.slice_watch"):
+    with caplog.at_level(logging.INFO, logger="device_plugin.dra_helper.api.slice_watch"):
         publisher.request(DGX1[:4])
         assert publisher.wait_synced(10.0)
         time.sleep(0.5)  # the events of our writes arrive meanwhile
@@ -202,7 +202,7 @@ def test_a_refused_watch_is_one_warning_and_a_wipe_is_still_repaired_by_listing(
     """RBAC without the `watch` verb: said once, clearly; the relists after each refusal still repair."""
     api.watch_status = 403
     p = SlicePublisher(api.transport(), driver_name=DRIVER, node_name=NODE, backoff_max_s=0.5)
-    with caplog.at_level(logging.INFO, logger="device_plugin.kubelet_plugin.api.slice_watch"):
+    with caplog.at_level(logging.INFO, logger="device_plugin.dra_helper.api.slice_watch"):
         p.start()
         p.request(DGX1)
         try:

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.kubelet_plugin.api.publisher import SlicePublisher
-from device_plugin.kubelet_plugin.api.slices import build_slices, slice_name
+from device_plugin.dra_helper.api.publisher import SlicePublisher
+from device_plugin.dra_helper.api.slices import build_slices, slice_name
 from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.api_standin import ApiStandin

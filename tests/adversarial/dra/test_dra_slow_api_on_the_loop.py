@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.api.kube import api_client
-from device_plugin.kubelet_plugin.api.transport import ApiTransport
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
-from device_plugin.kubelet_plugin.claims.api_read import READS_IN_FLIGHT, ApiClaimFetcher
-from device_plugin.kubelet_plugin.claims.prepare import Preparer
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
+from device_plugin.dra_helper.api.kube import api_client
+from device_plugin.dra_helper.api.transport import ApiTransport
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.claims.api_read import READS_IN_FLIGHT, ApiClaimFetcher
+from device_plugin.dra_helper.claims.prepare import Preparer
+from device_plugin.dra_helper.service.socket_paths import SocketPaths
 from device_plugin.serving import event_loop
 from tests.adversarial.dra.harness import (
     DRIVER,

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from device_plugin.core.errors import ConfigError
-from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths, check_socket_paths
+from device_plugin.dra_helper.service.grpc_service import DraGrpcServer
+from device_plugin.dra_helper.service.socket_paths import SocketPaths, check_socket_paths
 from device_plugin.serving.socket_files import SUN_PATH_BYTES, bind_bytes
 from tests.adversarial.dra.harness import DRIVER, dra_server, get_info, unprepare, wait_until
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from device_plugin.kubelet_plugin.service.grpc_service import DraGrpcServer
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
+from device_plugin.dra_helper.service.grpc_service import DraGrpcServer
+from device_plugin.dra_helper.service.socket_paths import SocketPaths
 from device_plugin.serving import event_loop
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
 from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, get_info, prepare, unprepare, wait_until

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
-from device_plugin.kubelet_plugin.claims.claim import ClaimRef
-from device_plugin.kubelet_plugin.claims.cleanup import CleanUp, clean_up
-from device_plugin.kubelet_plugin.claims.prepare import Preparer
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.claims.claim import ClaimRef
+from device_plugin.dra_helper.claims.cleanup import CleanUp, clean_up
+from device_plugin.dra_helper.claims.prepare import Preparer
 from tests.adversarial.dra.harness import DRIVER, Devices, FetchedClaims, HeldClaims, prepared_here
 
 Body = dict[str, Any]

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from device_plugin.dra.front_end import DraFrontEnd
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
-from device_plugin.kubelet_plugin.service.socket_paths import SocketPaths
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.service.socket_paths import SocketPaths
 from device_plugin.nvml.fake.machine import FakeNvml
 from tests.adversarial.dra.harness import prepare
 from tests.dra.api_standin import ApiStandin

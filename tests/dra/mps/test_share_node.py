@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from device_plugin.kubelet_plugin.service.device_health import DeviceHealthStatus
+from device_plugin.dra_helper.service.device_health import DeviceHealthStatus
 from testbed.fake_mps_control import program
 from tests.dra.driver_node import DRIVER, NODE, Node, eventually
 from tests.dra.mps.conftest import killed, stop_daemons

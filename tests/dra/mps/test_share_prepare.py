@@ -17,7 +17,7 @@ from device_plugin.dra.memory_shares import shareable_memory
 from device_plugin.dra.mps.gpu_daemons import GpuDaemons
 from device_plugin.dra.mps.share_setup import MpsShareSetup
 from device_plugin.dra.prepare_decision import PrepareDecision
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
 from testbed.fake_mps_control import program
 from tests.dra.mps.conftest import killed
 from tests.dra.test_kubelet_side import DGX1, DRIVER, NODE, ClaimStore, Driver, kubelet

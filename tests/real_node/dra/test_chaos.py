@@ -12,7 +12,7 @@ import signal
 import time
 from collections.abc import Callable
 
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
 from testbed.realnode.cluster import RealCluster
 from testbed.realnode.our_daemon import OurDaemon
 from testbed.realnode.pods import busybox_pod

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from device_plugin.kubelet_plugin.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
 from testbed.fake_mps_control import program, stop_daemons
 from testbed.realnode.cluster import RealCluster
 from testbed.realnode.manifests import EXAMPLES

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.dra.inventory import build_devices
-from device_plugin.kubelet_plugin.api.slices import API_VERSIONS, build_slices
+from device_plugin.dra_helper.api.slices import API_VERSIONS, build_slices
 from device_plugin.nvml.fake.catalog import shipped_machine_names
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
