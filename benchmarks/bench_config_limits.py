@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from device_plugin.config.loader import load_config
 from device_plugin.core.errors import ConfigError
-from tests.adversarial.test_config_file_limits import alias_bomb, deep_block_mapping, indented
+from testbed.hostile_yaml import alias_bomb, deep_block_mapping, indented
 
 MIB = 1024 * 1024
 

@@ -1,7 +1,7 @@
 """Health transition to device taint written, and to the kubelet's health stream (prints figures, never fails).
 
 The running DRA driver (node runtime + DRA front-end on fake NVML, as `run --mode dra` builds it) publishes to
-the API-server stand-in (tests/dra/api_standin.py, real `kubernetes` client over HTTP) and registers with the
+the API-server stand-in (testbed/api_standin.py, real `kubernetes` client over HTTP) and registers with the
 DRA kubelet stand-in, which keeps a DRAResourceHealth stream open (gRPC over the unix socket). Each round
 injects an Xid 79 on one GPU (rotating), then recovers it. Measured, from the transition reaching the
 front-end (the runtime's one health delivery calls DraFrontEnd.on_health; timed at that call):
@@ -42,8 +42,8 @@ from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from device_plugin.process.gc_pauses import freeze_start_up_objects
 from device_plugin.standins.kubelet_dra import DraKubeletStandin, HealthWatch
-from tests.dra.api_standin import ApiStandin
-from tests.dra.scheduler_view import newest_devices, taints_of
+from testbed.api_standin import ApiStandin
+from testbed.scheduler_view import newest_devices, taints_of
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "bench-node"
 TARGET_MS = 100.0

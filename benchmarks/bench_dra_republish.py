@@ -6,7 +6,7 @@ round here: the driver is re-registered (its resync runs and finds the pool inta
 the API stand-in deletes every slice of the node (`wipe`), or replaces our slice with one that lost its
 devices (`edit`). Measured: from the deletion or edit to the API stand-in holding the whole pool again.
 The driver is the real SlicePublisher (its watch on our slices, the real `kubernetes` client, HTTP) against
-tests/dra/api_standin.py on this machine; the re-registration is the resync the registration calls.
+testbed/api_standin.py on this machine; the re-registration is the resync the registration calls.
 Target (issue 18): < 2 s whatever the delay. A round that is not repaired within --timeout counts as lost.
 
 Every wait has a timeout and the whole run a deadline (--deadline), so the script always ends.
@@ -27,7 +27,7 @@ from device_plugin.dra.inventory import build_devices
 from device_plugin.dra_helper.api.publisher import SlicePublisher
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
-from tests.dra.api_standin import ApiStandin
+from testbed.api_standin import ApiStandin
 
 DRIVER, NODE = "gpu.nvidia.com", "bench-node"
 DELAYS_MS = (0, 5, 50, 300)

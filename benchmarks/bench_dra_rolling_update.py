@@ -2,7 +2,7 @@
 
 A node with 8 GPUs (dgx1-v100) runs the driver against the Kubernetes API stand-in; a thread playing the kubelet
 1.33+ prepares a 1-GPU claim and unprepares it, one after another, each call sent to the most recently
-registered instance (tests/dra/rolling.py); then a new instance replaces the old one:
+registered instance (testbed/dra_rolling.py); then a new instance replaces the old one:
 - today's way (DaemonSet maxSurge 0, `socketNames: fixed`): the old instance stops, deleting the pool's slices,
   then the new one starts, publishes and registers;
 - the rolling way (maxSurge 1 / maxUnavailable 0, `socketNames: per-instance`): the new instance starts beside
@@ -23,9 +23,9 @@ from pathlib import Path
 from _common import percentile, quiet_rounds, table, target_line
 
 from device_plugin.nvml.fake.machine import FakeNvml
-from tests.dra.api_standin import ApiStandin
-from tests.dra.driver_node import NODE, Node
-from tests.dra.rolling import MACHINE, Outcome, replace_driver
+from testbed.api_standin import ApiStandin
+from testbed.dra_node import NODE, Node
+from testbed.dra_rolling import MACHINE, Outcome, replace_driver
 
 WAYS = [("today's: fixed names, stop then start", False), ("rolling: per-instance names, surge", True)]
 

@@ -30,7 +30,7 @@ from dra_driver import DRIVER, NODE, running_driver
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.api_objects import allocated_claim
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
-from tests.dra.api_standin import ApiStandin
+from testbed.api_standin import ApiStandin
 
 MACHINE = "island-16gpu"
 PROBE_EVERY_S = 0.02

@@ -31,8 +31,8 @@ from _common import percentile, table
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
-from tests.dra.api_standin import ApiStandin
-from tests.dra.test_run_dra import kubeconfig, torn_down
+from testbed.api_standin import ApiStandin
+from testbed.dra_process import kubeconfig, torn_down
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "bench-node"
 WAIT_S = 60.0  # a bound for a loaded machine, not a figure

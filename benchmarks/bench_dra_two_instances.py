@@ -25,9 +25,9 @@ from pathlib import Path
 from _common import percentile, table, target_line
 
 from device_plugin.nvml.fake.machine import FakeNvml
-from tests.dra.api_standin import ApiStandin
-from tests.dra.driver_node import DRIVER, NODE, Node
-from tests.dra.rolling import GPUS, MACHINE, NEW, OLD, start_instance
+from testbed.api_standin import ApiStandin
+from testbed.dra_node import DRIVER, NODE, Node
+from testbed.dra_rolling import GPUS, MACHINE, NEW, OLD, start_instance
 
 
 def _generation(api: ApiStandin) -> int:

@@ -32,7 +32,7 @@ from device_plugin.health.watcher import HealthWatcher
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
-from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
+from testbed.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 TARGET_P99_MS = 100.0
 CONFIG = HealthConfig(quiet_period_s=0.0, probe_interval_s=0.01, event_wait_s=0.5)

@@ -42,8 +42,8 @@ from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
-from tests.dra.api_standin import ApiStandin
-from tests.timing import FAST_LIFECYCLE
+from testbed.api_standin import ApiStandin
+from testbed.timing import FAST_LIFECYCLE
 
 MACHINE = "island-16gpu"
 LISTENER_BASELINE_MS = 1556.0  # DRA mode, issue 17

@@ -43,7 +43,7 @@ from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.telemetry import GpuTelemetry, TelemetrySource
 from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness
 from device_plugin.observability.metrics import PluginMetrics
-from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
+from testbed.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 RESOURCE = "nvidia.com/gpu"
 REPO = Path(__file__).resolve().parent.parent

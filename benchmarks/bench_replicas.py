@@ -30,7 +30,7 @@ from device_plugin.core.devices import Device
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.timeslice.policy import ReplicaPolicy
 from device_plugin.timeslice.replicas import replica_devices
-from tests.allocation_doubles import EnvVarResponseBuilder
+from testbed.allocation_doubles import EnvVarResponseBuilder
 
 TARGET_P99_MS = 2.0
 NODES = (("hgx-h100", 16), ("island-16gpu", 8))

@@ -23,7 +23,7 @@ from pathlib import Path
 from _common import percentile, quiet_rounds, table, target_line
 
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
-from tests.integration.rolling import Outcome, replace_plugin
+from testbed.plugin_rolling import Outcome, replace_plugin
 
 WAYS = [  # label, rolling, the kubelet keeps clients by socket (PR 135437)
     ("today's: fixed name, stop then start; kubelet before PR 135437", False, False),

@@ -2,7 +2,7 @@
 
 Used by bench_dra.py (a, b, d), bench_checkpoint.py, bench_node_runtime.py and bench_dra_slow_api.py: the
 node runtime with the DRA front-end, as `run --mode dra` builds it (no metrics endpoint), against the
-Kubernetes API stand-in (tests/dra/api_standin.py, read by the real `kubernetes` client); NodePrepareResources
+Kubernetes API stand-in (testbed/api_standin.py, read by the real `kubernetes` client); NodePrepareResources
 rounds through the DRA kubelet stand-in (gRPC over a unix socket); the device names of our published pool;
 a wait until a condition holds, woken by each change the stand-in stores. Boundary: no figures and no
 targets here, the scripts print those.
@@ -32,8 +32,8 @@ from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.process.gc_pauses import freeze_start_up_objects
 from device_plugin.standins.api_objects import allocated_claim
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
-from tests.dra.api_standin import ApiStandin
-from tests.dra.scheduler_view import schedulable
+from testbed.api_standin import ApiStandin
+from testbed.scheduler_view import schedulable
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "bench-node"
 

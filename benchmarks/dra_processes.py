@@ -25,7 +25,7 @@ from api import dra_v1_pb2, dra_v1_pb2_grpc
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.api_objects import allocated_claim
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
-from tests.dra.api_standin import ApiStandin
+from testbed.api_standin import ApiStandin
 
 CALL_TIMEOUT_S = 300.0  # a figure, however bad, is printed rather than cut off at the kubelet's deadline
 

@@ -9,7 +9,7 @@ HTTP on 127.0.0.1 (ephemeral port, one thread per request, bounded by the test's
   404 when missing) / DELETE (404 when missing);
 - GET /apis/resource.k8s.io/{v}/namespaces/{ns}/resourceclaims/{name}, and the list of all of them.
 Every object we are sent is checked by the `validate` the caller passes (the tests pass kubernetes-validate's
-strict check: tests/dra/schema_check.py) against the Kubernetes release that introduced its version; an
+strict check: testbed/schema_check.py) against the Kubernetes release that introduced its version; an
 invalid one is refused with 422 and recorded in `invalid`. Without a validator only the rules below apply.
 Lists carry the collection's resourceVersion; `watch=true` streams ADDED/MODIFIED/DELETED events after
 a resourceVersion (recorded in `requests` as "WATCH"). A write without a JSON Content-Type is refused

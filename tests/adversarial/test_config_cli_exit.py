@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.adversarial.test_config_file_limits import deep_block_mapping
+from testbed.hostile_yaml import deep_block_mapping
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,30 +18,11 @@ import pytest
 
 from device_plugin.config.loader import load_config
 from device_plugin.core.errors import ConfigError
+from testbed.hostile_yaml import alias_bomb, deep_block_mapping, indented
 
 HANG_GUARD_S = 20.0  # not a performance bound: a hang fails the test instead of stopping the suite
 MAX_MESSAGE = 300  # characters of str(ConfigError) for every case below
 MIB = 1024 * 1024
-
-
-def alias_bomb(levels: int = 9, width: int = 9) -> str:
-    """A "billion laughs" mapping: `width ** levels` strings from a few hundred bytes."""
-    lines = ["l0: &l0 [" + ", ".join(['"lol"'] * width) + "]"]
-    for level in range(1, levels):
-        lines.append(f"l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * width) + "]")
-    return "\n".join(lines)
-
-
-def indented(text: str, spaces: int) -> str:
-    return "\n".join(" " * spaces + line for line in text.splitlines())
-
-
-def deep_block_mapping(depth: int) -> str:
-    return (
-        "version: v1\nflags:\n  gfd:\n"
-        + "".join(f"{'  ' * (level + 2)}k:\n" for level in range(depth))
-        + ("  " * (depth + 2) + "end: 1\n")
-    )
 
 
 BOMB = alias_bomb()

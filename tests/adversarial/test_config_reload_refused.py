@@ -24,7 +24,7 @@ from device_plugin.dp.front_end import DevicePluginFrontEnd, device_plugin_runti
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
-from tests.adversarial.test_config_file_limits import alias_bomb, indented
+from testbed.hostile_yaml import alias_bomb, indented
 from tests.daemon.harness import FAST_HEALTH, TIMING
 
 CHECKPOINT = "kubelet_internal_checkpoint"

@@ -27,7 +27,7 @@ from device_plugin.dp.front_end import device_plugin_runtime
 from device_plugin.dp_helper.lifecycle import PluginManager
 from device_plugin.nvml.backends import open_backend
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
-from tests.timing import FAST_LIFECYCLE
+from testbed.timing import FAST_LIFECYCLE
 
 
 def _config(text: str) -> Config:

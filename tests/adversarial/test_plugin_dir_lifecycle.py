@@ -24,8 +24,8 @@ from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.dp_helper.lifecycle import PluginManager
 from device_plugin.nvml.backends import open_backend
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
+from testbed.timing import FAST_LIFECYCLE
 from tests.composed import build_resources
-from tests.timing import FAST_LIFECYCLE
 
 WAIT_S = 10.0
 

@@ -24,7 +24,7 @@ from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.dp_helper.lifecycle import PROBE_MAX_AGE_S
 from device_plugin.nvml.backends import open_backend
 from device_plugin.serving import event_loop
-from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
+from testbed.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 from tests.composed import gpu_devices
 from tests.daemon.harness import Node as DaemonNode
 from tests.daemon.harness import daemon_node

@@ -21,7 +21,7 @@ from device_plugin.dp.front_end import DevicePluginFrontEnd, device_plugin_runti
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
-from tests.timing import FAST_LIFECYCLE
+from testbed.timing import FAST_LIFECYCLE
 
 GPU = "nvidia.com/gpu"
 FAST_HEALTH = HealthConfig(quiet_period_s=0.2, probe_interval_s=0.05, event_wait_s=0.05)

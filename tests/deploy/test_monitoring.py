@@ -10,7 +10,7 @@ from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Device
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.observability.metrics import PluginMetrics
-from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
+from testbed.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 from tests.deploy.conftest import Rendered, only
 
 

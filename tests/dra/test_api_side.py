@@ -15,8 +15,8 @@ from device_plugin.dra_helper.api.kube import UnsupportedApiError
 from device_plugin.dra_helper.api.publisher import SlicePublisher
 from device_plugin.dra_helper.api.slices import slice_name
 from device_plugin.nvml.fake.machine import FakeNvml
+from testbed.api_standin import ApiStandin
 from tests.allocation.machines import topology_of
-from tests.dra.api_standin import ApiStandin
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
 FIRST_SLICE = slice_name(NODE, DRIVER, 0)

@@ -22,7 +22,7 @@ from device_plugin.dra_helper.api.kube import api_client
 from device_plugin.dra_helper.api.transport import ApiTransport
 from device_plugin.dra_helper.claims.api_read import ApiClaimFetcher
 from device_plugin.serving import event_loop
-from tests.dra.api_standin import ApiStandin
+from testbed.api_standin import ApiStandin
 from tests.dra.http_serving import QuietHandler, http_server
 
 CLAIM = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "uid": "u1"}}

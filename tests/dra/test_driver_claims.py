@@ -1,5 +1,5 @@
 """The whole DRA driver preparing claims: the node runtime with the DRA front-end on fake NVML + health, the
-DRA kubelet stand-in, the API stand-in (tests/dra/driver_node.py).
+DRA kubelet stand-in, the API stand-in (testbed/dra_node.py).
 
 A claim read from the API is prepared once (the same answer again); a claim on a GPU that turned unhealthy,
 or one deleted before we read it, gets a clear error of its own; a plugin restart keeps the prepared claims
@@ -9,7 +9,7 @@ without preparing them twice and leaves no stale slice.
 from __future__ import annotations
 
 from device_plugin.core.names import OWN_DOMAIN
-from tests.dra.driver_node import DRIVER, NODE, Node, eventually
+from testbed.dra_node import DRIVER, NODE, Node, eventually
 
 
 def test_start_publishes_the_pool_registers_and_prepares_a_claim_read_from_the_api(node: Node) -> None:

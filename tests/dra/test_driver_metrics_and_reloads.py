@@ -1,5 +1,5 @@
 """The whole DRA driver's metrics and config reloads: the node runtime with the DRA front-end on fake NVML +
-health, the DRA kubelet stand-in, the API stand-in (tests/dra/driver_node.py).
+health, the DRA kubelet stand-in, the API stand-in (testbed/dra_node.py).
 
 Metrics in DRA mode show the GPU gauges and count each health transition once; an edit of the config file
 reaches DRA mode: a labels file applies at once, a mode or driver-name change waits for a restart, an
@@ -16,7 +16,7 @@ import pytest
 
 from device_plugin.config.model import Config
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
-from tests.dra.driver_node import DRIVER, Node, eventually
+from testbed.dra_node import DRIVER, Node, eventually
 
 
 def test_metrics_in_dra_mode_show_gpu_gauges_and_count_each_health_transition_once(node: Node) -> None:

@@ -1,5 +1,5 @@
 """The whole DRA driver publishing its ResourceSlices: the node runtime with the DRA front-end on fake NVML +
-health, the DRA kubelet stand-in, the API stand-in (tests/dra/driver_node.py).
+health, the DRA kubelet stand-in, the API stand-in (testbed/dra_node.py).
 
 An unhealthy GPU leaves the pool and returns on recovery, marked on the cached devices with nothing rebuilt;
 pcieRoot is what `dra slices` prints; slices a kubelet restart wiped come back, and an API server down at
@@ -13,8 +13,8 @@ from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.inventory import STANDARD, build_devices
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
-from tests.dra.driver_node import DRIVER, NODE, Node, eventually
-from tests.dra.scheduler_view import blocked, newest_devices, taints_of
+from testbed.dra_node import DRIVER, NODE, Node, eventually
+from testbed.scheduler_view import blocked, newest_devices, taints_of
 
 
 def test_an_unhealthy_gpu_leaves_the_pool_and_returns_on_recovery(node: Node) -> None:

@@ -13,8 +13,8 @@ import kubernetes_validate
 import pytest
 
 from device_plugin.core.names import GPU_RESOURCE
+from testbed.dra_node import DRIVER, NODE, Node, node  # noqa: F401 - `node` is the fixture
 from tests.deploy.kustomize import build as render
-from tests.dra.driver_node import DRIVER, NODE, Node, node  # noqa: F401 - `node` is the fixture
 from tests.dra.scheduler_claims import container_requests, scheduler_claim
 
 DEPLOY_DRA = Path(__file__).resolve().parents[2] / "deploy" / "dra"

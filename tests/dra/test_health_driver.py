@@ -19,9 +19,9 @@ from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.health.state import HealthCause, HealthTransition
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
-from tests.dra.api_standin import ApiStandin
-from tests.dra.driver_node import DRIVER, NODE, Node, eventually
-from tests.dra.scheduler_view import newest_devices, schedulable, taints_of
+from testbed.api_standin import ApiStandin
+from testbed.dra_node import DRIVER, NODE, Node, eventually
+from testbed.scheduler_view import newest_devices, schedulable, taints_of
 from tests.probes_held import probes_held
 
 

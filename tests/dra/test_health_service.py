@@ -22,7 +22,7 @@ from device_plugin.dra_helper.api.kube import api_client
 from device_plugin.dra_helper.service.health_service import HEALTH_TIMEOUT_S
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.standins.kubelet_dra import DraKubeletStandin, HealthWatch
-from tests.dra.driver_node import NODE, Node, eventually
+from testbed.dra_node import NODE, Node, eventually
 from tests.dra.test_health_driver import started
 from tests.probes_held import probes_held
 

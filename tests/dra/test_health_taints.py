@@ -22,9 +22,9 @@ from device_plugin.dra_helper.api.devices import DeviceTaint
 from device_plugin.dra_helper.api.publisher import SlicePublisher
 from device_plugin.dra_helper.api.slices import build_slices
 from device_plugin.health.state import HealthCause, HealthTransition
-from tests.dra.api_standin import ApiStandin
+from testbed.api_standin import ApiStandin
+from testbed.scheduler_view import schedulable, taints_of
 from tests.dra.machine_devices import devices_of
-from tests.dra.scheduler_view import schedulable, taints_of
 
 NOW_S = 1_790_000_000.0  # 2026-09-21T14:13:20Z
 ADDED = "2026-09-21T14:13:20Z"

@@ -7,7 +7,7 @@ import threading
 
 from device_plugin.dra.hint_thread import HintThread
 from device_plugin.dra.prepare_decision import PrepareDecision
-from tests.dra.driver_node import eventually
+from testbed.dra_node import eventually
 
 
 def test_a_burst_of_wakes_during_one_recomputation_costs_one_more_not_one_each() -> None:

@@ -19,7 +19,7 @@ from device_plugin.core.errors import PluginError
 from device_plugin.dra_helper.api.api_errors import ApiError, is_transient
 from device_plugin.dra_helper.api.kube import MAX_NODE_BYTES, api_client, read_node
 from device_plugin.dra_helper.api.transport import ApiTransport
-from tests.dra.api_standin import ApiStandin
+from testbed.api_standin import ApiStandin
 from tests.dra.http_serving import QuietHandler, http_server
 
 

@@ -22,27 +22,10 @@ from pathlib import Path
 
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
-from tests.dra.api_standin import ApiStandin
+from testbed.api_standin import ApiStandin
+from testbed.dra_process import kubeconfig, torn_down
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
-
-
-def kubeconfig(path: Path, server: str) -> Path:
-    path.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        f"clusters: [{{name: s, cluster: {{server: '{server}'}}}}]\n"
-        "users: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: s, user: u}}]\n"
-    )
-    return path
-
-
-def torn_down(process: subprocess.Popen[str], api: ApiStandin, root: Path) -> None:
-    """What a test leaves: its process killed if it still runs, its API stand-in down, its folder gone."""
-    if process.poll() is None:
-        process.kill()
-        process.wait()
-    api.down()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def ready(port: int) -> bytes:

@@ -9,8 +9,8 @@ import kubernetes_validate
 import pytest
 
 from device_plugin.dra_helper.api.slices import build_slices
+from testbed.schema_check import validate_strict
 from tests.dra.machine_devices import devices_of
-from tests.dra.schema_check import validate_strict
 
 
 def _slice(api_version: str) -> dict[str, Any]:

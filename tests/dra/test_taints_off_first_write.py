@@ -21,10 +21,10 @@ from device_plugin.dra.inventory import DraDevice, build_devices
 from device_plugin.dra_helper.api.devices import DeviceTaint
 from device_plugin.dra_helper.api.publisher import SlicePublisher
 from device_plugin.nvml.fake.machine import FakeNvml
+from testbed.api_standin import ApiStandin
+from testbed.dra_node import DRIVER, NODE, eventually
+from testbed.scheduler_view import taints_of
 from tests.allocation.machines import topology_of
-from tests.dra.api_standin import ApiStandin
-from tests.dra.driver_node import DRIVER, NODE, eventually
-from tests.dra.scheduler_view import taints_of
 
 DGX1 = build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))[0]
 XID = DeviceTaint("gpu.nvidia.com/xid", "79", "NoSchedule", "2026-01-01T00:00:00Z")

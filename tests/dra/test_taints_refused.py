@@ -10,8 +10,8 @@ import logging
 
 import pytest
 
-from tests.dra.driver_node import DRIVER, NODE, Node, eventually
-from tests.dra.scheduler_view import taints_of
+from testbed.dra_node import DRIVER, NODE, Node, eventually
+from testbed.scheduler_view import taints_of
 
 FALLBACK = "leaving unhealthy devices out of the pool"
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.dra.driver_node import DRIVER, NODE, Node, eventually
-from tests.dra.scheduler_view import taints_of
+from testbed.dra_node import DRIVER, NODE, Node, eventually
+from testbed.scheduler_view import taints_of
 
 # How the stand-in answers a PUT it does not store.
 LOST = {

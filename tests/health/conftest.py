@@ -17,7 +17,7 @@ from device_plugin.core.ids import format_replica_id
 from device_plugin.health.watcher import HealthWatcher, TransitionListener
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import EventWatch, ProbeResult
-from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
+from testbed.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 WAIT_S = 10.0  # failure bound for anything that should happen promptly; never a performance claim
 # Short periods so the threaded tests run in well under a second each.

@@ -22,7 +22,7 @@ from device_plugin.health.watcher import HealthWatcher
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.health_types import HealthEvent, HealthEventKind
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn, ListedDevice
-from tests.timing import FAST_LIFECYCLE
+from testbed.timing import FAST_LIFECYCLE
 
 from .conftest import FAST, WAIT_S, replicas, whole_gpus
 

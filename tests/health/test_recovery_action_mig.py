@@ -16,10 +16,10 @@ from device_plugin.config.loader import load_config
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.recovery_action import RecoveryAction
+from testbed.api_standin import ApiStandin
+from testbed.dra_node import DRIVER, NODE, Node, eventually
+from testbed.scheduler_view import taints_of
 from tests.composed import build_resources
-from tests.dra.api_standin import ApiStandin
-from tests.dra.driver_node import DRIVER, NODE, Node, eventually
-from tests.dra.scheduler_view import taints_of
 
 from .conftest import FAST, start, unhealthy_gpus, wait_until
 from .test_recovery_action import machine_with_driver

@@ -17,8 +17,8 @@ from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.dp_helper.lifecycle import PluginManager
 from device_plugin.nvml.backends import open_backend
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn, PluginConnection
+from testbed.timing import FAST_LIFECYCLE
 from tests.composed import build_resources
-from tests.timing import FAST_LIFECYCLE
 
 FAST = FAST_LIFECYCLE
 WAIT_S = 10.0  # failure bound for anything the contract says must happen "within seconds"

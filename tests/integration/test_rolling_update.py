@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
-
-from .rolling import GPU, POD_A, POD_B, WAIT_S, plugin, replace_plugin, wait_ready
+from testbed.plugin_rolling import GPU, POD_A, POD_B, WAIT_S, plugin, replace_plugin, wait_ready
 
 GPUS = 8  # dgx1-v100
 

@@ -16,7 +16,7 @@ from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Health
 from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.nvml.backends import open_backend
-from tests.allocation_doubles import EnvVarResponseBuilder
+from testbed.allocation_doubles import EnvVarResponseBuilder
 from tests.composed import gpu_devices
 
 from .conftest import WAIT_S, Node, start_node

@@ -9,7 +9,7 @@ from device_plugin.mig.discovery import discover
 from device_plugin.mig.policy import MigAllocationPolicy
 from device_plugin.mig.strategy import build_resources
 from device_plugin.nvml.fake.machine import FakeNvml
-from tests.allocation_doubles import EnvVarResponseBuilder
+from testbed.allocation_doubles import EnvVarResponseBuilder
 
 
 def layout(fake: FakeNvml, strategy: str = "mixed") -> dict[str, tuple[Device, ...]]:

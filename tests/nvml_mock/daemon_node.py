@@ -20,9 +20,9 @@ from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.dp.front_end import DevicePluginFrontEnd, device_plugin_runtime
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn, ListedDevice
+from testbed.timing import FAST_LIFECYCLE
 from tests.nvml_mock.conftest import WAIT_S, HostPool
 from tests.nvml_mock.remote import MockHost, RemoteBackend
-from tests.timing import FAST_LIFECYCLE
 
 # Short health periods so a recovery takes a moment; the behaviour is the defaults' behaviour.
 FAST_HEALTH = HealthConfig(quiet_period_s=0.3, probe_interval_s=0.05, event_wait_s=0.05, retry_initial_s=0.05)

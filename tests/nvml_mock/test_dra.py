@@ -19,9 +19,9 @@ from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra_helper.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
-from tests.dra.api_standin import ApiStandin
-from tests.dra.driver_node import DRIVER, NODE
-from tests.dra.scheduler_view import newest_devices, schedulable
+from testbed.api_standin import ApiStandin
+from testbed.dra_node import DRIVER, NODE
+from testbed.scheduler_view import newest_devices, schedulable
 from tests.nvml_mock.conftest import HostPool, eventually
 from tests.nvml_mock.daemon_node import FAST_HEALTH
 from tests.nvml_mock.remote import MockHost, RemoteBackend

@@ -19,7 +19,7 @@ from device_plugin.node.health_routing import NodeHealth
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.observability.http_endpoint import EndpointProbeResult, HttpEndpoint, registration_readiness
 from device_plugin.observability.metrics import PluginMetrics
-from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
+from testbed.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 RESOURCE = "nvidia.com/gpu"
 FAST_STOP_S = 0.02  # serving-loop poll in tests: stop() returns within it

@@ -14,7 +14,7 @@ from device_plugin.node.health_routing import NodeHealth
 from device_plugin.nvml.fake.machine import IDLE_TEMPERATURE_C
 from device_plugin.observability.admission_metrics import result_label
 from device_plugin.observability.metrics import health_reason_code
-from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
+from testbed.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 from .conftest import RESOURCE, Served
 

@@ -8,7 +8,7 @@ from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.devices import Device, Health
 from device_plugin.health.state import HealthTransition
 from device_plugin.nvml.fake.machine import FakeNvml
-from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
+from testbed.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 
 GPUS = FakeNvml.from_machine("dgx1-v100").gpus()
 

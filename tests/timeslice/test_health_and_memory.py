@@ -10,7 +10,7 @@ from device_plugin.core.errors import PluginError, UnhealthyDeviceError
 from device_plugin.timeslice.memory import NO_MEMORY_ISOLATION_WARNING, describe_sharing, replica_memory_mib
 from device_plugin.timeslice.policy import ReplicaPolicy
 from device_plugin.timeslice.replicas import share_resources
-from tests.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
+from testbed.allocation_doubles import EnvVarResponseBuilder, LowestIndexPolicy
 from tests.timeslice.node import SERVER_8, WORKSTATION_4, base_devices, gpus, mig_devices
 from tests.timeslice.parsed import parse_sharing
 

@@ -15,7 +15,7 @@ from device_plugin.core.devices import Device
 from device_plugin.core.errors import InvalidRequestError
 from device_plugin.timeslice.policy import ReplicaPolicy
 from device_plugin.timeslice.replicas import replica_devices
-from tests.allocation_doubles import EnvVarResponseBuilder
+from testbed.allocation_doubles import EnvVarResponseBuilder
 from tests.timeslice.node import base_devices, machine_gpus
 from tests.validated import validated
 

@@ -12,7 +12,7 @@ from device_plugin.core.errors import InvalidRequestError
 from device_plugin.timeslice.policy import ReplicaPolicy
 from device_plugin.timeslice.replicas import share_resources
 from device_plugin.timeslice.response import ReplicaResponseBuilder
-from tests.allocation_doubles import EnvVarResponseBuilder
+from testbed.allocation_doubles import EnvVarResponseBuilder
 from tests.timeslice.node import SERVER_8, base_devices
 from tests.timeslice.parsed import parse_sharing
 

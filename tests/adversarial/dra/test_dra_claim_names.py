@@ -14,8 +14,8 @@ import pytest
 from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra_helper.api.kube import api_client
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
+from testbed.api_standin import ApiStandin
 from tests.adversarial.dra.harness import wait_until
-from tests.dra.api_standin import ApiStandin
 
 DRIVER, NODE = "gpu.nvidia.com", "node-a"
 MAX_ERROR_CHARS = 2048  # a per-claim error, whatever the claim's name

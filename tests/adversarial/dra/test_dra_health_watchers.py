@@ -15,7 +15,7 @@ from api import dra_health_v1_pb2, dra_health_v1_pb2_grpc
 from device_plugin.core.devices import Health
 from device_plugin.dra_helper.service.device_health import MAX_WATCHERS
 from device_plugin.health.state import HealthCause, HealthTransition
-from tests.dra.driver_node import Node, eventually
+from testbed.dra_node import Node, eventually
 from tests.dra.test_health_driver import started
 from tests.dra.test_health_service import start
 

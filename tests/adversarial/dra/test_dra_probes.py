@@ -20,8 +20,8 @@ from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra_helper.api.kube import api_client
 from device_plugin.serving import event_loop
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
+from testbed.api_standin import ApiStandin
 from tests.adversarial.dra.harness import wait_until
-from tests.dra.api_standin import ApiStandin
 
 DRIVER, NODE = "gpu.nvidia.com", "node-a"
 

@@ -18,9 +18,9 @@ from device_plugin.dra.inventory import build_devices
 from device_plugin.dra_helper.api.publisher import MAX_ERROR_CHARS, SlicePublisher
 from device_plugin.dra_helper.api.slices import MAX_DEVICES_PER_SLICE, slice_name
 from device_plugin.nvml.fake.machine import FakeNvml
+from testbed.api_standin import ApiStandin
 from tests.adversarial.dra.harness import wait_until
 from tests.allocation.machines import topology_of
-from tests.dra.api_standin import ApiStandin
 
 DRIVER = "gpu.nvidia.com"
 DGX1 = build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))[0]

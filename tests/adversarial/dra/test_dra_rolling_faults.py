@@ -24,8 +24,8 @@ from device_plugin.dra_helper.claims.cleanup import clean_up
 from device_plugin.dra_helper.claims.prepare import Preparer
 from device_plugin.dra_helper.service.instance_lock import CALL_LOCK, CallLock
 from device_plugin.serving import event_loop
+from testbed.dra_node import Node, node  # noqa: F401  (the fixture: a whole driver on stand-ins)
 from tests.adversarial.dra.harness import DRIVER, Devices, HeldClaims, prepared_here
-from tests.dra.driver_node import Node, node  # noqa: F401  (the fixture: a whole driver on stand-ins)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -210,7 +210,7 @@ def test_a_damaged_entry_of_a_running_pods_claim_is_restored_from_the_api_and_ke
     """One byte changed in a claim's entry (gpu-0 rewritten as gpu-1, still JSON): the CRC sets it aside, and
     the restart restores it from the API server's allocation before it serves; a new claim on gpu-0 is refused
     and the kubelet's re-prepare of the damaged claim is answered (before: forgotten, gpu-0 given away)."""
-    node.start()  # the whole driver, on the API and DRA kubelet stand-ins (tests/dra/driver_node.py)
+    node.start()  # the whole driver, on the API and DRA kubelet stand-ins (testbed/dra_node.py)
     kubelet = node.kubelet()
     plugin = kubelet.wait_for_plugin()
     damaged = node.claim("c2", "uid-2", "gpu-0")

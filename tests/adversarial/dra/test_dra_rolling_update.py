@@ -17,10 +17,10 @@ from device_plugin.dra_helper.checkpoint.store import Checkpoint
 from device_plugin.dra_helper.service.socket_paths import SocketPaths
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
+from testbed.api_standin import ApiStandin
+from testbed.dra_node import DRIVER, NODE, Node, eventually
+from testbed.dra_rolling import GPUS, MACHINE, NEW, OLD, launch_instance, replace_driver, start_instance
 from tests.adversarial.dra.harness import prepare, unprepare
-from tests.dra.api_standin import ApiStandin
-from tests.dra.driver_node import DRIVER, NODE, Node, eventually
-from tests.dra.rolling import GPUS, MACHINE, NEW, OLD, launch_instance, replace_driver, start_instance
 
 
 @pytest.fixture

@@ -24,8 +24,8 @@ import pytest
 
 from device_plugin.serving.socket_files import SUN_PATH_BYTES
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
-from tests.dra.api_standin import ApiStandin
-from tests.dra.test_run_dra import kubeconfig
+from testbed.api_standin import ApiStandin
+from testbed.dra_process import kubeconfig
 
 DRIVER, NODE = "gpu.nvidia.com", "node-a"
 RUN = [

@@ -30,9 +30,9 @@ from device_plugin.dra_helper.api.slices import build_slices
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
+from testbed.api_standin import ApiStandin
 from tests.adversarial.dra.harness import WAIT_S, wait_until
 from tests.allocation.machines import topology_of
-from tests.dra.api_standin import ApiStandin
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
 DGX1 = build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))[0]

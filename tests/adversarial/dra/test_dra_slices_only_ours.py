@@ -16,8 +16,8 @@ from device_plugin.dra.inventory import build_devices
 from device_plugin.dra_helper.api.publisher import SlicePublisher
 from device_plugin.dra_helper.api.slices import build_slices, slice_name
 from device_plugin.nvml.fake.machine import FakeNvml
+from testbed.api_standin import ApiStandin
 from tests.allocation.machines import topology_of
-from tests.dra.api_standin import ApiStandin
 
 DRIVER, NODE, OTHER_NODE = "gpu.nvidia.com", "node-a", "node-b"
 DGX1 = build_devices(FakeNvml.from_machine("dgx1-v100"), topology_of("dgx1-v100"))[0]

@@ -23,9 +23,9 @@ from device_plugin.dra.front_end import DraFrontEnd
 from device_plugin.dra_helper.checkpoint.store import Checkpoint
 from device_plugin.dra_helper.service.socket_paths import SocketPaths
 from device_plugin.nvml.fake.machine import FakeNvml
+from testbed.api_standin import ApiStandin
+from testbed.dra_node import DRIVER, NODE, Node, eventually
 from tests.adversarial.dra.harness import prepare
-from tests.dra.api_standin import ApiStandin
-from tests.dra.driver_node import DRIVER, NODE, Node, eventually
 
 TAKE_OVER_S = 30.0  # the waiting daemon looks every 0.5 s (the lock) or with backoff up to 10 s (a socket)
 NVIDIA = "gpu.nvidia.com"

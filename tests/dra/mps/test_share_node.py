@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from device_plugin.dra_helper.service.device_health import DeviceHealthStatus
+from testbed.dra_node import DRIVER, NODE, Node, eventually
 from testbed.fake_mps_control import program
-from tests.dra.driver_node import DRIVER, NODE, Node, eventually
 from tests.dra.mps.conftest import killed, stop_daemons
 from tests.dra.test_memory_shares import allocated, share_result
 

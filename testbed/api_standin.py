@@ -8,7 +8,7 @@ from __future__ import annotations
 from device_plugin.dra_helper.api.kube import api_client
 from device_plugin.dra_helper.api.transport import ApiTransport
 from device_plugin.standins.api_server import ApiStandin as _PackagedApiStandin
-from tests.dra.schema_check import validate_strict
+from testbed.schema_check import validate_strict
 
 
 class ApiStandin(_PackagedApiStandin):

@@ -24,7 +24,7 @@ from device_plugin.dp_helper.lifecycle import LifecycleTiming
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_device_plugin import AdmissionRefused, KubeletStandIn
-from tests.timing import FAST_LIFECYCLE
+from testbed.timing import FAST_LIFECYCLE
 
 GPU = "nvidia.com/gpu"
 WAIT_S = 15.0

@@ -25,8 +25,8 @@ from device_plugin.dra_helper.api.kube import api_client
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
-from tests.dra.driver_node import DRIVER, NODE, Node, eventually
-from tests.integration.rolling import zero_time
+from testbed.dra_node import DRIVER, NODE, Node, eventually
+from testbed.plugin_rolling import zero_time
 
 OLD, NEW = "0a0a0a0a-0000-4000-8000-000000000001", "0b0b0b0b-0000-4000-8000-000000000002"
 MACHINE = "dgx1-v100"

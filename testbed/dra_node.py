@@ -24,8 +24,8 @@ from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.api_objects import allocated_claim
 from device_plugin.standins.kubelet_dra import DraKubeletStandin
-from tests.dra.api_standin import ApiStandin
-from tests.dra.scheduler_view import schedulable
+from testbed.api_standin import ApiStandin
+from testbed.scheduler_view import schedulable
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
 FAST = HealthConfig(quiet_period_s=0.2, probe_interval_s=0.02, event_wait_s=0.05, retry_initial_s=0.02, retry_max_s=0.1)
@@ -103,7 +103,8 @@ class Node:
 @pytest.fixture
 def node() -> Iterator[Node]:
     root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: unix socket paths max 107 bytes
-    api = ApiStandin().up()
+    api = ApiStandin()
+    api.up()
     api.add_node(NODE)
     n = Node(root, api, FakeNvml.from_machine("dgx1-v100"))
     yield n
