@@ -1,9 +1,9 @@
 """How a resource chooses devices for GetPreferredAllocation, and what Allocate hands a container.
 
 Two small protocols:
-- AllocationPolicy.choose(): pick `size` devices for a ValidatedRequest (device_plugin.allocation.request;
-  the policy trusts it and checks nothing again). The topology-aware policy (whole_gpu_selection) and
-  the MIG / replica policies implement it too.
+- AllocationPolicy.choose(): pick `size` devices for a ValidatedRequest
+  (device_plugin.allocation.request; the policy trusts it and checks nothing again). The
+  topology-aware policy (whole_gpu_selection) and the MIG / replica policies implement it too.
 - ResponseBuilder.build(): the ContainerAllocation for a set of devices (env, mounts, CDI ...).
 Both are pure: no I/O, no clock, and the result never depends on input order.
 """
@@ -26,9 +26,11 @@ def device_sort_key(device: Device) -> tuple[tuple[int, ...], str]:
 
 class AllocationPolicy(Protocol):
     def choose(self, request: ValidatedRequest) -> tuple[str, ...]:
-        """Return exactly `request.size` IDs from `request.available`, containing every must_include ID.
+        """Return exactly `request.size` IDs from `request.available`, containing every must_include
+        ID.
 
-        The request is valid (see ValidatedRequest for what that guarantees); the caller checks the answer.
+        The request is valid (see ValidatedRequest for what that guarantees); the caller checks the
+        answer.
         """
         ...
 

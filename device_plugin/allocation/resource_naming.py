@@ -1,4 +1,5 @@
-"""Per-model resource names (`resources` in NVIDIA's config): which resource a GPU or MIG device is served as.
+"""Per-model resource names (`resources` in NVIDIA's config): which resource a GPU or MIG device is
+served as.
 
     resources:
       gpus:
@@ -7,15 +8,16 @@
       mig:
         - {pattern: "1g.10gb", name: mig-small}   # MIG profile name
 
-As NVIDIA's config describes them: a pattern is a glob (`*` matches any run of characters) over the whole
-product name (GPUs) or MIG profile (MIG devices), case-sensitive; the first matching entry wins; a device
-no entry matches keeps its default name (`nvidia.com/gpu`, `nvidia.com/mig-<profile>`), which is where
-NVIDIA's defaults (`*` -> gpu, appended last) put it. A name gets the `nvidia.com/` prefix; it is at most
-63 characters of a Kubernetes name. One resource never mixes whole GPUs and MIG devices. (NVIDIA's plugin
-accepts this section and, at the time of writing, ignores it with a warning; this plugin applies it.)
-The allocator, labels, metrics and DRA attributes stay per GPU: only the name a device is served under
-changes, and a renamed resource is served by its own server like any other.
-Boundary: a pure renaming of composed resources; the rules are parsed at load (config/resource_names.py).
+As NVIDIA's config describes them: a pattern is a glob (`*` matches any run of characters) over the
+whole product name (GPUs) or MIG profile (MIG devices), case-sensitive; the first matching entry
+wins; a device no entry matches keeps its default name (`nvidia.com/gpu`,
+`nvidia.com/mig-<profile>`), which is where NVIDIA's defaults (`*` -> gpu, appended last) put it. A
+name gets the `nvidia.com/` prefix; it is at most 63 characters of a Kubernetes name. One resource
+never mixes whole GPUs and MIG devices. (NVIDIA's plugin accepts this section and, at the time of
+writing, ignores it with a warning; this plugin applies it.) The allocator, labels, metrics and DRA
+attributes stay per GPU: only the name a device is served under changes, and a renamed resource is
+served by its own server like any other. Boundary: a pure renaming of composed resources; the rules
+are parsed at load (config/resource_names.py).
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ def rename_resources(
 ) -> dict[str, tuple[Device, ...]]:
     """The composed default resources under the configured names, devices in canonical order.
 
-    `product_of(gpu index)` gives a GPU's NVML product name; `mig_profile_of` maps a MIG UUID to its profile.
-    Raises ConfigError when one name would hold both whole GPUs and MIG devices."""
+    `product_of(gpu index)` gives a GPU's NVML product name; `mig_profile_of` maps a MIG UUID to its
+    profile. Raises ConfigError when one name would hold both whole GPUs and MIG devices."""
     if naming.empty:
         return dict(resources)
     renamed: dict[str, list[Device]] = {}
@@ -55,6 +57,10 @@ def rename_resources(
     for name, found in sorted(kinds.items()):
         if len(found) > 1:
             raise ConfigError(
-                "resources", f"{name} would hold both whole GPUs and MIG devices; give them different names"
+                "resources",
+                f"{name} would hold both whole GPUs and MIG devices; give them different names",
             )
-    return {name: tuple(sorted(devices, key=device_sort_key)) for name, devices in sorted(renamed.items())}
+    return {
+        name: tuple(sorted(devices, key=device_sort_key))
+        for name, devices in sorted(renamed.items())
+    }

@@ -8,9 +8,10 @@ Condition) whenever the list changes. No gRPC here: the servicer translates.
 The device dict is copy-on-write (a health change installs a new dict), so a request reads it under
 the lock without copying; IDs keep their canonical rank (device_sort_key) from install time, so a
 request's set is ordered by a dict lookup instead of sorting Device objects. GetPreferredAllocation
-and Allocate run on the kubelet's admission path: validation is one pass, and log text (DEBUG) is built
-only when used.
-A request with no containers is a property of the wire message: the servicer refuses it (require_containers).
+and Allocate run on the kubelet's admission path: validation is one pass, and log text (DEBUG) is
+built only when used.
+A request with no containers is a property of the wire message: the servicer refuses it
+(require_containers).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ class ResourceManager:
         is_mig: bool = False,
     ) -> None:
         self.resource_name = resource_name
-        self.is_mig = is_mig  # its devices are MIG devices (composition decides, once, from the inventory)
+        # its devices are MIG devices (composition decides, once, from the inventory)
+        self.is_mig = is_mig
         self._policy = policy
         self._response_builder = response_builder
         self._changed = threading.Condition()
@@ -77,7 +79,8 @@ class ResourceManager:
         self._changed.notify_all()
 
     def close(self) -> None:
-        """Advertise an empty list (so no stale capacity stays) and end every ListAndWatch stream."""
+        """Advertise an empty list (so no stale capacity stays) and end every ListAndWatch
+        stream."""
         with self._changed:
             self._closed = True
             self._bump_locked()
@@ -90,17 +93,21 @@ class ResourceManager:
     # ---- health ------------------------------------------------------------------------------
 
     def on_health_transition(self, transition: HealthTransition) -> list[str]:
-        """A HealthWatcher listener: apply a physical GPU's transition to its devices; returns changed IDs."""
+        """A HealthWatcher listener: apply a physical GPU's transition to its devices; returns
+        changed IDs."""
         return self.set_gpu_health(transition.gpu_index, transition.after, transition.reason)
 
     def set_gpu_health(self, gpu_index: int, health: Health, reason: str) -> list[str]:
-        """Set the health of every device backed by physical GPU `gpu_index`; returns changed IDs."""
+        """Set the health of every device backed by physical GPU `gpu_index`; returns changed
+        IDs."""
         changed: list[tuple[Device, Device]] = []
         with self._changed:
             devices = dict(self._devices)  # copy-on-write: readers hold the old dict without a lock
             for device_id, device in devices.items():
                 if gpu_index in device.gpu_indices and device.health is not health:
-                    updated = Device(device.id, device.gpu_indices, device.numa_node, health, reason)
+                    updated = Device(
+                        device.id, device.gpu_indices, device.numa_node, health, reason
+                    )
                     devices[device_id] = updated
                     changed.append((device, updated))
             if changed:
@@ -123,9 +130,13 @@ class ResourceManager:
         with self._changed:
             return self._devices, self._rank  # never mutated in place (copy-on-write)
 
-    def preferred_allocation(self, available: Sequence[str], must_include: Sequence[str], size: int) -> tuple[str, ...]:
+    def preferred_allocation(
+        self, available: Sequence[str], must_include: Sequence[str], size: int
+    ) -> tuple[str, ...]:
         devices, rank = self._current()
-        request = validate_preferred(self.resource_name, devices, rank, available, must_include, size)
+        request = validate_preferred(
+            self.resource_name, devices, rank, available, must_include, size
+        )
         chosen = self._policy.choose(request)
         check_choice(request, chosen)
         # The policy writes the decision's DEBUG line, with its reasons; this is the bare record.
@@ -144,6 +155,9 @@ class ResourceManager:
         devices, rank = self._current()
         request = validate_allocate(self.resource_name, devices, rank, device_ids)
         allocation = self._response_builder.build(request.devices)
-        if log.isEnabledFor(logging.DEBUG):  # on the kubelet's admission path: no INFO line per request
-            log.debug("%s: allocated %s", self.resource_name, ",".join(d.id for d in request.devices))
+        # on the kubelet's admission path: no INFO line per request
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "%s: allocated %s", self.resource_name, ",".join(d.id for d in request.devices)
+            )
         return allocation

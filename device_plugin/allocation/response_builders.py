@@ -4,10 +4,12 @@ Boundary: pure functions of (settings, device nodes, devices). The only I/O is s
 which the composition root calls once with an injected /dev root; builders never touch the disk.
 
 Conventions follow NVIDIA's device plugin and container toolkit so that existing runtimes work:
-- envvar          NVIDIA_VISIBLE_DEVICES=<id,id,...>                       (the toolkit reads the env)
-- volume-mounts   NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices plus one mount per device,
-                  host /dev/null -> /var/run/nvidia-container-devices/<id> (the toolkit lists that dir;
-                  the env cannot be forged by an unprivileged pod spec this way)
+- envvar          NVIDIA_VISIBLE_DEVICES=<id,id,...>                       (the toolkit reads the
+  env)
+- volume-mounts   NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices plus one mount per
+  device,
+                  host /dev/null -> /var/run/nvidia-container-devices/<id> (the toolkit lists that
+                  dir; the env cannot be forged by an unprivileged pod spec this way)
 - cdi-annotations annotation <prefix>gpu-device-plugin_<digest> = "<kind>=<id>,..."
 - cdi-cri         cdi_devices = ["<kind>=<id>", ...] (kubelet's DevicePluginCDIDevices field)
 IMEX channels (imex.channelIDs) join every answer in each strategy's form (allocation/imex.py).
@@ -16,7 +18,8 @@ NVIDIA's plugin does). When every selected strategy is CDI, no env and no device
 the CDI spec carries the device nodes.
 
 IDs: `uuid` names the GPU/MIG UUID; `index` names a whole GPU by its NVML index "i" and a MIG device
-"i:j" (parent index : MIG device index), NVIDIA's form. Replicas ("<uuid>::<n>") name their GPU once.
+"i:j" (parent index : MIG device index), NVIDIA's form. Replicas ("<uuid>::<n>") name their GPU
+once.
 """
 
 from __future__ import annotations
@@ -39,10 +42,16 @@ from device_plugin.core.names import CDI_KIND
 
 VOLUME_MOUNTS_ROOT = "/var/run/nvidia-container-devices"
 DEFAULT_CDI_ANNOTATION_PREFIX = "cdi.k8s.io/"
-NIC_HINTS_ENV = "GPU_DEVICE_PLUGIN_NICS"  # gpuDevicePlugin.nicHints: close RDMA NICs of the allocated GPUs
+# gpuDevicePlugin.nicHints: close RDMA NICs of the allocated GPUs
+NIC_HINTS_ENV = "GPU_DEVICE_PLUGIN_NICS"
 CDI_ANNOTATION_NAME = "gpu-device-plugin"
 # Node-wide control devices, in the order NVIDIA passes them; each only if it exists.
-CONTROL_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
+CONTROL_DEVICE_NODES = (
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+    "/dev/nvidia-modeset",
+)
 MIG_UUID_PREFIX = "MIG-"
 
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -68,7 +77,8 @@ class DeviceIdStrategy(StrEnum):
 
 
 def parse_device_list_strategies(value: str | Sequence[str]) -> tuple[DeviceListStrategy, ...]:
-    """NVIDIA accepts one name, a comma-separated string (the env var) or a list (the config file)."""
+    """NVIDIA accepts one name, a comma-separated string (the env var) or a list (the config
+    file)."""
     items = value.split(",") if isinstance(value, str) else list(value)
     names = [str(item).strip() for item in items if str(item).strip()]
     if not names:
@@ -77,7 +87,8 @@ def parse_device_list_strategies(value: str | Sequence[str]) -> tuple[DeviceList
     unknown = sorted(n for n in names if n not in known)
     if unknown:
         raise ConfigError(
-            "flags.plugin.deviceListStrategy", f"unknown strategy {', '.join(unknown)}; expected one of {sorted(known)}"
+            "flags.plugin.deviceListStrategy",
+            f"unknown strategy {', '.join(unknown)}; expected one of {sorted(known)}",
         )
     return _canonical_strategies(known[n] for n in names)
 
@@ -91,7 +102,9 @@ def parse_device_id_strategy(value: str) -> DeviceIdStrategy:
         ) from None
 
 
-def _canonical_strategies(strategies: Iterable[DeviceListStrategy]) -> tuple[DeviceListStrategy, ...]:
+def _canonical_strategies(
+    strategies: Iterable[DeviceListStrategy],
+) -> tuple[DeviceListStrategy, ...]:
     # Enum order, duplicates dropped: equal settings compare equal whatever order the user wrote.
     chosen = set(strategies)
     return tuple(s for s in DeviceListStrategy if s in chosen)
@@ -113,16 +126,23 @@ class ResponseSettings:
     def __post_init__(self) -> None:
         if not self.device_list_strategies:
             raise ConfigError("flags.plugin.deviceListStrategy", "must name at least one strategy")
-        object.__setattr__(self, "device_list_strategies", _canonical_strategies(self.device_list_strategies))
+        object.__setattr__(
+            self, "device_list_strategies", _canonical_strategies(self.device_list_strategies)
+        )
         if not self.host_dev_root.startswith("/"):
-            raise ConfigError("flags.nvidiaDevRoot", f"must be an absolute path, got {self.host_dev_root!r}")
+            raise ConfigError(
+                "flags.nvidiaDevRoot", f"must be an absolute path, got {self.host_dev_root!r}"
+            )
         if not _PREFIX_RE.match(self.cdi_annotation_prefix):
             raise ConfigError(
                 "flags.plugin.cdiAnnotationPrefix",
                 f"must be a DNS subdomain followed by '/', got {self.cdi_annotation_prefix!r}",
             )
         if not _KIND_RE.match(self.cdi_kind):
-            raise ConfigError("cdi kind", f"must be '<vendor>/<class>' (e.g. nvidia.com/gpu), got {self.cdi_kind!r}")
+            raise ConfigError(
+                "cdi kind",
+                f"must be '<vendor>/<class>' (e.g. nvidia.com/gpu), got {self.cdi_kind!r}",
+            )
 
     @property
     def only_cdi(self) -> bool:
@@ -133,17 +153,22 @@ class ResponseSettings:
         notes = []
         if self.pass_device_specs and self.only_cdi:
             notes.append(
-                "passDeviceSpecs has no effect: every device-list strategy is CDI and the spec carries the nodes"
+                "passDeviceSpecs has no effect: every device-list strategy is CDI and the spec "
+                "carries the nodes"
             )
         if DeviceListStrategy.ENVVAR in self.device_list_strategies and (
             DeviceListStrategy.VOLUME_MOUNTS in self.device_list_strategies
         ):
-            notes.append(f"volume-mounts sets {VISIBLE_DEVICES_ENV} to {VOLUME_MOUNTS_ROOT}; envvar's list is replaced")
+            notes.append(
+                f"volume-mounts sets {VISIBLE_DEVICES_ENV} to {VOLUME_MOUNTS_ROOT}; envvar's list "
+                "is replaced"
+            )
         return tuple(notes)
 
 
 def response_settings(flags: Flags) -> ResponseSettings:
-    """The settings for the daemon's effective config (NVIDIA: nvidiaDevRoot defaults to the driver root)."""
+    """The settings for the daemon's effective config (NVIDIA: nvidiaDevRoot defaults to the driver
+    root)."""
     return ResponseSettings(
         device_list_strategies=parse_device_list_strategies(flags.plugin.device_list_strategy),
         device_id_strategy=parse_device_id_strategy(flags.plugin.device_id_strategy),
@@ -159,17 +184,22 @@ class DeviceNodes:
 
     control: tuple[str, ...] = ()  # container paths, in CONTROL_DEVICE_NODES order
     gpu_minors: frozenset[int] = frozenset()
-    # NVML index -> driver minor number; absent means equal (the driver and NVML both number by PCI bus
-    # order on common systems). The real backend can fill it from nvmlDeviceGetMinorNumber.
+    # NVML index -> driver minor number; absent means equal (the driver and NVML both number by PCI
+    # bus order on common systems). The real backend can fill it from nvmlDeviceGetMinorNumber.
     minor_by_index: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
 
     def minor_of(self, gpu_index: int) -> int:
         return self.minor_by_index.get(gpu_index, gpu_index)
 
 
-def scan_device_nodes(dev_root: Path, minor_by_index: Mapping[int, int] | None = None) -> DeviceNodes:
-    """Which nodes exist under `dev_root` (the plugin's view of the host's /dev). Called once at start."""
-    control = tuple(p for p in CONTROL_DEVICE_NODES if (dev_root / p.removeprefix("/dev/")).exists())
+def scan_device_nodes(
+    dev_root: Path, minor_by_index: Mapping[int, int] | None = None
+) -> DeviceNodes:
+    """Which nodes exist under `dev_root` (the plugin's view of the host's /dev). Called once at
+    start."""
+    control = tuple(
+        p for p in CONTROL_DEVICE_NODES if (dev_root / p.removeprefix("/dev/")).exists()
+    )
     minors: set[int] = set()
     if dev_root.is_dir():
         for entry in dev_root.iterdir():
@@ -182,8 +212,8 @@ def scan_device_nodes(dev_root: Path, minor_by_index: Mapping[int, int] | None =
 class StrategyResponseBuilder:
     """ResponseBuilder for every combination of NVIDIA's strategies (see the module docstring).
 
-    `mig_indices` maps a MIG UUID to its (parent NVML index, MIG device index); the index ID strategy
-    needs it for MIG devices and refuses, naming the device, when it is missing.
+    `mig_indices` maps a MIG UUID to its (parent NVML index, MIG device index); the index ID
+    strategy needs it for MIG devices and refuses, naming the device, when it is missing.
     """
 
     def __init__(
@@ -197,9 +227,11 @@ class StrategyResponseBuilder:
         self._settings = settings
         self._nodes = device_nodes or DeviceNodes()
         self._mig_indices = MappingProxyType(dict(mig_indices or {}))
-        # gpuDevicePlugin.nicHints: GPU index -> its GPUDirect-close RDMA NICs; None: the setting is off
+        # gpuDevicePlugin.nicHints: GPU index -> its GPUDirect-close RDMA NICs; None: the setting is
+        # off
         self._nic_hints = None if nic_hints is None else MappingProxyType(dict(nic_hints))
-        self._imex = imex or ImexChannels()  # imex.channelIDs the node has: in every answer (allocation/imex.py)
+        # imex.channelIDs the node has: in every answer (allocation/imex.py)
+        self._imex = imex or ImexChannels()
 
     def check_devices(self, devices: Iterable[Device]) -> None:
         """Fail at start-up rather than at Allocate when a device cannot be named."""
@@ -219,7 +251,9 @@ class StrategyResponseBuilder:
             envs.update(self._imex.envs())
         if DeviceListStrategy.VOLUME_MOUNTS in strategies:
             envs[VISIBLE_DEVICES_ENV] = VOLUME_MOUNTS_ROOT
-            mounts = tuple(Mount(f"{VOLUME_MOUNTS_ROOT}/{n}", "/dev/null", read_only=True) for n in names)
+            mounts = tuple(
+                Mount(f"{VOLUME_MOUNTS_ROOT}/{n}", "/dev/null", read_only=True) for n in names
+            )
             mounts += self._imex.mounts()
         qualified = tuple(f"{self._settings.cdi_kind}={n}" for n in names)
         qualified += self._imex.cdi_devices(self._settings.cdi_kind)
@@ -228,13 +262,21 @@ class StrategyResponseBuilder:
         if DeviceListStrategy.CDI_CRI in strategies:
             cdi_devices = qualified
         if self._nic_hints is not None:
-            # In the GPUs' order; never NCCL_* itself: the workload decides (e.g. NCCL_IB_HCA from this).
-            nics = _unique(nic for d in ordered for gpu in d.gpu_indices for nic in self._nic_hints.get(gpu, ()))
+            # In the GPUs' order; never NCCL_* itself: the workload decides (e.g. NCCL_IB_HCA from
+            # this).
+            nics = _unique(
+                nic
+                for d in ordered
+                for gpu in d.gpu_indices
+                for nic in self._nic_hints.get(gpu, ())
+            )
             if nics:
                 envs[NIC_HINTS_ENV] = ",".join(nics)
         specs: tuple[DeviceSpec, ...] = ()
         if self._settings.pass_device_specs and not self._settings.only_cdi:
-            specs = self._device_specs(ordered) + self._imex.device_specs(self._settings.host_dev_root)
+            specs = self._device_specs(ordered) + self._imex.device_specs(
+                self._settings.host_dev_root
+            )
         return ContainerAllocation(
             envs=MappingProxyType(envs),
             mounts=mounts,
@@ -251,27 +293,35 @@ class StrategyResponseBuilder:
             if base not in self._mig_indices:
                 raise ConfigError(
                     "flags.plugin.deviceIDStrategy",
-                    f"index: the MIG index of {base} is unknown to the response builder; use uuid or pass mig_indices",
+                    f"index: the MIG index of {base} is unknown to the response builder; use uuid "
+                    "or pass mig_indices",
                 )
             gpu, mig = self._mig_indices[base]
             return f"{gpu}:{mig}"
         if len(device.gpu_indices) != 1:
             raise ConfigError(
                 "flags.plugin.deviceIDStrategy",
-                f"index: device {device.id} spans GPUs {list(device.gpu_indices)}; an index names exactly one",
+                f"index: device {device.id} spans GPUs {list(device.gpu_indices)}; an index names "
+                "exactly one",
             )
         return str(device.gpu_indices[0])
 
     def _annotation_key(self, qualified: Sequence[str]) -> str:
-        # NVIDIA uses a random UUID; a digest of the names is as unique per container and deterministic.
+        # NVIDIA uses a random UUID; a digest of the names is as unique per container and
+        # deterministic.
         digest = hashlib.sha256(",".join(qualified).encode()).hexdigest()[:16]
         return f"{self._settings.cdi_annotation_prefix}{CDI_ANNOTATION_NAME}_{digest}"
 
     def _device_specs(self, devices: Sequence[Device]) -> tuple[DeviceSpec, ...]:
         minors = sorted({self._nodes.minor_of(i) for d in devices for i in d.gpu_indices})
-        paths = [*self._nodes.control, *(f"/dev/nvidia{m}" for m in minors if m in self._nodes.gpu_minors)]
+        paths = [
+            *self._nodes.control,
+            *(f"/dev/nvidia{m}" for m in minors if m in self._nodes.gpu_minors),
+        ]
         root = self._settings.host_dev_root.rstrip("/")
-        return tuple(DeviceSpec(container_path=p, host_path=f"{root}{p}", permissions="rw") for p in paths)
+        return tuple(
+            DeviceSpec(container_path=p, host_path=f"{root}{p}", permissions="rw") for p in paths
+        )
 
 
 def _unique(values: Iterable[str]) -> tuple[str, ...]:

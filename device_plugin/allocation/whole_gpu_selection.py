@@ -1,10 +1,11 @@
-"""TopologyPolicy: the AllocationPolicy for whole-GPU resources, backed by the topology-aware Allocator.
+"""TopologyPolicy: the AllocationPolicy for whole-GPU resources, backed by the topology-aware
+Allocator.
 
 It maps device IDs to NVML indices (Device.gpu_indices), asks the Allocator through its unchecked
-entry (the request is a ValidatedRequest: checked once, at the resource boundary), maps the answer back
-to IDs, writes one DEBUG log line per decision (the kubelet's admission path gets no INFO line) and
-hands the AllocationDecision to an optional hook (the allocation-quality metric). Pure apart from the
-log line and the hook: no NVML, no clock.
+entry (the request is a ValidatedRequest: checked once, at the resource boundary), maps the answer
+back to IDs, writes one DEBUG log line per decision (the kubelet's admission path gets no INFO line)
+and hands the AllocationDecision to an optional hook (the allocation-quality metric). Pure apart
+from the log line and the hook: no NVML, no clock.
 
 Being pure, a decision depends only on (available GPUs, must-include GPUs, size): the last
 DECISION_CACHE_SIZE decisions are kept, since a kubelet asks again and again for the same free set
@@ -29,7 +30,8 @@ DECISION_CACHE_SIZE = 1024
 
 
 def require_whole_gpus(resource_name: str, devices: Iterable[Device]) -> None:
-    """Refuse (ValueError) devices that are not one whole GPU each: the topology policy maps IDs to GPUs.
+    """Refuse (ValueError) devices that are not one whole GPU each: the topology policy maps IDs to
+    GPUs.
 
     Composition calls it before it gives a resource this policy, so no request needs the check.
     """
@@ -37,13 +39,15 @@ def require_whole_gpus(resource_name: str, devices: Iterable[Device]) -> None:
     for device in devices:
         if len(device.gpu_indices) != 1:
             raise ValueError(
-                f"{resource_name}: device {device.id!r} is not one whole GPU (GPUs {list(device.gpu_indices)}); "
+                f"{resource_name}: device {device.id!r} is not one whole GPU (GPUs "
+                f"{list(device.gpu_indices)}); "
                 "the topology policy serves whole-GPU resources only"
             )
         index = device.gpu_indices[0]
         if index in id_by_index:
             raise ValueError(
-                f"{resource_name}: devices {id_by_index[index]!r} and {device.id!r} are the same GPU {index}; "
+                f"{resource_name}: devices {id_by_index[index]!r} and {device.id!r} are the same "
+                f"GPU {index}; "
                 "the topology policy serves whole-GPU resources only"
             )
         id_by_index[index] = device.id
@@ -53,7 +57,11 @@ class TopologyPolicy:
     """Chooses whole GPUs by the objective of device_plugin.allocator.objective."""
 
     def __init__(
-        self, allocator: Allocator, *, on_decision: DecisionHook | None = None, resource_name: str = "GPUs"
+        self,
+        allocator: Allocator,
+        *,
+        on_decision: DecisionHook | None = None,
+        resource_name: str = "GPUs",
     ) -> None:
         self._allocator = allocator
         self._on_decision = on_decision
@@ -66,9 +74,15 @@ class TopologyPolicy:
         return self._allocator
 
     def choose(self, request: ValidatedRequest) -> tuple[str, ...]:
-        # Whole GPUs only (require_whole_gpus, at composition): one device per GPU index, so the canonical
-        # order of a ValidatedRequest's IDs is ascending GPU index and the allocator needs no sort or check.
-        devices, available, must_include, size = request.devices, request.available, request.must_include, request.size
+        # Whole GPUs only (require_whole_gpus, at composition): one device per GPU index, so the
+        # canonical order of a ValidatedRequest's IDs is ascending GPU index and the allocator needs
+        # no sort or check.
+        devices, available, must_include, size = (
+            request.devices,
+            request.available,
+            request.must_include,
+            request.size,
+        )
         id_by_index = {devices[device_id].gpu_indices[0]: device_id for device_id in available}
         must_indices = [devices[device_id].gpu_indices[0] for device_id in must_include]
         decision = self._decide(list(id_by_index), must_indices, size)
@@ -92,14 +106,18 @@ class TopologyPolicy:
         self._notify(decision)
         return chosen
 
-    def _decide(self, available: list[int], must_include: list[int], size: int) -> AllocationDecision:
+    def _decide(
+        self, available: list[int], must_include: list[int], size: int
+    ) -> AllocationDecision:
         key = (_mask(available), _mask(must_include), size)
         with self._lock:
             cached = self._decisions.get(key)
             if cached is not None:
                 self._decisions.move_to_end(key)
                 return cached
-        decision = self._allocator.describe(self._allocator.allocate(available, must_include, size), len(available))
+        decision = self._allocator.describe(
+            self._allocator.allocate(available, must_include, size), len(available)
+        )
         with self._lock:
             self._decisions[key] = decision
             if len(self._decisions) > DECISION_CACHE_SIZE:

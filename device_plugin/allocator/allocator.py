@@ -6,11 +6,12 @@ arguments: no I/O, no clock, and the answer never depends on the order of the in
 objective is written down in device_plugin.allocator.objective. Invalid input raises
 InvalidRequestError and nothing else.
 
-One way to choose: allocate() (every caller: the device plugin's whole-GPU policy, the DRA partitions
-and hints, the simulation) checks its index-level arguments once, in _validate; describe() then says
-what the metric and the log line need of a chosen set, and explain() answers the CLI's and the DRA ranks'
-question "why these, and what came second". The resource boundary (device_plugin.allocation.request)
-checks the kubelet's device IDs; the allocator checks only that its own indices make a request.
+One way to choose: allocate() (every caller: the device plugin's whole-GPU policy, the DRA
+partitions and hints, the simulation) checks its index-level arguments once, in _validate;
+describe() then says what the metric and the log line need of a chosen set, and explain() answers
+the CLI's and the DRA ranks' question "why these, and what came second". The resource boundary
+(device_plugin.allocation.request) checks the kubelet's device IDs; the allocator checks only that
+its own indices make a request.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ from device_plugin.allocator.tables import MAX_EXACT_GPUS, build_tables
 from device_plugin.core.errors import InvalidRequestError
 from device_plugin.topology.model import Topology
 
-__all__ = ["MAX_EXACT_GPUS", "AllocationDecision", "Allocator", "Explanation", "InvalidRequestError"]
+__all__ = [
+    "MAX_EXACT_GPUS",
+    "AllocationDecision",
+    "Allocator",
+    "Explanation",
+    "InvalidRequestError",
+]
 
 
 def _indices(values: Iterable[int], what: str, gpu_count: int) -> list[int]:
@@ -40,7 +47,9 @@ def _indices(values: Iterable[int], what: str, gpu_count: int) -> list[int]:
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidRequestError(f"{what}: {value!r} is not a GPU index")
         if not 0 <= value < gpu_count:
-            raise InvalidRequestError(f"{what}: GPU {value} does not exist; this node has GPUs 0..{gpu_count - 1}")
+            raise InvalidRequestError(
+                f"{what}: GPU {value} does not exist; this node has GPUs 0..{gpu_count - 1}"
+            )
     if len(set(items)) != len(items):
         duplicates = sorted({v for v in items if items.count(v) > 1})
         raise InvalidRequestError(f"{what}: GPU(s) {duplicates} listed more than once")
@@ -48,7 +57,8 @@ def _indices(values: Iterable[int], what: str, gpu_count: int) -> list[int]:
 
 
 class Allocator:
-    """Answers allocation requests for one Topology; build once per node (construction precomputes)."""
+    """Answers allocation requests for one Topology; build once per node (construction
+    precomputes)."""
 
     def __init__(self, topology: Topology) -> None:
         self._topology = topology
@@ -61,10 +71,15 @@ class Allocator:
         self._tables = None
         if self._n <= MAX_EXACT_GPUS:
             ranks = self._nics.ranks(self._n) if self._nics.any else None
-            self._tables = build_tables(self._bw, topology.numa_nodes, ranks, tiers=topology.bandwidth_tiers)
+            self._tables = build_tables(
+                self._bw, topology.numa_nodes, ranks, tiers=topology.bandwidth_tiers
+            )
         self._best_empty: dict[int, int] = {}
         self._levels = (
-            tuple(tuple(frozenset(group) for group in tier.groups) for tier in topology.bandwidth_tiers)
+            tuple(
+                tuple(frozenset(group) for group in tier.groups)
+                for tier in topology.bandwidth_tiers
+            )
             if self._tables is None
             else ()
         )
@@ -90,9 +105,13 @@ class Allocator:
         if size < 1:
             raise InvalidRequestError(f"size: {size}; a request needs at least 1 GPU")
         if size > len(avail):
-            raise InvalidRequestError(f"size: {size} GPUs requested but only {len(avail)} available")
+            raise InvalidRequestError(
+                f"size: {size} GPUs requested but only {len(avail)} available"
+            )
         if len(must) > size:
-            raise InvalidRequestError(f"must_include: {len(must)} GPUs do not fit in a request of {size}")
+            raise InvalidRequestError(
+                f"must_include: {len(must)} GPUs do not fit in a request of {size}"
+            )
         return avail, must
 
     def _choose(self, avail: list[int], must: list[int], size: int) -> tuple[int, ...]:
@@ -103,8 +122,11 @@ class Allocator:
         mask = exact.search(self._tables, _mask(avail), _mask(must), size)
         return _members(mask)
 
-    def allocate(self, available: Iterable[int], must_include: Iterable[int], size: int) -> tuple[int, ...]:
-        """The best `size` GPUs (ascending indices) of `available` containing every `must_include`."""
+    def allocate(
+        self, available: Iterable[int], must_include: Iterable[int], size: int
+    ) -> tuple[int, ...]:
+        """The best `size` GPUs (ascending indices) of `available` containing every
+        `must_include`."""
         avail, must = self._validate(available, must_include, size)
         return self._choose(avail, must, size)
 
@@ -127,7 +149,9 @@ class Allocator:
             return self._tables.key[_mask(members)]
         total = sum(self._bw[a][b] for i, a in enumerate(members) for b in members[i + 1 :])
         numa = len({self._numa[m] for m in members})
-        return pack_key(ring_of_set(self._bw, members), total, numa, self._nics.rank(_mask(members)))
+        return pack_key(
+            ring_of_set(self._bw, members), total, numa, self._nics.rank(_mask(members))
+        )
 
     def best_possible_mbps(self, size: int) -> int:
         """The best ring of any `size` GPUs of this node when every GPU is free."""
@@ -138,14 +162,21 @@ class Allocator:
                 best = self._tables.ring[self._tables.order[size][0]]
             else:
                 best = key_ring(
-                    self._key(list(search_bounded(self._bw, self._numa, self._levels, list(range(self._n)), [], size)))
+                    self._key(
+                        list(
+                            search_bounded(
+                                self._bw, self._numa, self._levels, list(range(self._n)), [], size
+                            )
+                        )
+                    )
                 )
             self._best_empty[size] = best
         return self._best_empty[size]
 
     def describe(self, chosen: Iterable[int], available_count: int) -> AllocationDecision:
-        """What the metric and the log line need of `chosen` (an answer of allocate() among `available_count`
-        GPUs): its ring, the best ring of its size on an empty node, whether it reaches it, its NICs."""
+        """What the metric and the log line need of `chosen` (an answer of allocate() among
+        `available_count` GPUs): its ring, the best ring of its size on an empty node, whether it
+        reaches it, its NICs."""
         members = _indices(chosen, "chosen", self._n)
         if not members:
             raise InvalidRequestError("chosen: an empty set is no allocation")
@@ -170,16 +201,22 @@ class Allocator:
         if not topology.nic_count:
             return None
         nearest = [topology.nearest_nic(g) for g in chosen]
-        return max(topology.nic_level(g, k) for g, k in zip(chosen, nearest, strict=True) if k is not None).short_name
+        return max(
+            topology.nic_level(g, k) for g, k in zip(chosen, nearest, strict=True) if k is not None
+        ).short_name
 
-    def explain(self, available: Iterable[int], must_include: Iterable[int], size: int) -> Explanation:
+    def explain(
+        self, available: Iterable[int], must_include: Iterable[int], size: int
+    ) -> Explanation:
         """The decision, the chosen set's scores, the runner-up and why it lost."""
         avail, must = self._validate(available, must_include, size)
         if self._tables is None:
             chosen = self._choose(avail, must, size)
             decision = self._decision(chosen, len(avail))
             winner = Candidate(chosen, self.score(chosen), None)
-            return Explanation(decision, winner, None, "bounded search (more than 16 GPUs): no runner-up is ranked")
+            return Explanation(
+                decision, winner, None, "bounded search (more than 16 GPUs): no runner-up is ranked"
+            )
         tables = self._tables
         avail_mask = _mask(avail)
         top = exact.ranked(tables, avail_mask, _mask(must), size, 2)
@@ -194,7 +231,9 @@ class Allocator:
         decision = self._decision(candidates[0].gpus, len(avail))
         if len(candidates) < 2:
             return Explanation(decision, candidates[0], None, "the only candidate")
-        return Explanation(decision, candidates[0], candidates[1], why_lost(candidates[0], candidates[1]))
+        return Explanation(
+            decision, candidates[0], candidates[1], why_lost(candidates[0], candidates[1])
+        )
 
 
 def _mask(indices: Iterable[int]) -> int:

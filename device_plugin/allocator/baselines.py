@@ -1,15 +1,17 @@
-"""Baseline policies the simulator compares ours with. Written by us from their descriptions, not copied.
+"""Baseline policies the simulator compares ours with. Written by us from their descriptions, not
+copied.
 
 - first_fit: no preference; the kubelet takes the first `size` devices of its (random) order.
 - PairwisePartitionPolicy: NVIDIA's best-effort policy as its documentation describes it:
   pair score = 100 per *direct* NVLink (links through NVSwitch are invisible to it) plus PCIe points
   (BRD 60, PIX 50, PXB 40, PHB 30, NODE 20, SYS 10); a 1-GPU request takes the first device in input
   order; otherwise pad the input with empty slots up to a multiple of `size`, find the partition of
-  everything into sets of `size` (the padding all in one set) with the highest summed set score among
-  partitions having a padding-free set that contains must_include (first found in input order wins
-  ties), and return that partition's best such set. NVIDIA enumerates every partition; we compute the
-  same maximum with a memoised recursion over the remaining devices (the value is order-independent)
-  and then walk it in input order to find the first optimal partition, which is what enumeration finds.
+  everything into sets of `size` (the padding all in one set) with the highest summed set score
+  among partitions having a padding-free set that contains must_include (first found in input order
+  wins ties), and return that partition's best such set. NVIDIA enumerates every partition; we
+  compute the same maximum with a memoised recursion over the remaining devices (the value is
+  order-independent) and then walk it in input order to find the first optimal partition, which is
+  what enumeration finds.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ _PCIE_POINTS = {
 _IMPOSSIBLE = -(1 << 60)
 
 
-def first_fit(kubelet_order: Sequence[int], must_include: Sequence[int], size: int) -> tuple[int, ...]:
+def first_fit(
+    kubelet_order: Sequence[int], must_include: Sequence[int], size: int
+) -> tuple[int, ...]:
     chosen = list(must_include)
     for gpu in kubelet_order:
         if len(chosen) == size:
@@ -42,7 +46,8 @@ def first_fit(kubelet_order: Sequence[int], must_include: Sequence[int], size: i
 
 
 class PairwisePartitionPolicy:
-    """NVIDIA go-gpuallocator best-effort, reimplemented; one instance per topology (it memoises values)."""
+    """NVIDIA go-gpuallocator best-effort, reimplemented; one instance per topology (it memoises
+    values)."""
 
     def __init__(self, topology: Topology) -> None:
         n = topology.gpu_count
@@ -85,7 +90,9 @@ class PairwisePartitionPolicy:
         self._memo[key] = best
         return best
 
-    def choose(self, kubelet_order: Sequence[int], must_include: Sequence[int], size: int) -> tuple[int, ...]:
+    def choose(
+        self, kubelet_order: Sequence[int], must_include: Sequence[int], size: int
+    ) -> tuple[int, ...]:
         if size == 1:
             return (must_include[0],) if must_include else (kubelet_order[0],)
         required = sum(1 << g for g in must_include)
@@ -105,7 +112,9 @@ class PairwisePartitionPolicy:
                 group = (first, *others)
                 group_mask = sum(1 << g for g in group)
                 still_need = need and (padded or (required & group_mask) != required)
-                tail = self._value(mask ^ group_mask, 0 if padded else pads, size, required, still_need)
+                tail = self._value(
+                    mask ^ group_mask, 0 if padded else pads, size, required, still_need
+                )
                 if tail > _IMPOSSIBLE and self._set_score(group) + tail == target:
                     if not padded:
                         sets.append(group)

@@ -1,4 +1,5 @@
-"""The bounded search for machines above 16 GPUs, where scoring all 2^n subsets at start is too slow.
+"""The bounded search for machines above 16 GPUs, where scoring all 2^n subsets at start is too
+slow.
 
 Objective, approximated: criterion 1 (the best ring) is replaced by its lower bound, the slowest
 pair in the set; it equals the ring whenever the set is a clique at that speed, which is what the
@@ -51,7 +52,11 @@ def _partner_sum(bw: tuple[tuple[int, ...], ...], remaining: list[int]) -> int:
 
 
 def _grow(
-    bw: tuple[tuple[int, ...], ...], numa: tuple[int, ...], start: list[int], pool: list[int], size: int
+    bw: tuple[tuple[int, ...], ...],
+    numa: tuple[int, ...],
+    start: list[int],
+    pool: list[int],
+    size: int,
 ) -> list[int]:
     chosen = list(start)
     chosen_numa = {numa[m] for m in chosen}
@@ -85,7 +90,9 @@ def _grow(
     return sorted(chosen)
 
 
-def _grouping(levels: tuple[tuple[frozenset[int], ...], ...], remaining: set[int]) -> tuple[int, ...]:
+def _grouping(
+    levels: tuple[tuple[frozenset[int], ...], ...], remaining: set[int]
+) -> tuple[int, ...]:
     return tuple(sum(len(group & remaining) ** 2 for group in groups) for groups in levels)
 
 
@@ -99,7 +106,8 @@ def search_bounded(
 ) -> tuple[int, ...]:
     """A good valid set for a validated request (available and must sorted ascending).
 
-    `levels` is the Topology's bandwidth tiers as sets (its groups at each speed), computed once per machine.
+    `levels` is the Topology's bandwidth tiers as sets (its groups at each speed), computed once per
+    machine.
     """
     must_set = set(must)
     free = [g for g in available if g not in must_set]

@@ -1,4 +1,5 @@
-"""Value types an allocation produces: the decision (for logs and the quality metric) and its explanation."""
+"""Value types an allocation produces: the decision (for logs and the quality metric) and its
+explanation."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ class AllocationDecision:
     best_possible_gbps: the best ring of any `size` GPUs of this node when all are free.
     optimal: the chosen ring equals best_possible_gbps, i.e. fragmentation cost this pod nothing.
     exact: the exact search answered (<= 16 GPUs); False for the bounded search.
-    nic_distance: the farthest of the chosen GPUs' distances to their nearest RDMA NIC ("PIX".."SYS");
-    None on a node without NICs.
+    nic_distance: the farthest of the chosen GPUs' distances to their nearest RDMA NIC
+    ("PIX".."SYS"); None on a node without NICs.
     """
 
     chosen: tuple[int, ...]
@@ -37,7 +38,8 @@ DecisionHook = Callable[[AllocationDecision], None]
 class Candidate:
     gpus: tuple[int, ...]
     score: SetScore
-    fragmentation: FragmentationScore | None  # of what the choice leaves free; None in the bounded search
+    # of what the choice leaves free; None in the bounded search
+    fragmentation: FragmentationScore | None
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,10 @@ def why_lost(winner: Candidate, loser: Candidate) -> str:
     if b.ring_gbps != a.ring_gbps:
         return f"lower ring bandwidth: {b.ring_gbps:g} < {a.ring_gbps:g} GB/s (criterion 1)"
     if b.total_gbps != a.total_gbps:
-        return f"lower total pairwise bandwidth: {b.total_gbps:g} < {a.total_gbps:g} GB/s (criterion 2)"
+        return (
+            f"lower total pairwise bandwidth: {b.total_gbps:g} < {a.total_gbps:g} GB/s (criterion "
+            "2)"
+        )
     if b.numa_nodes != a.numa_nodes:
         return f"spans more NUMA nodes: {b.numa_nodes} > {a.numa_nodes} (criterion 3)"
     if b.nic_rank != a.nic_rank:
@@ -64,7 +69,8 @@ def why_lost(winner: Candidate, loser: Candidate) -> str:
         for (size, ring_a), (_, ring_b) in zip(fa.best_ring_gbps, fb.best_ring_gbps, strict=True):
             if ring_a != ring_b:
                 return (
-                    f"leaves the node more fragmented: the best {size}-GPU ring still free would be "
+                    f"leaves the node more fragmented: the best {size}-GPU ring still free would "
+                    "be "
                     f"{ring_b:g} < {ring_a:g} GB/s (criterion 5)"
                 )
         return (
@@ -78,7 +84,10 @@ def _nic_reason(a: SetScore, b: SetScore, size: int) -> str:
     if size == 1:
         return "takes a GPU with a GPUDirect-close NIC, which multi-GPU pods need (criterion 4)"
     if b.close_nic_gpus != a.close_nic_gpus:
-        return f"fewer GPUs with a GPUDirect-close NIC: {b.close_nic_gpus} < {a.close_nic_gpus} (criterion 4)"
+        return (
+            f"fewer GPUs with a GPUDirect-close NIC: {b.close_nic_gpus} < {a.close_nic_gpus} "
+            "(criterion 4)"
+        )
     return (
         f"fewer GPUs on distinct close NICs (less rail-aligned): {b.distinct_close_nics} < "
         f"{a.distinct_close_nics} (criterion 4)"

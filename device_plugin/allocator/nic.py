@@ -1,8 +1,9 @@
 """Criterion 4 of the objective: GPUDirect-close NICs (see device_plugin.allocator.objective).
 
-A GPU is NIC-close when some RDMA NIC is PIX or PXB from it (device_plugin.topology.GPUDIRECT_CLOSE).
-GPUs that are close to the same NICs form a rail group: on a PCIe tree the close NICs of a GPU are
-exactly the NICs below its topmost switch, so groups are disjoint and share no NIC.
+A GPU is NIC-close when some RDMA NIC is PIX or PXB from it
+(device_plugin.topology.GPUDIRECT_CLOSE). GPUs that are close to the same NICs form a rail group: on
+a PCIe tree the close NICs of a GPU are exactly the NICs below its topmost switch, so groups are
+disjoint and share no NIC.
 
 For a set S of k GPUs the criterion is packed into one integer, larger better:
 - k >= 2: close(S) << RAIL_BITS | rails(S), where close(S) counts the NIC-close GPUs of S and
@@ -25,7 +26,8 @@ RAIL_BITS = 13  # rails(S) <= |S| < 2^13 for any node this plugin handles (4096 
 
 @dataclass(frozen=True)
 class NicGroups:
-    """Rail groups of one node: (GPU bitmask, number of NICs) each; `close_mask`: all NIC-close GPUs."""
+    """Rail groups of one node: (GPU bitmask, number of NICs) each; `close_mask`: all NIC-close
+    GPUs."""
 
     groups: tuple[tuple[int, int], ...]
     close_mask: int
@@ -54,7 +56,8 @@ class NicGroups:
         return sum(min((mask & gpus).bit_count(), nics) for gpus, nics in self.groups)
 
     def rank(self, mask: int) -> int:
-        """Criterion 4 of the set `mask`, packed (module doc); 0 for every set on a node without NICs."""
+        """Criterion 4 of the set `mask`, packed (module doc); 0 for every set on a node without
+        NICs."""
         if not self.groups:
             return 0
         if mask & (mask - 1) == 0:

@@ -10,18 +10,18 @@ exact). The chosen S maximises, lexicographically:
    defined as 0 (no collective; all single GPUs tie here).
 2. total(S) = sum of w(a, b) over all pairs of S: more fast pairs, more parallel channels.
 3. fewer NUMA nodes spanned by S (GPUs whose node is unknown count as one node, "unknown").
-4. GPUDirect-close NICs (device_plugin.allocator.nic): for |S| >= 2, more GPUs of S with a NIC at PIX
-   or PXB, then more of them on distinct NICs (rail-aligned); for |S| = 1, a GPU without a close NIC
-   wins, keeping NIC-close GPUs for the multi-GPU pods that go multi-node. Equal for all sets on a
-   node without RDMA NICs. It comes after ring and total bandwidth, so it never costs bandwidth.
+4. GPUDirect-close NICs (device_plugin.allocator.nic): for |S| >= 2, more GPUs of S with a NIC at
+   PIX or PXB, then more of them on distinct NICs (rail-aligned); for |S| = 1, a GPU without a close
+   NIC wins, keeping NIC-close GPUs for the multi-GPU pods that go multi-node. Equal for all sets on
+   a node without RDMA NICs. It comes after ring and total bandwidth, so it never costs bandwidth.
 5. fragmentation of what is left, R = A minus S: the larger frag(R) wins, where
    frag(R) = (Q8(R), Q4(R), Q2(R), P(R)) compared in that order,
    Qj(R) = max ring(T) over T ⊆ R with |T| = j (0 when |R| < j): the best ring a later j-GPU request
    could still get (big groups first, they are the hardest to re-form), and
    P(R) = sum over v in R of max over u in R, u ≠ v of w(u, v) (0 when |R| ≤ 1): how many free GPUs
-   keep a fast partner. So a 1-GPU request takes the GPU whose loss hurts the rest least: it keeps an
-   NVLink pair or quad whole while a GPU without a partner is free, and any request prefers GPUs of an
-   already broken group when an equally good set exists there.
+   keep a fast partner. So a 1-GPU request takes the GPU whose loss hurts the rest least: it keeps
+   an NVLink pair or quad whole while a GPU without a partner is free, and any request prefers GPUs
+   of an already broken group when an equally good set exists there.
 6. the lexicographically smallest ascending index tuple (deterministic; input order never matters).
 
 Everything here depends only on the sets, never on the order of the input lists.
@@ -33,20 +33,24 @@ from dataclasses import dataclass
 
 FRAG_SIZES = (8, 4, 2)  # the Qj of criterion 5, compared in this order
 
-# Packed key of criteria 1-4: ring << 98 | total << 34 | (255 - numa) << 26 | nic. Each field fits its
-# slot: ring < 2^24 MB/s (18 links x 50 GB/s = 900,000), total < 2^64, NUMA nodes <= 255, nic < 2^26.
+# Packed key of criteria 1-4: ring << 98 | total << 34 | (255 - numa) << 26 | nic. Each field fits
+# its slot: ring < 2^24 MB/s (18 links x 50 GB/s = 900,000), total < 2^64, NUMA nodes <= 255, nic <
+# 2^26.
 _RING_SHIFT = 98
 _TOTAL_SHIFT = 34
 _NUMA_SHIFT = 26
 _NUMA_LIMIT = 255
 _NIC_MASK = (1 << _NUMA_SHIFT) - 1
-# Packed fragmentation: Q8 << 96 | Q4 << 64 | Q2 << 32 | P (each Q < 2^24, P < 2^32 up to 4096 GPUs).
+# Packed fragmentation: Q8 << 96 | Q4 << 64 | Q2 << 32 | P (each Q < 2^24, P < 2^32 up to 4096
+# GPUs).
 _FRAG_SHIFTS = (96, 64, 32)
 
 
 def pack_key(ring_mbps: int, total_mbps: int, numa_nodes: int, nic_rank: int = 0) -> int:
     numa = _NUMA_LIMIT - min(numa_nodes, _NUMA_LIMIT)
-    return (ring_mbps << _RING_SHIFT) | (total_mbps << _TOTAL_SHIFT) | (numa << _NUMA_SHIFT) | nic_rank
+    return (
+        (ring_mbps << _RING_SHIFT) | (total_mbps << _TOTAL_SHIFT) | (numa << _NUMA_SHIFT) | nic_rank
+    )
 
 
 def key_ring(key: int) -> int:
@@ -81,7 +85,12 @@ class SetScore:
         ring = key >> _RING_SHIFT
         total = (key >> _TOTAL_SHIFT) & ((1 << (_RING_SHIFT - _TOTAL_SHIFT)) - 1)
         numa = _NUMA_LIMIT - ((key >> _NUMA_SHIFT) & _NUMA_LIMIT)
-        return cls(ring_gbps=ring / 1000, total_gbps=total / 1000, numa_nodes=numa, nic_rank=key & _NIC_MASK)
+        return cls(
+            ring_gbps=ring / 1000,
+            total_gbps=total / 1000,
+            numa_nodes=numa,
+            nic_rank=key & _NIC_MASK,
+        )
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,7 @@ class FragmentationScore:
     @classmethod
     def unpack(cls, frag: int) -> FragmentationScore:
         rings = tuple(
-            (size, ((frag >> shift) & 0xFFFFFFFF) / 1000) for size, shift in zip(FRAG_SIZES, _FRAG_SHIFTS, strict=True)
+            (size, ((frag >> shift) & 0xFFFFFFFF) / 1000)
+            for size, shift in zip(FRAG_SIZES, _FRAG_SHIFTS, strict=True)
         )
         return cls(best_ring_gbps=rings, partner_sum_gbps=(frag & 0xFFFFFFFF) / 1000)

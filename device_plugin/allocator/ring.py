@@ -37,7 +37,10 @@ def ring_of_set(bw: tuple[tuple[int, ...], ...], members: list[int]) -> int:
     if k == 2 or k > EXACT_RING_LIMIT:
         return slowest
     for threshold in sorted({w for w in weights if w > slowest}, reverse=True):
-        adjacency = [sum(1 << j for j, b in enumerate(members) if b != a and bw[a][b] >= threshold) for a in members]
+        adjacency = [
+            sum(1 << j for j, b in enumerate(members) if b != a and bw[a][b] >= threshold)
+            for a in members
+        ]
         if _has_cycle(adjacency, k):
             return threshold
     return slowest

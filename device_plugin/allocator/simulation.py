@@ -68,7 +68,8 @@ class SimulationResult:
         return sum(p.ring_gbps >= p.best_free_gbps for p in multi) / len(multi) if multi else 1.0
 
     def all_nic_close_share(self, size: int) -> float | None:
-        """Share of `size`-GPU pods whose GPUs all have a GPUDirect-close NIC; None when there were none."""
+        """Share of `size`-GPU pods whose GPUs all have a GPUDirect-close NIC; None when there were
+        none."""
         pods = [p for p in self.placements if p.size == size]
         return sum(p.all_nic_close for p in pods) / len(pods) if pods else None
 
@@ -109,12 +110,17 @@ def parse_trace(lines: Iterable[str], source: str = "trace") -> list[Event]:
             running.discard(parts[2])
             events.append(Event(time_s, "stop", parts[2]))
         else:
-            raise ConfigError(where, f"{text!r}: expected '<time_s> start <pod> <gpus>' or '<time_s> stop <pod>'")
+            raise ConfigError(
+                where, f"{text!r}: expected '<time_s> start <pod> <gpus>' or '<time_s> stop <pod>'"
+            )
     return events
 
 
-def generate_workload(gpu_count: int, seed: int, pods: int = 300, load: float = 0.75) -> list[Event]:
-    """Poisson arrivals (1 per second), exponential lifetimes sized so the node is about `load` busy."""
+def generate_workload(
+    gpu_count: int, seed: int, pods: int = 300, load: float = 0.75
+) -> list[Event]:
+    """Poisson arrivals (1 per second), exponential lifetimes sized so the node is about `load`
+    busy."""
     rng = random.Random(seed)
     weights = [(s, w) for s, w in DEFAULT_SIZE_WEIGHTS if s <= gpu_count]
     sizes, probabilities = zip(*weights, strict=True)
@@ -132,7 +138,9 @@ def generate_workload(gpu_count: int, seed: int, pods: int = 300, load: float = 
     return [event for _, _, event in sorted(timed, key=lambda t: (t[0], t[1], t[2].pod))]
 
 
-def replay(allocator: Allocator, events: Sequence[Event], policy: Policy, seed: int) -> SimulationResult:
+def replay(
+    allocator: Allocator, events: Sequence[Event], policy: Policy, seed: int
+) -> SimulationResult:
     """Run the events; the kubelet's device order is shuffled by a generator seeded with `seed`."""
     n = allocator.topology.gpu_count
     rng = random.Random(seed)
@@ -170,8 +178,8 @@ def replay(allocator: Allocator, events: Sequence[Event], policy: Policy, seed: 
 
 
 def policies(allocator: Allocator) -> dict[str, Policy]:
-    """The policies compared: ours, first-fit in kubelet order, NVIDIA's pairwise partition, and on a node
-    with RDMA NICs also ours without criterion 4 (the same objective, NIC-blind)."""
+    """The policies compared: ours, first-fit in kubelet order, NVIDIA's pairwise partition, and on
+    a node with RDMA NICs also ours without criterion 4 (the same objective, NIC-blind)."""
     from device_plugin.allocator.baselines import PairwisePartitionPolicy, first_fit
 
     nvidia = PairwisePartitionPolicy(allocator.topology)

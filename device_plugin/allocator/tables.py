@@ -11,10 +11,10 @@ bandwidth >= t. reach[S] is the bitmask of GPUs v such that a path starting at S
 exactly S and ends at v; S has a cycle at t when reach[S] meets the neighbours of its lowest GPU.
 Two shortcuts skip the inner loop for most subsets of real machines: a subset whose slowest pair is
 >= t is a clique at t (every ordering is a path), and a subset spanning two connected components of
-the threshold graph (the Topology's bandwidth tier at t) has no path at all. ring(S) is the largest t
-with a cycle (the smallest distinct value always has one: the graph is complete). Cost: O(n 2^n) per
-threshold in the worst case, on every 16-GPU machine we ship far less (benchmarks/bench_allocator.py
-prints it).
+the threshold graph (the Topology's bandwidth tier at t) has no path at all. ring(S) is the largest
+t with a cycle (the smallest distinct value always has one: the graph is complete). Cost: O(n 2^n)
+per threshold in the worst case, on every 16-GPU machine we ship far less
+(benchmarks/bench_allocator.py prints it).
 
 Per-row minima, maxima and sums over a mask use two half-width lookup tables (low and high bits),
 so each subset costs O(1) for criteria 2 and 3 and for the pair minimum.
@@ -35,7 +35,8 @@ _NO_PAIR = 1 << 40  # "no pair yet" for the running minimum of a single GPU
 
 @dataclass(frozen=True)
 class HalfTables:
-    """Row aggregates over a mask, split into low and high bit halves: f(row, mask) = f(lo[mask & m], hi[mask >> h])."""
+    """Row aggregates over a mask, split into low and high bit halves: f(row, mask) = f(lo[mask &
+    m], hi[mask >> h])."""
 
     shift: int
     low_mask: int
@@ -68,18 +69,21 @@ def _half_tables(bw: tuple[tuple[int, ...], ...], combine: str) -> HalfTables:
 
 @dataclass(frozen=True)
 class ExactTables:
-    """Everything a request needs; lists are indexed by mask, `order[k]` lists size-k masks best first."""
+    """Everything a request needs; lists are indexed by mask, `order[k]` lists size-k masks best
+    first."""
 
     n: int
     bw: tuple[tuple[int, ...], ...]
     key: list[int]
     ring: list[int]
     order: tuple[list[int], ...]
-    neg_key: tuple[list[int], ...]  # -key of order[k], ascending: bisect finds the end of a tie block
+    # -key of order[k], ascending: bisect finds the end of a tie block
+    neg_key: tuple[list[int], ...]
     positions: PositionSets  # which positions of order[k] hold which GPU (a request's candidates)
     best_ring: dict[int, list[int]]  # j -> Qj per mask, for j in FRAG_SIZES with j < n
     partner_max: HalfTables
-    frag: list[int]  # criterion 5 of each mask as the free set that a choice leaves, packed (pack_frag)
+    # criterion 5 of each mask as the free set that a choice leaves, packed (pack_frag)
+    frag: list[int]
 
 
 def build_tables(
@@ -89,7 +93,8 @@ def build_tables(
     *,
     tiers: tuple[BandwidthTier, ...],
 ) -> ExactTables:
-    """The tables of a node; `nic_ranks[mask]` is criterion 4 of each subset (None: a node without NICs).
+    """The tables of a node; `nic_ranks[mask]` is criterion 4 of each subset (None: a node without
+    NICs).
 
     `tiers` is the Topology's bandwidth_tiers, computed from the same `bw`."""
     n = len(bw)
@@ -124,7 +129,9 @@ def build_tables(
     if nic_ranks is None:
         key = [pack_key(ring[m], total[m], numa_mask[m].bit_count()) for m in range(size)]
     else:
-        key = [pack_key(ring[m], total[m], numa_mask[m].bit_count(), nic_ranks[m]) for m in range(size)]
+        key = [
+            pack_key(ring[m], total[m], numa_mask[m].bit_count(), nic_ranks[m]) for m in range(size)
+        ]
     key[0] = -1
     order, neg_key = _orders(n, key, popcount)
     best_ring = {j: _best_ring_of_size(j, ring, popcount, maxes) for j in FRAG_SIZES if j < n}
@@ -144,7 +151,8 @@ def build_tables(
 
 
 def _partner_sums(size: int, maxes: HalfTables) -> list[int]:
-    """P per mask (criterion 5): every GPU's fastest partner inside the mask, summed (0 below 2 GPUs).
+    """P per mask (criterion 5): every GPU's fastest partner inside the mask, summed (0 below 2
+    GPUs).
 
     O(2^n * n) once at start-up (about 0.2 s at 16 GPUs), so a request's tie-break is a lookup."""
     low, high, shift, low_mask = maxes.low, maxes.high, maxes.shift, maxes.low_mask
@@ -175,17 +183,23 @@ def _fragmentation(best_ring: dict[int, list[int]], partner_sums: list[int]) -> 
 
 
 def _rings(
-    bw: tuple[tuple[int, ...], ...], popcount: list[int], min_pair: list[int], tiers: tuple[BandwidthTier, ...]
+    bw: tuple[tuple[int, ...], ...],
+    popcount: list[int],
+    min_pair: list[int],
+    tiers: tuple[BandwidthTier, ...],
 ) -> list[int]:
     n = len(bw)
     size = 1 << n
     ring = [0] * size
     for mask in range(1, size):
         if popcount[mask] >= 2:
-            ring[mask] = min_pair[mask]  # every cycle is at least this fast; raised below where possible
+            # every cycle is at least this fast; raised below where possible
+            ring[mask] = min_pair[mask]
     for tier in tiers[:-1]:  # at the smallest value every subset is a clique
         threshold = tier.min_mbps
-        adjacency = [sum(1 << b for b in range(n) if b != a and bw[a][b] >= threshold) for a in range(n)]
+        adjacency = [
+            sum(1 << b for b in range(n) if b != a and bw[a][b] >= threshold) for a in range(n)
+        ]
         component = _component_masks(n, tier)
         adjacency_by_bit = {1 << a: adjacency[a] for a in range(n)}
         reach = [0] * size
@@ -223,8 +237,11 @@ def _component_masks(n: int, tier: BandwidthTier) -> list[int]:
     return masks
 
 
-def _orders(n: int, key: list[int], popcount: list[int]) -> tuple[tuple[list[int], ...], tuple[list[int], ...]]:
-    """Masks of each size sorted by key descending, then by criterion 6 (lexicographically smallest first).
+def _orders(
+    n: int, key: list[int], popcount: list[int]
+) -> tuple[tuple[list[int], ...], tuple[list[int], ...]]:
+    """Masks of each size sorted by key descending, then by criterion 6 (lexicographically smallest
+    first).
 
     For equal-size sets, the lexicographically smaller ascending index tuple is the one owning the
     lowest index where the two sets differ, i.e. the larger bit-reversed mask.
@@ -248,12 +265,14 @@ def _orders(n: int, key: list[int], popcount: list[int]) -> tuple[tuple[list[int
     return tuple(order), tuple(neg_key)
 
 
-def _best_ring_of_size(j: int, ring: list[int], popcount: list[int], maxes: HalfTables) -> list[int]:
+def _best_ring_of_size(
+    j: int, ring: list[int], popcount: list[int], maxes: HalfTables
+) -> list[int]:
     """Qj per mask: the best ring of a j-subset (0 if the mask has fewer than j GPUs).
 
-    Every j-subset of a mask with more than j GPUs misses one of the mask's j + 1 lowest GPUs, so Qj(S)
-    is the maximum of Qj(S minus g) over those j + 1 GPUs g. For j = 2 the best pair is the running
-    maximum of row maxima instead (O(1) per mask).
+    Every j-subset of a mask with more than j GPUs misses one of the mask's j + 1 lowest GPUs, so
+    Qj(S) is the maximum of Qj(S minus g) over those j + 1 GPUs g. For j = 2 the best pair is the
+    running maximum of row maxima instead (O(1) per mask).
     """
     size = len(ring)
     best = [0] * size

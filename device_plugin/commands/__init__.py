@@ -5,9 +5,9 @@
     def add_arguments(parser) -> None          its flags
     def run(args) -> int                       the exit code (2 for invalid input)
 
-COMMAND_MODULES maps each subcommand's NAME to its module, in --help order. device_plugin.cli imports only
-the module of the subcommand given (each start of the daemon or a tool is a process of its own, and the
-DRA modules alone take ~0.4 s to import), and every module for top-level help.
+COMMAND_MODULES maps each subcommand's NAME to its module, in --help order. device_plugin.cli
+imports only the module of the subcommand given (each start of the daemon or a tool is a process of
+its own, and the DRA modules alone take ~0.4 s to import), and every module for top-level help.
 """
 
 COMMAND_MODULES = {

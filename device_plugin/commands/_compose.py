@@ -1,4 +1,5 @@
-"""Shared by demo, allocate, labels and topology: --config / --mig-strategy, and the node `run` would serve.
+"""Shared by demo, allocate, labels and topology: --config / --mig-strategy, and the node `run`
+would serve.
 
 The config is loaded exactly as `run` loads it (CLI > env > file, config/loader.py) and the
 node is built by the daemon's composition root (composition.build_node), so these commands show what
@@ -32,8 +33,8 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_cli_config(args: argparse.Namespace) -> Config:
-    """The effective config `run` would load with these flags (ConfigError names the field), with `run`'s
-    warning about NVIDIA fields that have no effect."""
+    """The effective config `run` would load with these flags (ConfigError names the field), with
+    `run`'s warning about NVIDIA fields that have no effect."""
     config = load_effective_config(args, os.environ)
     show_warnings()
     warn_not_applied(config)
@@ -54,18 +55,20 @@ class Composed:
         return ", ".join(names) if names else "nothing"
 
     def whole_gpus(self, resource: ResourceManager) -> bool:
-        """True when every device of `resource` is one whole GPU (not a replica, not a MIG device)."""
+        """True when every device of `resource` is one whole GPU (not a replica, not a MIG
+        device)."""
         return not resource.is_mig and resource.resource_name not in self.node.advertised.shared
 
     def not_served_whole(self) -> str:
-        """Why some GPUs are no nvidia.com/gpu device: their MIG mode (empty when every GPU is served whole)."""
+        """Why some GPUs are no nvidia.com/gpu device: their MIG mode (empty when every GPU is
+        served whole)."""
         enabled = sorted(self.node.mig.devices_by_gpu)
         return f"GPUs {', '.join(map(str, enabled))} have MIG enabled" if enabled else ""
 
 
 def show_warnings() -> None:
-    """The composition's warnings (a MIG-enabled GPU left out, a config note) on stderr, one line each.
-    Left alone when logging is already set up (a test's capture, or `run`)."""
+    """The composition's warnings (a MIG-enabled GPU left out, a config note) on stderr, one line
+    each. Left alone when logging is already set up (a test's capture, or `run`)."""
     root = logging.getLogger()
     if not root.handlers:
         handler = logging.StreamHandler(sys.stderr)
@@ -76,8 +79,10 @@ def show_warnings() -> None:
 
 @contextmanager
 def composed_node(args: argparse.Namespace, config: Config | None = None) -> Iterator[Composed]:
-    """Open the backend of --machine, build the node as the daemon does, close the backend afterwards."""
-    from device_plugin.nvml.backends import open_backend  # deferred: keeps `--help` free of NVML imports
+    """Open the backend of --machine, build the node as the daemon does, close the backend
+    afterwards."""
+    # deferred: keeps `--help` free of NVML imports
+    from device_plugin.nvml.backends import open_backend
 
     show_warnings()
     config = config if config is not None else load_cli_config(args)

@@ -1,5 +1,5 @@
-"""What both demos (`demo`, `demo --mode dra`) share: the default machine, the waits, the demo's health timing,
-and the config the daemon would run with, moved into the demo's temporary directory.
+"""What both demos (`demo`, `demo --mode dra`) share: the default machine, the waits, the demo's
+health timing, and the config the daemon would run with, moved into the demo's temporary directory.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ FAST_HEALTH = HealthConfig(quiet_period_s=0.2, probe_interval_s=0.05, event_wait
 
 
 def demo_config(config: Config, plugin_dir: Path, fast: bool) -> Config:
-    """`config` with the demo's directory, no metrics endpoint, no labels file, and the demo's health timing."""
+    """`config` with the demo's directory, no metrics endpoint, no labels file, and the demo's
+    health timing."""
     daemon = replace(
         config.daemon,
         device_plugin_dir=plugin_dir,

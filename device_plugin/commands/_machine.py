@@ -1,4 +1,5 @@
-"""Shared by the subcommands: --machine (and its help, which lists the shipped machines), building the Allocator."""
+"""Shared by the subcommands: --machine (and its help, which lists the shipped machines), building
+the Allocator."""
 
 from __future__ import annotations
 
@@ -17,8 +18,12 @@ EXIT_INVALID = 2
 
 
 def machine_help(default: str = "this node's GPUs through NVML") -> str:
-    """--machine's help: the shipped machines by name, so that --help alone shows what can be simulated."""
-    return f"a shipped machine ({', '.join(shipped_machine_names())}) or a machine-description file; default: {default}"
+    """--machine's help: the shipped machines by name, so that --help alone shows what can be
+    simulated."""
+    return (
+        f"a shipped machine ({', '.join(shipped_machine_names())}) or a machine-description file; "
+        f"default: {default}"
+    )
 
 
 def add_machine_argument(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +48,8 @@ def parse_indices(text: str | None, flag: str) -> list[int] | None:
 
 
 def fail(error: PluginError) -> int:
-    """Print the error; exit 2 for invalid input (request, machine, trace), 1 for a runtime failure."""
+    """Print the error; exit 2 for invalid input (request, machine, trace), 1 for a runtime
+    failure."""
     print(f"error: {error}", file=sys.stderr)
     return EXIT_INVALID if isinstance(error, InvalidRequestError | ConfigError) else 1
 

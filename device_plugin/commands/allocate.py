@@ -1,9 +1,10 @@
-"""`gpu-device-plugin allocate`: what GetPreferredAllocation would answer, optionally with the reasons.
+"""`gpu-device-plugin allocate`: what GetPreferredAllocation would answer, optionally with the
+reasons.
 
 The answer comes from the resource the daemon would serve (commands._compose: same config, same
-composition), through its own ResourceManager.preferred_allocation: GPUs the daemon does not serve as
-the resource (a MIG-enabled GPU is never nvidia.com/gpu) are never offered, and with time-slicing or
-MIG the chosen devices are replicas or MIG devices. --explain shows the allocator's reasons for
+composition), through its own ResourceManager.preferred_allocation: GPUs the daemon does not serve
+as the resource (a MIG-enabled GPU is never nvidia.com/gpu) are never offered, and with time-slicing
+or MIG the chosen devices are replicas or MIG devices. --explain shows the allocator's reasons for
 whole-GPU resources.
 """
 
@@ -32,11 +33,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=GPU_RESOURCE,
         help=f"the resource asked for (default {GPU_RESOURCE}), e.g. nvidia.com/mig-1g.10gb",
     )
-    parser.add_argument("--size", type=int, required=True, help="how many devices the container asks for (required)")
-    parser.add_argument("--available", help="GPU indices whose devices are free, comma-separated (default: all)")
-    parser.add_argument("--must-include", help="GPU indices the answer must contain, comma-separated (default: none)")
+    parser.add_argument(
+        "--size", type=int, required=True, help="how many devices the container asks for (required)"
+    )
+    parser.add_argument(
+        "--available", help="GPU indices whose devices are free, comma-separated (default: all)"
+    )
+    parser.add_argument(
+        "--must-include",
+        help="GPU indices the answer must contain, comma-separated (default: none)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output (key `gpus`)")
-    parser.add_argument("--explain", action="store_true", help="show scores, the runner-up and why it lost")
+    parser.add_argument(
+        "--explain", action="store_true", help="show scores, the runner-up and why it lost"
+    )
 
 
 def _candidate(candidate: Candidate) -> dict[str, object]:
@@ -49,7 +59,9 @@ def _candidate(candidate: Candidate) -> dict[str, object]:
         "gpus_on_distinct_close_nics": candidate.score.distinct_close_nics,
     }
     if candidate.fragmentation is not None:
-        out["left_free_best_ring_gbps"] = {str(s): g for s, g in candidate.fragmentation.best_ring_gbps}
+        out["left_free_best_ring_gbps"] = {
+            str(s): g for s, g in candidate.fragmentation.best_ring_gbps
+        }
         out["left_free_partner_sum_gbps"] = candidate.fragmentation.partner_sum_gbps
     return out
 
@@ -64,7 +76,8 @@ def _text(explanation: Explanation, explain: bool) -> str:
     if explain:
         c = explanation.chosen
         lines.append(
-            f"chosen scores: total pairwise {c.score.total_gbps:g} GB/s, {c.score.numa_nodes} NUMA node(s), "
+            f"chosen scores: total pairwise {c.score.total_gbps:g} GB/s, {c.score.numa_nodes} NUMA "
+            "node(s), "
             f"{c.score.close_nic_gpus} GPU(s) with a GPUDirect-close NIC "
             f"({c.score.distinct_close_nics} on distinct NICs)"
             + (
@@ -79,7 +92,9 @@ def _text(explanation: Explanation, explain: bool) -> str:
             lines.append(f"runner-up: none ({explanation.reason})")
         else:
             r = explanation.runner_up
-            lines.append(f"runner-up: {','.join(map(str, r.gpus))} (ring {r.score.ring_gbps:g} GB/s)")
+            lines.append(
+                f"runner-up: {','.join(map(str, r.gpus))} (ring {r.score.ring_gbps:g} GB/s)"
+            )
             lines.append(f"why it lost: {explanation.reason}")
         lines.append("search: " + ("exact" if d.exact else "bounded (more than 16 GPUs)"))
     return "\n".join(lines)
@@ -95,7 +110,8 @@ def _served(composed: Composed, name: str) -> tuple[Device, ...]:
     if resource is None:
         why = composed.not_served_whole() if name == GPU_RESOURCE else ""
         raise InvalidRequestError(
-            f"{name} is not served on this node with migStrategy {composed.config.flags.mig_strategy} "
+            f"{name} is not served on this node with migStrategy "
+            f"{composed.config.flags.mig_strategy} "
             f"(served: {composed.served()}){f'; {why}' if why else ''}"
         )
     return resource.snapshot().devices
@@ -104,7 +120,8 @@ def _served(composed: Composed, name: str) -> tuple[Device, ...]:
 def _device_ids(
     composed: Composed, name: str, available: list[int] | None, must: list[int]
 ) -> tuple[list[str], list[str]]:
-    """The resource's device IDs on the `available` GPUs, and on the `must` GPUs (whole GPUs only)."""
+    """The resource's device IDs on the `available` GPUs, and on the `must` GPUs (whole GPUs
+    only)."""
     devices = _served(composed, name)
     served = {d.gpu_indices[0] for d in devices}
     wanted = set(served if available is None else available)
@@ -112,27 +129,39 @@ def _device_ids(
     if outside:
         why = composed.not_served_whole() if name == GPU_RESOURCE else ""
         raise InvalidRequestError(
-            f"--available/--must-include: {_gpus(outside)} {'is' if len(outside) == 1 else 'are'} not served as "
+            f"--available/--must-include: {_gpus(outside)} {'is' if len(outside) == 1 else 'are'} "
+            "not served as "
             f"{name} (it is served on {_gpus(served)}){f'; {why}' if why else ''}"
         )
     resource = composed.resource(name)
     assert resource is not None
     if must and not composed.whole_gpus(resource):
-        raise InvalidRequestError(f"--must-include names whole GPUs; {name} devices are replicas or MIG devices")
+        raise InvalidRequestError(
+            f"--must-include names whole GPUs; {name} devices are replicas or MIG devices"
+        )
     if not set(must) <= wanted:
-        raise InvalidRequestError(f"--must-include: {_gpus(set(must) - wanted)} not in --available {_gpus(wanted)}")
-    return [d.id for d in devices if d.gpu_indices[0] in wanted], [d.id for d in devices if d.gpu_indices[0] in must]
+        raise InvalidRequestError(
+            f"--must-include: {_gpus(set(must) - wanted)} not in --available {_gpus(wanted)}"
+        )
+    return [d.id for d in devices if d.gpu_indices[0] in wanted], [
+        d.id for d in devices if d.gpu_indices[0] in must
+    ]
 
 
-def _check_size(size: int, name: str, ids: list[str], must_ids: list[str], available: list[int] | None) -> None:
-    """The request in the flags' terms (the allocator's own checks name the kubelet's wire fields)."""
+def _check_size(
+    size: int, name: str, ids: list[str], must_ids: list[str], available: list[int] | None
+) -> None:
+    """The request in the flags' terms (the allocator's own checks name the kubelet's wire
+    fields)."""
     if size <= 0:
         raise InvalidRequestError(f"--size must be at least 1, got {size}")
     if size > len(ids):
         among = "on the --available GPUs" if available is not None else "on this node"
         raise InvalidRequestError(f"--size {size} exceeds the {len(ids)} {name} devices {among}")
     if len(must_ids) > size:
-        raise InvalidRequestError(f"--must-include holds {len(must_ids)} devices, more than --size {size}")
+        raise InvalidRequestError(
+            f"--must-include holds {len(must_ids)} devices, more than --size {size}"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -169,7 +198,9 @@ def run(args: argparse.Namespace) -> int:
         }
         if args.explain:
             out["chosen"] = _candidate(explanation.chosen)
-            out["runner_up"] = None if explanation.runner_up is None else _candidate(explanation.runner_up)
+            out["runner_up"] = (
+                None if explanation.runner_up is None else _candidate(explanation.runner_up)
+            )
             out["reason"] = explanation.reason
         print(json.dumps(out, indent=2))
     else:
@@ -177,10 +208,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_devices(args: argparse.Namespace, chosen: tuple[str, ...], gpus: list[int], by_id: dict[str, Device]) -> int:
-    """A replica or MIG resource: the devices chosen and their GPUs (the allocator explains whole GPUs only)."""
+def _print_devices(
+    args: argparse.Namespace, chosen: tuple[str, ...], gpus: list[int], by_id: dict[str, Device]
+) -> int:
+    """A replica or MIG resource: the devices chosen and their GPUs (the allocator explains whole
+    GPUs only)."""
     if args.json:
-        print(json.dumps({"resource": args.resource, "devices": list(chosen), "gpus": gpus}, indent=2))
+        print(
+            json.dumps({"resource": args.resource, "devices": list(chosen), "gpus": gpus}, indent=2)
+        )
         return 0
     print(f"{args.resource}: {', '.join(f'{i} (GPU {by_id[i].gpu_indices[0]})' for i in chosen)}")
     print(f"GPUs: {','.join(map(str, gpus))}")

@@ -1,14 +1,17 @@
-"""`gpu-device-plugin demo --mode dra`: the DRA driver, an API server stand-in and a DRA kubelet stand-in, explained.
+"""`gpu-device-plugin demo --mode dra`: the DRA driver, an API server stand-in and a DRA kubelet
+stand-in, explained.
 
-Everything runs in this process: the API stand-in over HTTP on 127.0.0.1, the kubelet stand-in over the
-driver's real unix sockets in a temporary directory; no GPU, no Kubernetes. It walks through registration,
-the published ResourceSlices, a claim prepared (CDI device IDs), a GPU fault (device taints in the slices),
-its recovery, and shutdown (claim unprepared, slices deleted, sockets removed). The driver is the node runtime
-`run --mode dra` starts, with the DRA front-end and the same config (--config, commands._compose); only the
-directory, the API server, the node name and the health timing are the demo's own.
+Everything runs in this process: the API stand-in over HTTP on 127.0.0.1, the kubelet stand-in over
+the driver's real unix sockets in a temporary directory; no GPU, no Kubernetes. It walks through
+registration, the published ResourceSlices, a claim prepared (CDI device IDs), a GPU fault (device
+taints in the slices), its recovery, and shutdown (claim unprepared, slices deleted, sockets
+removed). The driver is the node runtime `run --mode dra` starts, with the DRA front-end and the
+same config (--config, commands._compose); only the directory, the API server, the node name and the
+health timing are the demo's own.
 
-The API stand-in here checks no schemas (the package has no schema library; the tests check every write
-against Kubernetes' schemas with kubernetes-validate), but it keeps and stamps taints as the API server does.
+The API stand-in here checks no schemas (the package has no schema library; the tests check every
+write against Kubernetes' schemas with kubernetes-validate), but it keeps and stamps taints as the
+API server does.
 """
 
 from __future__ import annotations
@@ -38,29 +41,50 @@ CLAIM = ("demo", "gpu-claim", "6f1c2a3e-0000-4000-8000-000000000001")  # namespa
 
 
 def walk_through(backend: FakeNvml, config: Config, root: Path, machine: str, fast: bool) -> int:
-    """The six steps on `backend`, with the driver's files under `root` (the demo's temporary directory)."""
-    config = replace(config, daemon=replace(config.daemon, mode="dra", device_plugin_dir=root / "device-plugins"))
+    """The six steps on `backend`, with the driver's files under `root` (the demo's temporary
+    directory)."""
+    config = replace(
+        config, daemon=replace(config.daemon, mode="dra", device_plugin_dir=root / "device-plugins")
+    )
     api = ApiStandin().up()
     api.add_node(NODE)
-    front_end = DraFrontEnd.for_config(config, api_client(api.host), node_name=NODE, backoff_max_s=0.2)
+    front_end = DraFrontEnd.for_config(
+        config, api_client(api.host), node_name=NODE, backoff_max_s=0.2
+    )
     runtime = NodeRuntime(backend, config, front_end)
     kubelet = DraKubeletStandin(root / "plugins_registry")
     driver = front_end.driver_name
     gpus = backend.gpus()
-    print(f"Simulated node '{machine}': {counted(len(gpus), 'GPU')}; DRA driver {driver}, node {NODE}.")
+    print(
+        f"Simulated node '{machine}': {counted(len(gpus), 'GPU')}; DRA driver {driver}, node "
+        f"{NODE}."
+    )
     print(f"API server stand-in: {api.host}; kubelet directory: {root}")
     stopped = False
     health: HealthWatch | None = None
     try:
-        print("\n1. The driver starts: it serves its registration socket and its DRA socket, and publishes its")
-        print("   ResourceSlices. The kubelet stand-in finds the registration socket and calls GetInfo.")
+        print(
+            "\n1. The driver starts: it serves its registration socket and its DRA socket, and "
+            "publishes its"
+        )
+        print(
+            "   ResourceSlices. The kubelet stand-in finds the registration socket and calls "
+            "GetInfo."
+        )
         started = time.monotonic()
         runtime.start()
         plugin = kubelet.wait_for_plugin(timeout_s=WAIT_S)
         endpoint = Path(plugin.endpoint).relative_to(root)
-        print(f"   Registered after {time.monotonic() - started:.2f} s: {plugin.name}, service {plugin.version},")
-        print(f"   health service {plugin.health_version}, endpoint {endpoint} in the kubelet directory.")
-        health = kubelet.watch_health(plugin)  # the stream the kubelet keeps open; pod status shows what it says
+        print(
+            f"   Registered after {time.monotonic() - started:.2f} s: {plugin.name}, service "
+            f"{plugin.version},"
+        )
+        print(
+            f"   health service {plugin.health_version}, endpoint {endpoint} in the kubelet "
+            "directory."
+        )
+        # the stream the kubelet keeps open; pod status shows what it says
+        health = kubelet.watch_health(plugin)
 
         if not front_end.publisher.wait_synced(WAIT_S):
             print("   the slices were not published in time")
@@ -83,41 +107,65 @@ def walk_through(backend: FakeNvml, config: Config, root: Path, machine: str, fa
 
         first = devices[0]["name"]
         _allocate(api, driver, first)
-        print(f"\n3. A pod's claim {CLAIM[0]}/{CLAIM[1]} is allocated {first} (the scheduler's part, written into the")
-        print("   stand-in); the kubelet calls NodePrepareResources and hands the CDI device IDs to the runtime.")
+        print(
+            f"\n3. A pod's claim {CLAIM[0]}/{CLAIM[1]} is allocated {first} (the scheduler's part, "
+            "written into the"
+        )
+        print(
+            "   stand-in); the kubelet calls NodePrepareResources and hands the CDI device IDs to "
+            "the runtime."
+        )
         namespace, name, uid = CLAIM
         prepared = kubelet.prepare(plugin, [(namespace, uid, name)])[uid]
         for device in prepared.devices:  # type: ignore[attr-defined]
             print(f"   {device.device_name}: {', '.join(device.cdi_device_ids)}")
 
-        sick = _faulty_gpu(front_end, claimed={d.device_name for d in prepared.devices})  # type: ignore[attr-defined]
+        claimed = {d.device_name for d in prepared.devices}  # type: ignore[attr-defined]
+        sick = _faulty_gpu(front_end, claimed=claimed)
         tainted_names = {d.name for d in front_end.devices() if d.gpu_index == sick}
         its = "device gets" if len(tainted_names) == 1 else f"{len(tainted_names)} devices get"
         print(f"\n4. GPU {sick} reports Xid 79 (fallen off the bus). Its {its} a taint:")
         started = time.monotonic()
         backend.test_hooks.inject(HealthEvent(sick, HealthEventKind.XID, xid=79))
-        taints = _wait(lambda: _taints(api, driver) if set(_taints(api, driver)) == tainted_names else None)
+        taints = _wait(
+            lambda: _taints(api, driver) if set(_taints(api, driver)) == tainted_names else None
+        )
         elapsed = time.monotonic() - started
         shown = sorted(taints)[0]
         taint = taints[shown][0]
         value = f"={taint['value']}" if taint.get("value") else ""
-        print(f"   {shown}: {taint['key']}{value}:{taint['effect']}, in the slices after {elapsed:.3f} s;")
-        print("   the scheduler allocates no device with a NoSchedule taint to a claim that does not tolerate it.")
+        print(
+            f"   {shown}: {taint['key']}{value}:{taint['effect']}, in the slices after "
+            f"{elapsed:.3f} s;"
+        )
+        print(
+            "   the scheduler allocates no device with a NoSchedule taint to a claim that does not "
+            "tolerate it."
+        )
         reported = health.until(lambda d: d.get(shown, (0, ""))[0] == UNHEALTHY, WAIT_S)
         print(f"   The kubelet's health stream says {shown} is unhealthy: {reported[shown][1]}")
 
         quiet = (FAST_HEALTH if fast else DEMO_HEALTH).quiet_period_s
-        print(f"\n5. The GPU comes back; after its probes pass for the quiet period ({quiet:g} s here, 60 s by")
+        print(
+            f"\n5. The GPU comes back; after its probes pass for the quiet period ({quiet:g} s "
+            "here, 60 s by"
+        )
         started = time.monotonic()
         backend.test_hooks.recover(sick)
         _wait(lambda: True if not _taints(api, driver) else None)
         new_generation = api.pool(driver, NODE)[0]["spec"]["pool"]["generation"]
         elapsed = time.monotonic() - started
-        print(f"   default) the taint is gone: after {elapsed:.2f} s, pool generation {new_generation}, no restart.")
+        print(
+            f"   default) the taint is gone: after {elapsed:.2f} s, pool generation "
+            f"{new_generation}, no restart."
+        )
         health.until(lambda d: d.get(shown, (0, ""))[0] == HEALTHY, WAIT_S)
         print(f"   The health stream says {shown} is healthy again.")
 
-        print("\n6. The pod ends: NodeUnprepareResources. Then shutdown (what SIGTERM does): the driver deletes")
+        print(
+            "\n6. The pod ends: NodeUnprepareResources. Then shutdown (what SIGTERM does): the "
+            "driver deletes"
+        )
         print("   its ResourceSlices and removes its sockets.")
         errors = kubelet.unprepare(plugin, [(namespace, uid, name)])
         print(f"   Unprepared {name}: {errors[uid] or 'ok'}.")
@@ -127,20 +175,26 @@ def walk_through(backend: FakeNvml, config: Config, root: Path, machine: str, fa
         stopped = True
         sockets = sorted(p.name for p in root.rglob("*.sock"))
         left = len(api.pool(driver, NODE))
-        print(f"   Stopped ({'clean' if clean else 'cut short'}); slices left: {left}; sockets left: {sockets}")
+        print(
+            f"   Stopped ({'clean' if clean else 'cut short'}); slices left: {left}; sockets left: "
+            f"{sockets}"
+        )
     finally:
         if health is not None:
             health.close()
         if not stopped:
             runtime.stop()
         api.down()
-    print("\nDone. Run `gpu-device-plugin demo --mode dra --verbose` to see the driver's own log lines.")
+    print(
+        "\nDone. Run `gpu-device-plugin demo --mode dra --verbose` to see the driver's own log "
+        "lines."
+    )
     return 0
 
 
 def _faulty_gpu(front_end: DraFrontEnd, claimed: set[str]) -> int:
-    """The GPU the demo faults: not the claimed one where there is another, the one with the most devices
-    (a MIG GPU shows every MIG device tainted), the highest index among equals."""
+    """The GPU the demo faults: not the claimed one where there is another, the one with the most
+    devices (a MIG GPU shows every MIG device tainted), the highest index among equals."""
     per_gpu: dict[int, int] = {}
     for device in front_end.devices():
         per_gpu[device.gpu_index] = per_gpu.get(device.gpu_index, 0) + 1

@@ -1,14 +1,15 @@
-"""`gpu-device-plugin run`: the daemon, in either mode (device plugin, or DRA driver with `--mode dra`).
+"""`gpu-device-plugin run`: the daemon, in either mode (device plugin, or DRA driver with `--mode
+dra`).
 
 One start-up path for both: loads the config (CLI > env > file), opens the NVML backend (real, or a
 named/described machine with --machine), picks the front-end by `gpuDevicePlugin.mode` (the device
 plugin's PluginManagers, dp/front_end.py; the DRA driver, dra/front_end.py), builds the node
-runtime (node/runtime.py) and serves until SIGTERM/SIGINT. When NVML cannot start it exits non-zero, or
-with failOnInitError=false logs why and waits without serving. A stop that comes during start-up ends it
-at once (exit 0: nothing was served); one while serving gets the graceful budget, and the exit code
-says whether the stop finished (0) or was cut short (1). In mode dra the node name comes from NODE_NAME
-(the downward API's spec.nodeName), the API server from $KUBECONFIG when set, else the pod's service
-account.
+runtime (node/runtime.py) and serves until SIGTERM/SIGINT. When NVML cannot start it exits non-zero,
+or with failOnInitError=false logs why and waits without serving. A stop that comes during start-up
+ends it at once (exit 0: nothing was served); one while serving gets the graceful budget, and the
+exit code says whether the stop finished (0) or was cut short (1). In mode dra the node name comes
+from NODE_NAME (the downward API's spec.nodeName), the API server from $KUBECONFIG when set, else
+the pod's service account.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ HELP = "run the device plugin daemon (real NVML, or a simulated machine with --m
 
 log = logging.getLogger(__name__)
 
-STOP_TIMEOUT_S = 3.5  # the runtime's share; the watchers' joins after it keep SIGTERM to exit under 5 s
+# the runtime's share; the watchers' joins after it keep SIGTERM to exit under 5 s
+STOP_TIMEOUT_S = 3.5
 STOPPING = {  # what a stop does first, per mode, for the log line
     "device-plugin": "sending empty device lists and stopping",
     "dra": "deregistering and deleting our ResourceSlices",
@@ -57,13 +59,16 @@ STOPPING = {  # what a stop does first, per mode, for the log line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--machine", metavar="NAME|FILE", help="simulate " + machine_help("real NVML"))
+    parser.add_argument(
+        "--machine", metavar="NAME|FILE", help="simulate " + machine_help("real NVML")
+    )
     add_config_file_argument(parser)
     add_setting_arguments(parser)  # one flag per declared setting (config/arguments.py)
     parser.add_argument(
         "--fake-events",
         metavar="FILE",
-        help='with --machine: inject faults from JSON lines appended to FILE, e.g. {"gpu": 3, "xid": 79}',
+        help='with --machine: inject faults from JSON lines appended to FILE, e.g. {"gpu": 3, '
+        '"xid": 79}',
     )
     parser.add_argument(
         "--log-level",
@@ -95,7 +100,8 @@ def configure_logging(log_format: str, level: str = "INFO") -> None:
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
-    root.handlers[:] = [in_background(handler)]  # off the RPC path: see device_plugin.process.log_writer
+    # off the RPC path: see device_plugin.process.log_writer
+    root.handlers[:] = [in_background(handler)]
     root.setLevel(level.upper())
 
 
@@ -103,11 +109,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     finally:
-        flush_log_writer()  # every line, the exit reason above all, is written before the exit code returns
+        # every line, the exit reason above all, is written before the exit code returns
+        flush_log_writer()
 
 
 class _Exit(Exception):
-    """A start-up step ended the run: it has logged why and undone what it opened; `code` is the exit code."""
+    """A start-up step ended the run: it has logged why and undone what it opened; `code` is the
+    exit code."""
 
     def __init__(self, code: int) -> None:
         super().__init__(code)
@@ -115,16 +123,22 @@ class _Exit(Exception):
 
 
 def _run(args: argparse.Namespace) -> int:
-    signals = install_signal_handlers()  # already installed by the CLI before its imports; idempotent
+    # already installed by the CLI before its imports; idempotent
+    signals = install_signal_handlers()
     try:
         sources, config = _load_config(args)
-        make_front_end = _front_end_maker(args, config)  # mode dra: NODE_NAME and the API client, checked first
+        # mode dra: NODE_NAME and the API client, checked first
+        make_front_end = _front_end_maker(args, config)
         backend = _open_backend(args, config, signals)
         runtime = _build_runtime(backend, config, sources, make_front_end)
     except _Exit as exit_:
         return exit_.code
     tail = _start_fake_events(args, backend)
-    watch = ConfigFileWatch(sources.config_file, runtime.request_rescan) if sources.config_file is not None else None
+    watch = (
+        ConfigFileWatch(sources.config_file, runtime.request_rescan)
+        if sources.config_file is not None
+        else None
+    )
     if not signals.serving():  # a stop arrived during start-up: nothing served yet, nothing to undo
         log.info("received %s during start-up; exiting", signals.received)
         _close(tail, backend)
@@ -137,13 +151,18 @@ def _run(args: argparse.Namespace) -> int:
         watch.start()
     signals.on_hangup = runtime.request_rescan
     frozen = freeze_start_up_objects()  # full collections stay short on the health and RPC paths
-    # Started, not yet serving: each socket logs when it is served and registered (another process may hold it).
-    log.info("%s started; each of its sockets says below when it is served and registered", runtime.front_end.name)
+    # Started, not yet serving: each socket logs when it is served and registered (another process
+    # may hold it).
+    log.info(
+        "%s started; each of its sockets says below when it is served and registered",
+        runtime.front_end.name,
+    )
     log.debug("start-up objects frozen out of garbage collection: %d", frozen)
     signal_name = signals.wait()
     started = time.monotonic()
     log.info("received %s; %s", signal_name, STOPPING.get(config.daemon.mode, "stopping"))
-    clean = runtime.stop(timeout_s=STOP_TIMEOUT_S)  # first: the kubelet hears of it as early as possible
+    # first: the kubelet hears of it as early as possible
+    clean = runtime.stop(timeout_s=STOP_TIMEOUT_S)
     if watch is not None:
         watch.stop()
     _close(tail, backend)
@@ -155,7 +174,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _load_config(args: argparse.Namespace) -> tuple[ConfigSources, Config]:
-    """The effective config, logged once with the version and mode; sets up logging. A config error exits 2."""
+    """The effective config, logged once with the version and mode; sets up logging. A config error
+    exits 2."""
     try:
         sources = sources_from_args(args, os.environ)  # read again, the same way, at every reload
         config = sources.load()
@@ -171,23 +191,35 @@ def _load_config(args: argparse.Namespace) -> tuple[ConfigSources, Config]:
         "; ".join(config.sources) or "defaults",
         config.describe(),
     )
-    warn_not_applied(config)  # NVIDIA's fields taken with no effect: one line, at start and on reload
+    # NVIDIA's fields taken with no effect: one line, at start and on reload
+    warn_not_applied(config)
     if args.fake_events and not args.machine:
-        log.error("--fake-events needs --machine: faults can only be injected into a simulated machine")
+        log.error(
+            "--fake-events needs --machine: faults can only be injected into a simulated machine"
+        )
         raise _Exit(2)
     return sources, config
 
 
 def _open_backend(args: argparse.Namespace, config: Config, signals: ProcessSignals) -> NvmlBackend:
-    """Real NVML or the named machine. NVML missing exits 1, or with failOnInitError=false waits for a stop."""
+    """Real NVML or the named machine. NVML missing exits 1, or with failOnInitError=false waits for
+    a stop."""
     try:
         return open_backend(args.machine)
     except NvmlUnavailableError as error:
         if config.flags.fail_on_init_error:
-            log.error("NVML is unavailable: %s. Is the NVIDIA driver installed and this a GPU node?", error)
-            log.error("exiting; set failOnInitError=false (FAIL_ON_INIT_ERROR=false) to wait instead")
+            log.error(
+                "NVML is unavailable: %s. Is the NVIDIA driver installed and this a GPU node?",
+                error,
+            )
+            log.error(
+                "exiting; set failOnInitError=false (FAIL_ON_INIT_ERROR=false) to wait instead"
+            )
             raise _Exit(1) from error
-        log.error("NVML is unavailable: %s. failOnInitError=false: waiting without serving until SIGTERM", error)
+        log.error(
+            "NVML is unavailable: %s. failOnInitError=false: waiting without serving until SIGTERM",
+            error,
+        )
         log.info("received %s; exiting", signals.wait())
         raise _Exit(0) from error
     except ConfigError as error:  # a bad machine description
@@ -196,11 +228,21 @@ def _open_backend(args: argparse.Namespace, config: Config, signals: ProcessSign
 
 
 def _build_runtime(
-    backend: NvmlBackend, config: Config, sources: ConfigSources, make_front_end: Callable[[], FrontEnd]
+    backend: NvmlBackend,
+    config: Config,
+    sources: ConfigSources,
+    make_front_end: Callable[[], FrontEnd],
 ) -> NodeRuntime:
-    """The node runtime over the open backend; on failure the backend is closed (config 2, enumeration 1)."""
+    """The node runtime over the open backend; on failure the backend is closed (config 2,
+    enumeration 1)."""
     try:
-        return NodeRuntime(backend, config, make_front_end(), load_config=sources.load, config_file=sources.config_file)
+        return NodeRuntime(
+            backend,
+            config,
+            make_front_end(),
+            load_config=sources.load,
+            config_file=sources.config_file,
+        )
     except ConfigError as error:
         log.error("config error: %s", error)
         backend.close()
@@ -212,7 +254,8 @@ def _build_runtime(
 
 
 def _start_fake_events(args: argparse.Namespace, backend: NvmlBackend) -> FakeEventsTail | None:
-    """With --fake-events on a simulated machine: the tail that injects the file's faults, started."""
+    """With --fake-events on a simulated machine: the tail that injects the file's faults,
+    started."""
     if not (args.fake_events and isinstance(backend, FakeNvml)):
         return None
     tail = FakeEventsTail(Path(args.fake_events), backend.test_hooks.inject)
@@ -221,8 +264,9 @@ def _start_fake_events(args: argparse.Namespace, backend: NvmlBackend) -> FakeEv
 
 
 def _start_runtime(runtime: NodeRuntime) -> int:
-    """Start serving; the exit code (logged) when it could not, after the runtime stopped what it had
-    started: 2 for a config error (a DRA checkpoint folder that cannot be used), else 1. 0: serving."""
+    """Start serving; the exit code (logged) when it could not, after the runtime stopped what it
+    had started: 2 for a config error (a DRA checkpoint folder that cannot be used), else 1. 0:
+    serving."""
     try:
         runtime.start()
     except Exception as error:  # the runtime stopped what it had started
@@ -231,7 +275,8 @@ def _start_runtime(runtime: NodeRuntime) -> int:
             return 2
         if isinstance(error, EndpointBindError):
             log.error(
-                "%s. Free the port, or set gpuDevicePlugin.metricsAddress (METRICS_ADDRESS) to another "
+                "%s. Free the port, or set gpuDevicePlugin.metricsAddress (METRICS_ADDRESS) to "
+                "another "
                 'address, or to "" to turn the endpoint off; exiting',
                 error,
             )
@@ -249,10 +294,12 @@ def _close(tail: FakeEventsTail | None, backend: NvmlBackend) -> None:
 
 
 def _front_end_maker(args: argparse.Namespace, config: Config) -> Callable[[], FrontEnd]:
-    """The mode's front-end, made once the backend is open; exit 2 when mode dra lacks its node or API."""
+    """The mode's front-end, made once the backend is open; exit 2 when mode dra lacks its node or
+    API."""
     if config.daemon.mode != "dra":  # one node runs one mode
         return DevicePluginFrontEnd
-    from device_plugin.dra.front_end_start import front_end_maker  # deferred: the kubernetes client is for mode dra
+    # deferred: the kubernetes client is for mode dra
+    from device_plugin.dra.front_end_start import front_end_maker
 
     try:
         return front_end_maker(config, os.environ)

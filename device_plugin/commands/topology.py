@@ -27,7 +27,8 @@ LEGEND = """Legend:
   PHB   = a PCIe host bridge        NODE  = host bridges of one NUMA node
   SYS   = across the CPU interconnect
 NIC columns: the GPU's PCIe distance to each RDMA NIC; PIX or PXB is GPUDirect-close.
-Bandwidth: one direction, GB/s, from the facts table (docs/allocation.md, device_plugin/topology/facts.py)."""
+Bandwidth: one direction, GB/s, from the facts table (docs/allocation.md,
+device_plugin/topology/facts.py)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +55,12 @@ def render(topology: Topology) -> str:
     lines += render_nics(topology)
     lines += ["", "Bandwidth (GB/s, one direction):", row("", heads)]
     for a in range(n):
-        lines.append(row(f"GPU{a}", ["-" if a == b else f"{topology.bandwidth_gbps(a, b):g}" for b in range(n)]))
+        lines.append(
+            row(
+                f"GPU{a}",
+                ["-" if a == b else f"{topology.bandwidth_gbps(a, b):g}" for b in range(n)],
+            )
+        )
     return "\n".join([*lines, "", LEGEND])
 
 
@@ -62,7 +68,13 @@ def render_nics(topology: Topology) -> list[str]:
     """The NIC legend and each GPU's nearest NIC (nothing on a node without RDMA NICs)."""
     if not topology.nic_count:
         return []
-    lines = ["", "NIC Legend:", *(f"  NIC{k}: {name}" for k, name in enumerate(topology.nic_names)), "", "Nearest NIC:"]
+    lines = [
+        "",
+        "NIC Legend:",
+        *(f"  NIC{k}: {name}" for k, name in enumerate(topology.nic_names)),
+        "",
+        "Nearest NIC:",
+    ]
     for gpu in range(topology.gpu_count):
         k = topology.nearest_nic(gpu)
         assert k is not None  # the node has NICs
@@ -75,7 +87,10 @@ def render_nics(topology: Topology) -> list[str]:
 def as_json(topology: Topology) -> dict[str, object]:
     n = topology.gpu_count
     return {
-        "gpus": [{"index": i, "name": topology.gpu_names[i], "numa_node": topology.numa_nodes[i]} for i in range(n)],
+        "gpus": [
+            {"index": i, "name": topology.gpu_names[i], "numa_node": topology.numa_nodes[i]}
+            for i in range(n)
+        ],
         "nics": [
             {
                 "index": k,
@@ -103,10 +118,13 @@ def as_json(topology: Topology) -> dict[str, object]:
 
 
 def sharing_lines(composed: Composed) -> tuple[str, ...]:
-    """The time-sliced resources and the isolation warning; nothing when the config shares no GPU."""
+    """The time-sliced resources and the isolation warning; nothing when the config shares no
+    GPU."""
     node = composed.node
     memory = {gpu.uuid: gpu.memory_mib for gpu in node.gpus}
-    memory.update({d.uuid: d.memory_mib for devices in node.mig.devices_by_gpu.values() for d in devices})
+    memory.update(
+        {d.uuid: d.memory_mib for devices in node.mig.devices_by_gpu.values() for d in devices}
+    )
     return describe_sharing(node.advertised, memory)
 
 

@@ -1,10 +1,11 @@
-"""The command-line flags, derived from the config declarations: `--config` and one flag per declared setting.
+"""The command-line flags, derived from the config declarations: `--config` and one flag per
+declared setting.
 
-Every command that loads the config (`run`, and `demo`, `allocate`, `labels`, `topology`, `dra slices`,
-which show what `run` would serve) adds its flags here, so a flag, its environment variable and its
-default are written once, on the declaration (config/declare.py), and the help text names them from it.
-An absent flag has no argparse default: it leaves the environment and the file in charge
-(config/loader.py applies CLI > env > file > default).
+Every command that loads the config (`run`, and `demo`, `allocate`, `labels`, `topology`, `dra
+slices`, which show what `run` would serve) adds its flags here, so a flag, its environment variable
+and its default are written once, on the declaration (config/declare.py), and the help text names
+them from it. An absent flag has no argparse default: it leaves the environment and the file in
+charge (config/loader.py applies CLI > env > file > default).
 
 Boundary: argparse wiring only; the values are parsed by the loader like the environment's.
 """
@@ -20,17 +21,25 @@ from device_plugin.config.declare import CliFlag, Declared
 from device_plugin.config.model import CLI_SETTINGS
 from device_plugin.config.schema import CONFIG_FILE_ENV
 
-CONFIG_FILE_FLAG = CliFlag("--config", "config file, NVIDIA's `version: v1` format (YAML or JSON)", "FILE")
+CONFIG_FILE_FLAG = CliFlag(
+    "--config", "config file, NVIDIA's `version: v1` format (YAML or JSON)", "FILE"
+)
 
 
 def add_config_file_argument(parser: argparse.ArgumentParser) -> None:
-    """`--config FILE` (else the CONFIG_FILE environment variable; neither: defaults, env and flags only)."""
+    """`--config FILE` (else the CONFIG_FILE environment variable; neither: defaults, env and flags
+    only)."""
     flag = CONFIG_FILE_FLAG
-    parser.add_argument(flag.flag, metavar=flag.metavar, help=f"{flag.help} (env {CONFIG_FILE_ENV}; default: none)")
+    parser.add_argument(
+        flag.flag, metavar=flag.metavar, help=f"{flag.help} (env {CONFIG_FILE_ENV}; default: none)"
+    )
 
 
-def add_setting_arguments(parser: argparse.ArgumentParser, paths: Iterable[str] | None = None) -> None:
-    """One flag per declared setting that has one (only those at `paths`, dotted field paths, if given)."""
+def add_setting_arguments(
+    parser: argparse.ArgumentParser, paths: Iterable[str] | None = None
+) -> None:
+    """One flag per declared setting that has one (only those at `paths`, dotted field paths, if
+    given)."""
     wanted = None if paths is None else set(paths)
     for declared in CLI_SETTINGS:
         if wanted is not None and declared.path not in wanted:

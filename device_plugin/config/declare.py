@@ -1,13 +1,15 @@
-"""How a config field is declared: once, on its dataclass attribute, with everything the sources need.
+"""How a config field is declared: once, on its dataclass attribute, with everything the sources
+need.
 
 A field of the config dataclasses (config/model.py, config/health.py) is written
 `name: type = setting(key, kind, default=..., reload=..., env=..., cli=...)`. The declaration (a
 frozen Setting in the attribute's metadata) holds the file key, the check and text parser (`kind`),
-the environment variable, the command-line flag, the reload class, and for NVIDIA's fields this plugin
-accepts without acting on them, which values have no effect (not_applied). Everything else is derived from
-it by walking the dataclasses (declared()): the schema table and env map (config/model.py), the
-argparse flags (commands/run.py), the health section's keys (config/health.py), the reload rules
-(config/reload.py) and the docs table test. Nested sections are `section(key, Class)` attributes.
+the environment variable, the command-line flag, the reload class, and for NVIDIA's fields this
+plugin accepts without acting on them, which values have no effect (not_applied). Everything else is
+derived from it by walking the dataclasses (declared()): the schema table and env map
+(config/model.py), the argparse flags (commands/run.py), the health section's keys
+(config/health.py), the reload rules (config/reload.py) and the docs table test. Nested sections are
+`section(key, Class)` attributes.
 
 Boundary: declarations and the walk only; no checking of values (config/schema.py) and no loading.
 """
@@ -26,18 +28,23 @@ SECTION = "section"  # ... and of a nested section's key
 
 
 class Reload(StrEnum):
-    """What a hot reload does with a changed value (the daemon applies these; config/reload.py sorts them)."""
+    """What a hot reload does with a changed value (the daemon applies these; config/reload.py sorts
+    them)."""
 
     AT_ONCE = "applied at once"  # the running daemon takes it without touching what is served
-    RESERVE = "re-serves"  # every resource is served afresh (its policy or Allocate answer may differ)
+    # every resource is served afresh (its policy or Allocate answer may differ)
+    RESERVE = "re-serves"
     RESTART = "restart"  # the running value stays until the plugin restarts; the log says so
-    NEXT_RESERVE = "next re-serve"  # taken into the config at once, used when resources are next re-served
-    START_ONLY = "start only"  # chooses what the process runs (mode); a running process ignores a new value
+    # taken into the config at once, used when resources are next re-served
+    NEXT_RESERVE = "next re-serve"
+    # chooses what the process runs (mode); a running process ignores a new value
+    START_ONLY = "start only"
 
 
 @dataclass(frozen=True)
 class CliFlag:
-    """A `run` command-line flag. Its value is text, parsed like the environment's (kind.from_text)."""
+    """A `run` command-line flag. Its value is text, parsed like the environment's
+    (kind.from_text)."""
 
     flag: str  # e.g. "--mig-strategy"
     help: str
@@ -58,7 +65,8 @@ class Setting:
     cli: CliFlag | None = None
     empty_means_off: bool = False  # the env var set but empty still means something: "turn it off"
     section_env: tuple[str, ...] = ()  # env vars the section's own parser reads (health: DP_*)
-    # NVIDIA's fields accepted so a ConfigMap loads: which values have no effect here (config/not_applied.py)
+    # NVIDIA's fields accepted so a ConfigMap loads: which values have no effect here
+    # (config/not_applied.py)
     not_applied: Callable[[Any], bool] | None = None
     # NVIDIA's other names for the same variable, read when `env` is not set (first set one wins)
     env_aliases: tuple[str, ...] = ()
@@ -78,8 +86,13 @@ def setting(
     not_applied: Callable[[Any], bool] | None = None,
     env_aliases: tuple[str, ...] = (),
 ) -> Any:
-    """A dataclass field carrying its declaration (typed Any so the attribute keeps its own type)."""
-    metadata = {SETTING: Setting(key, kind, reload, env, cli, empty_means_off, section_env, not_applied, env_aliases)}
+    """A dataclass field carrying its declaration (typed Any so the attribute keeps its own
+    type)."""
+    metadata = {
+        SETTING: Setting(
+            key, kind, reload, env, cli, empty_means_off, section_env, not_applied, env_aliases
+        )
+    }
     if default_factory is not None:
         return field(default_factory=default_factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -95,7 +108,8 @@ class Declared:
     """One declared field, found by walking the dataclasses from a root."""
 
     path: str  # dotted file path, e.g. "flags.plugin.deviceIDStrategy"
-    attrs: tuple[str, ...]  # attribute path from the root, e.g. ("flags", "plugin", "device_id_strategy")
+    # attribute path from the root, e.g. ("flags", "plugin", "device_id_strategy")
+    attrs: tuple[str, ...]
     setting: Setting
     default: Any
 

@@ -1,11 +1,11 @@
 """ConfigFileReload: has the config file changed since the last look, and is its new content valid?
 
-Boundary: change detection (a digest of the content, read bounded and non-blocking) and loading. A broken
-content is reported once and the running config is kept. A valid content the daemon could not serve on
-the GPUs it found (a `sharing` entry naming a GPU that is gone) is handed back (unserved) and offered again
-at the next look, so it applies once the GPUs allow. What a change means for the running daemon
-(re-serve, apply now, or wait for a restart) is device_plugin/node/reloads.py's decision, carried out by the
-node runtime (device_plugin/node/runtime.py).
+Boundary: change detection (a digest of the content, read bounded and non-blocking) and loading. A
+broken content is reported once and the running config is kept. A valid content the daemon could not
+serve on the GPUs it found (a `sharing` entry naming a GPU that is gone) is handed back (unserved)
+and offered again at the next look, so it applies once the GPUs allow. What a change means for the
+running daemon (re-serve, apply now, or wait for a restart) is device_plugin/node/reloads.py's
+decision, carried out by the node runtime (device_plugin/node/runtime.py).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ class ConfigFileReload:
         self._unserved: Config | None = None
 
     def reloaded(self, running: Config) -> Config:
-        """The config file's new content if it changed and is valid, or the one handed back unserved; else `running`."""
+        """The config file's new content if it changed and is valid, or the one handed back
+        unserved; else `running`."""
         digest = _digest(self._config_file)
         if self._load_config is None:
             return running
@@ -57,7 +58,8 @@ class ConfigFileReload:
         return config
 
     def unserved(self, config: Config) -> None:
-        """The daemon could not serve `config` (from reloaded()) on the GPUs it found: offer it at the next look."""
+        """The daemon could not serve `config` (from reloaded()) on the GPUs it found: offer it at
+        the next look."""
         self._unserved = config
 
 

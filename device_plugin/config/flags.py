@@ -2,8 +2,9 @@
 
 Boundary: the declarations of `flags` and `flags.plugin` only; config/model.py loads them. Every key
 here re-serves all resources when a reload changes it (an Allocate answer or a policy may differ).
-Keys NVIDIA has and this plugin does not apply are accepted so an existing ConfigMap loads; the values
-that have no effect are declared (not_applied) and named in one warning (config/not_applied.py).
+Keys NVIDIA has and this plugin does not apply are accepted so an existing ConfigMap loads; the
+values that have no effect are declared (not_applied) and named in one warning
+(config/not_applied.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def _frozen(value: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
     return MappingProxyType(dict(value or {}))
 
 
-# Environment variables take NVIDIA's names where NVIDIA has one. Flags' help texts are printed as is.
+# Environment variables take NVIDIA's names where NVIDIA has one. Flags' help texts are printed as
+# is.
 @dataclass(frozen=True)
 class PluginFlags:
     pass_device_specs: bool = setting(
@@ -50,7 +52,8 @@ class PluginFlags:
         env="DEVICE_LIST_STRATEGY",
         cli=CliFlag(
             "--device-list-strategy",
-            "how Allocate names the devices: envvar, volume-mounts, cdi-annotations, cdi-cri; comma-separated",
+            "how Allocate names the devices: envvar, volume-mounts, cdi-annotations, cdi-cri; "
+            "comma-separated",
             "LIST",
         ),
     )
@@ -63,7 +66,11 @@ class PluginFlags:
         cli=CliFlag("--device-id-strategy", "uuid|index: device IDs in Allocate answers"),
     )
     cdi_annotation_prefix: str = setting(
-        "cdiAnnotationPrefix", STR, default="cdi.k8s.io/", reload=RESERVE, env="CDI_ANNOTATION_PREFIX"
+        "cdiAnnotationPrefix",
+        STR,
+        default="cdi.k8s.io/",
+        reload=RESERVE,
+        env="CDI_ANNOTATION_PREFIX",
     )
     nvidia_ctk_path: str = setting(
         "nvidiaCTKPath",
@@ -72,7 +79,8 @@ class PluginFlags:
         reload=RESERVE,
         env="NVIDIA_CTK_PATH",
         env_aliases=("NVIDIA_CDI_HOOK_PATH",),  # NVIDIA's newer name for it
-        not_applied=lambda value: value != "/usr/bin/nvidia-ctk",  # for CDI specs, which we do not write
+        # for CDI specs, which we do not write
+        not_applied=lambda value: value != "/usr/bin/nvidia-ctk",
     )
     container_driver_root: str = setting(
         "containerDriverRoot",
@@ -81,7 +89,8 @@ class PluginFlags:
         reload=RESERVE,
         env="CONTAINER_DRIVER_ROOT",
         env_aliases=("DRIVER_ROOT_CTR_PATH",),  # NVIDIA's newer name for it
-        not_applied=lambda value: value != "/driver-root",  # NVML is loaded from the image's library path
+        # NVML is loaded from the image's library path
+        not_applied=lambda value: value != "/driver-root",
     )
     shared_devices_allocation_policy: str = setting(
         "sharedDevicesAllocationPolicy",
@@ -121,25 +130,38 @@ class Flags:
         default="/",
         reload=RESERVE,
         env="NVIDIA_DRIVER_ROOT",
-        cli=CliFlag("--nvidia-driver-root", "the host's NVIDIA driver root (device nodes for passDeviceSpecs)", "DIR"),
+        cli=CliFlag(
+            "--nvidia-driver-root",
+            "the host's NVIDIA driver root (device nodes for passDeviceSpecs)",
+            "DIR",
+        ),
     )
     # None: same as nvidia_driver_root
     nvidia_dev_root: str | None = setting(
         "nvidiaDevRoot", HOST_DIR, default=None, reload=RESERVE, env="NVIDIA_DEV_ROOT"
     )
-    # DRA per-process memory shares: each shared GPU's MPS pipe and log folders (empty: ours); device-plugin
-    # mode refuses sharing.mps, so there it points at nothing
+    # DRA per-process memory shares: each shared GPU's MPS pipe and log folders (empty: ours);
+    # device-plugin mode refuses sharing.mps, so there it points at nothing
     mps_root: str = setting("mpsRoot", STR, default="", reload=RESERVE, env="MPS_ROOT")
-    # NVIDIA's plugin adds NVIDIA_GDRCOPY/GDS/MOFED=enabled and a `<kind>=all` CDI device to every Allocate
-    # answer (the container toolkit then mounts the device nodes); this plugin does not (docs/migrating.md).
+    # NVIDIA's plugin adds NVIDIA_GDRCOPY/GDS/MOFED=enabled and a `<kind>=all` CDI device to every
+    # Allocate answer (the container toolkit then mounts the device nodes); this plugin does not
+    # (docs/migrating.md).
     gdrcopy_enabled: bool = setting(
-        "gdrcopyEnabled", BOOL, default=False, reload=RESERVE, env="GDRCOPY_ENABLED", not_applied=bool
+        "gdrcopyEnabled",
+        BOOL,
+        default=False,
+        reload=RESERVE,
+        env="GDRCOPY_ENABLED",
+        not_applied=bool,
     )
-    gds_enabled: bool = setting("gdsEnabled", BOOL, default=False, reload=RESERVE, env="GDS_ENABLED", not_applied=bool)
+    gds_enabled: bool = setting(
+        "gdsEnabled", BOOL, default=False, reload=RESERVE, env="GDS_ENABLED", not_applied=bool
+    )
     mofed_enabled: bool = setting(
         "mofedEnabled", BOOL, default=False, reload=RESERVE, env="MOFED_ENABLED", not_applied=bool
     )
-    # GFD's: true publishes a NodeFeature object; the labels here always go to a features.d file (labelsFile).
+    # GFD's: true publishes a NodeFeature object; the labels here always go to a features.d file
+    # (labelsFile).
     use_node_feature_api: bool | None = setting(
         "useNodeFeatureAPI",
         BOOL,
@@ -149,7 +171,8 @@ class Flags:
         env_aliases=("GFD_USE_NODE_FEATURE_API",),  # gpu-feature-discovery's
         not_applied=lambda value: value is True,
     )
-    # Discovery is always NVML here: auto and nvml mean that; tegra (CSV files on Jetson) is not done.
+    # Discovery is always NVML here: auto and nvml mean that; tegra (CSV files on Jetson) is not
+    # done.
     device_discovery_strategy: str = setting(
         "deviceDiscoveryStrategy",
         choice("auto", "nvml", "tegra"),
@@ -160,4 +183,6 @@ class Flags:
     )
     plugin: PluginFlags = section("plugin", PluginFlags)
     # GFD's settings: accepted so shared ConfigMaps load; this plugin ignores them.
-    gfd: Mapping[str, Any] = setting("gfd", FROZEN_MAPPING, default_factory=_frozen, reload=RESERVE, not_applied=bool)
+    gfd: Mapping[str, Any] = setting(
+        "gfd", FROZEN_MAPPING, default_factory=_frozen, reload=RESERVE, not_applied=bool
+    )

@@ -3,13 +3,14 @@
 Boundary: words in, a sentence out; the callers raise the ConfigError naming the field. Two kinds of
 slip are common when a ConfigMap is copied from NVIDIA's plugin:
 - a key spelled another way: NVIDIA's own spellings in other places (`deviceIdStrategy`, the CLI's
-  `device-id-strategy`, the env's `DEVICE_ID_STRATEGY`), a key one level off (`flags.deviceIDStrategy`
-  for `flags.plugin.deviceIDStrategy`), or a plain typo. Keys are compared with case, `-` and `_`
-  ignored first, then by similarity;
-- the Helm chart's values file (`migStrategy:` at the top, `devicePlugin:`, `image:`, `tolerations:`)
-  pasted where the config file goes. The config file is what the chart puts under `config.map`;
-- the ConfigMap object itself (`apiVersion`, `kind`, `data`) given as the file: the config file is one
-  value under its `data`.
+  `device-id-strategy`, the env's `DEVICE_ID_STRATEGY`), a key one level off
+  (`flags.deviceIDStrategy` for `flags.plugin.deviceIDStrategy`), or a plain typo. Keys are compared
+  with case, `-` and `_` ignored first, then by similarity;
+- the Helm chart's values file (`migStrategy:` at the top, `devicePlugin:`, `image:`,
+  `tolerations:`) pasted where the config file goes. The config file is what the chart puts under
+  `config.map`;
+- the ConfigMap object itself (`apiVersion`, `kind`, `data`) given as the file: the config file is
+  one value under its `data`.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ ALIASES = {
     "configfile": "--config",
 }
 
-# Top-level keys of NVIDIA's chart values (deployments/helm/nvidia-device-plugin/values.yaml) that are no
-# top-level key of the config file; each maps to the config key it sets, where there is one.
+# Top-level keys of NVIDIA's chart values (deployments/helm/nvidia-device-plugin/values.yaml) that
+# are no top-level key of the config file; each maps to the config key it sets, where there is one.
 HELM_VALUES = {
     "migStrategy": "flags.migStrategy",
     "failOnInitError": "flags.failOnInitError",
@@ -75,7 +76,8 @@ def _plain(word: str) -> str:
 
 
 def did_you_mean(path: str, known_paths: Iterable[str]) -> str | None:
-    """The known dotted path `path` most likely meant (same section first, then anywhere), or None."""
+    """The known dotted path `path` most likely meant (same section first, then anywhere), or
+    None."""
     known = [p for p in known_paths if p]
     prefix, _, key = path.rpartition(".")
     if _plain(key) in ALIASES:
@@ -98,15 +100,18 @@ def unknown_key(path: str, known_paths: Iterable[str]) -> str:
 
 
 def kubernetes_object_message(raw: Mapping[str, object]) -> str | None:
-    """A message when the file is a Kubernetes object (the ConfigMap itself, say); None otherwise."""
+    """A message when the file is a Kubernetes object (the ConfigMap itself, say); None
+    otherwise."""
     if "apiVersion" not in raw or "kind" not in raw:
         return None
     data = raw.get("data")
     keys = ", ".join(str(k) for k in data) if isinstance(data, Mapping) else ""
     inside = f" (this one holds: {keys})" if keys else ""
     return (
-        f"this is a Kubernetes {raw.get('kind')} object, not a config file. The config file is one value under "
-        f"the ConfigMap's data{inside}, mounted as a file; point --config or CONFIG_FILE at that file"
+        f"this is a Kubernetes {raw.get('kind')} object, not a config file. The config file is one "
+        "value under "
+        f"the ConfigMap's data{inside}, mounted as a file; point --config or CONFIG_FILE at that "
+        "file"
     )
 
 
@@ -119,7 +124,9 @@ def helm_values_message(raw: Mapping[str, object], top_level: Iterable[str]) -> 
     mapped = [f"{k} -> {HELM_VALUES[k]}" for k in found if HELM_VALUES[k]]
     where = f" In a config file: {', '.join(mapped)}." if mapped else ""
     return (
-        f"this looks like the values of NVIDIA's Helm chart ({', '.join(found[:6])}), not a config file. "
-        "The config file is the `version: v1` document the chart takes under config.map.<name>; paste that."
+        f"this looks like the values of NVIDIA's Helm chart ({', '.join(found[:6])}), not a config "
+        "file. "
+        "The config file is the `version: v1` document the chart takes under config.map.<name>; "
+        "paste that."
         f"{where} See {MIGRATING_HELM}"
     )

@@ -1,14 +1,16 @@
-"""NVIDIA's `imex` section: which IMEX channels every GPU container gets, and whether one must exist.
+"""NVIDIA's `imex` section: which IMEX channels every GPU container gets, and whether one must
+exist.
 
     imex:
-      channelIDs: [0]     # NVIDIA accepts [] or [0]; env IMEX_CHANNEL_IDS ("0" or ""), --imex-channel-ids
-      required: true      # env IMEX_REQUIRED, --imex-required
+      channelIDs: [0]     # NVIDIA accepts [] or [0]; env IMEX_CHANNEL_IDS ("0" or ""),
+      --imex-channel-ids required: true      # env IMEX_REQUIRED, --imex-required
 
 An IMEX channel (/dev/nvidia-caps-imex-channels/channel<N>) lets a container import GPU memory that
-another node of the same NVLink fabric exports. As in NVIDIA's plugin, each listed channel whose device
-node exists is added to every Allocate answer (allocation/imex.py); a listed channel that is missing is
-left out with a warning, or, with `required: true`, the plugin refuses to serve (exit 2, as for a bad
-config). Boundary: the declarations and the value check; the node's channels are the hardware layer's.
+another node of the same NVLink fabric exports. As in NVIDIA's plugin, each listed channel whose
+device node exists is added to every Allocate answer (allocation/imex.py); a listed channel that is
+missing is left out with a warning, or, with `required: true`, the plugin refuses to serve (exit 2,
+as for a bad config). Boundary: the declarations and the value check; the node's channels are the
+hardware layer's.
 """
 
 from __future__ import annotations
@@ -28,16 +30,22 @@ ALLOWED_CHANNEL_IDS = ((), (0,))  # NVIDIA's rule: no channel, or the default ch
 def _channel_ids(field: str, value: Any) -> tuple[int, ...]:
     items = value if isinstance(value, list | tuple) else None
     if items is None or any(isinstance(i, bool) or not isinstance(i, int) for i in items):
-        raise ConfigError(field, f"must be a list of channel numbers, [] or [0], got {short(value)}")
+        raise ConfigError(
+            field, f"must be a list of channel numbers, [] or [0], got {short(value)}"
+        )
     if tuple(items) not in ALLOWED_CHANNEL_IDS:
-        raise ConfigError(field, f"must be [] or [0] (NVIDIA allows only the default channel), got {short(value)}")
+        raise ConfigError(
+            field, f"must be [] or [0] (NVIDIA allows only the default channel), got {short(value)}"
+        )
     return tuple(items)
 
 
 def _channel_ids_text(field: str, text: str) -> list[int]:
     parts = [part.strip() for part in text.split(",") if part.strip()]
     if not all(is_ascii_digits(part) for part in parts):
-        raise ConfigError(field, f'must be comma-separated channel numbers ("0" or ""), got {short(text)}')
+        raise ConfigError(
+            field, f'must be comma-separated channel numbers ("0" or ""), got {short(text)}'
+        )
     ids = [int(part) for part in parts]
     _channel_ids(field, ids)
     return ids  # file-shaped: the merged mapping is checked again as a whole
@@ -55,7 +63,9 @@ class ImexConfig:
         reload=Reload.RESERVE,
         env="IMEX_CHANNEL_IDS",
         empty_means_off=True,
-        cli=CliFlag("--imex-channel-ids", "IMEX channels for every GPU container: 0 or none", "IDS"),
+        cli=CliFlag(
+            "--imex-channel-ids", "IMEX channels for every GPU container: 0 or none", "IDS"
+        ),
     )
     required: bool = setting(
         "required",
@@ -63,5 +73,7 @@ class ImexConfig:
         default=False,
         reload=Reload.RESERVE,
         env="IMEX_REQUIRED",
-        cli=CliFlag("--imex-required", "refuse to serve when a listed IMEX channel is missing", "BOOL", True),
+        cli=CliFlag(
+            "--imex-required", "refuse to serve when a listed IMEX channel is missing", "BOOL", True
+        ),
     )

@@ -1,13 +1,15 @@
 """The one config loader: file, environment and command line merged as "CLI > env > file > default".
 
-Used at start-up (`run`, and the commands that show what `run` would serve) and by every hot reload in
-both modes (the node runtime calls back into the same ConfigSources.load). Env and CLI values are turned
-into file-shaped values first (errors name the variable or flag and the field), merged into the file's
-mapping, and the result is checked in one pass by config/model.py parse_config, so every source obeys
-the same rules. The labels file is checked here, once per load, against the kubelet directories of the
-loaded devicePluginDir (a reload checks it against the running directory instead when the edit moved it).
+Used at start-up (`run`, and the commands that show what `run` would serve) and by every hot reload
+in both modes (the node runtime calls back into the same ConfigSources.load). Env and CLI values are
+turned into file-shaped values first (errors name the variable or flag and the field), merged into
+the file's mapping, and the result is checked in one pass by config/model.py parse_config, so every
+source obeys the same rules. The labels file is checked here, once per load, against the kubelet
+directories of the loaded devicePluginDir (a reload checks it against the running directory instead
+when the edit moved it).
 
-Boundary: which sources, in which order; what a key means is model.py's, reading the file reading.py's.
+Boundary: which sources, in which order; what a key means is model.py's, reading the file
+reading.py's.
 """
 
 from __future__ import annotations
@@ -35,23 +37,28 @@ from device_plugin.core.errors import ConfigError
 LABELS_FILE_FIELD = f"{OUR_SECTION}.labelsFile"
 CONFIG_FLAG = "--config"
 # argparse dest of each declared flag -> its dotted field path
-CLI_FIELDS: dict[str, str] = {d.setting.cli.dest: d.path for d in CLI_SETTINGS if d.setting.cli is not None}
+CLI_FIELDS: dict[str, str] = {
+    d.setting.cli.dest: d.path for d in CLI_SETTINGS if d.setting.cli is not None
+}
 
 
 @dataclass(frozen=True)
 class ConfigSources:
-    """Where the config comes from: read again, the same way, at every load (start-up and reloads)."""
+    """Where the config comes from: read again, the same way, at every load (start-up and
+    reloads)."""
 
     config_file: Path | None = None
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    cli: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))  # field path -> text
+    # field path -> text
+    cli: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
 
     def load(self) -> Config:
         return load_config(config_file=self.config_file, env=self.env, cli=self.cli)
 
 
 def sources_from_args(args: Any, env: Mapping[str, str]) -> ConfigSources:
-    """The sources a command line names: `--config` (else CONFIG_FILE) and every declared flag it has."""
+    """The sources a command line names: `--config` (else CONFIG_FILE) and every declared flag it
+    has."""
     cli = {path: getattr(args, dest, None) for dest, path in CLI_FIELDS.items()}
     return ConfigSources(
         config_file_path(getattr(args, "config", None), env),
@@ -66,7 +73,8 @@ def load_effective_config(args: Any, env: Mapping[str, str]) -> Config:
 
 
 def config_file_path(cli_path: str | None, env: Mapping[str, str]) -> Path | None:
-    """`--config`, else CONFIG_FILE (set but empty counts as unset, as NVIDIA's does); `--config ""` is refused."""
+    """`--config`, else CONFIG_FILE (set but empty counts as unset, as NVIDIA's does); `--config ""`
+    is refused."""
     if cli_path is not None:
         if not cli_path.strip():
             raise ConfigError(CONFIG_FLAG, "is empty; name a config file, or leave the flag out")
@@ -100,8 +108,8 @@ def load_config(
 
 
 def _from_env(env: Mapping[str, str]) -> list[tuple[str, str, str]]:
-    """(variable, field path, text) for each field set in `env`: the first of its names that is set. Set but
-    empty counts as unset, except where empty means "off" (METRICS_ADDRESS, LABELS_FILE)."""
+    """(variable, field path, text) for each field set in `env`: the first of its names that is set.
+    Set but empty counts as unset, except where empty means "off" (METRICS_ADDRESS, LABELS_FILE)."""
     found = []
     for path, names in ENV_NAMES.items():
         for name in names:
@@ -119,5 +127,7 @@ def check_labels_file(labels_file: str, device_plugin_dir: Path) -> None:
     checkpoint) and plugins_registry/ (registration sockets): ConfigError naming labelsFile."""
     if labels_file:
         check_write_target(
-            Path(labels_file), refuse_under=kubelet_owned_dirs(device_plugin_dir), field=LABELS_FILE_FIELD
+            Path(labels_file),
+            refuse_under=kubelet_owned_dirs(device_plugin_dir),
+            field=LABELS_FILE_FIELD,
         )

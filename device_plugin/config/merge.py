@@ -1,7 +1,8 @@
 """Merging the sources into one file-shaped mapping, and checking it against the schema table.
 
-Boundary: plain mappings and the table of leaf fields (config/model.py FIELDS) in; file-shaped values
-or checked leaf values out, or ConfigError naming the field. What the values mean is model.py's job.
+Boundary: plain mappings and the table of leaf fields (config/model.py FIELDS) in; file-shaped
+values or checked leaf values out, or ConfigError naming the field. What the values mean is
+model.py's job.
 """
 
 from __future__ import annotations

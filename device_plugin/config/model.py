@@ -1,16 +1,17 @@
-"""The daemon's configuration: NVIDIA's `version: v1` file, env variables and CLI flags, as typed values.
+"""The daemon's configuration: NVIDIA's `version: v1` file, env variables and CLI flags, as typed
+values.
 
-Each field is declared once, on its dataclass attribute (config/declare.py): file key, check, default,
-env var, CLI flag and reload class. NVIDIA's `flags` are declared in config/flags.py, our
-`gpuDevicePlugin` section here, its `health` keys in config/health.py. The schema table (FIELDS), the
-env map (ENV_FIELDS) and the flags `run` adds (CLI_SETTINGS) are derived from the declarations.
+Each field is declared once, on its dataclass attribute (config/declare.py): file key, check,
+default, env var, CLI flag and reload class. NVIDIA's `flags` are declared in config/flags.py, our
+`gpuDevicePlugin` section here, its `health` keys in config/health.py. The schema table (FIELDS),
+the env map (ENV_FIELDS) and the flags `run` adds (CLI_SETTINGS) are derived from the declarations.
 parse_config checks the merged, file-shaped mapping in one pass; config/loader.py merges the sources
 (CLI > env > file > default) into it. The outcome is a frozen dataclass tree.
 NVIDIA's sections `resources` and `sharing` are declared like the others (file only, reload class
 RESERVE), `imex` as a section of two settings (config/imex.py, with NVIDIA's env vars and flags).
 `sharing` is parsed into typed values, and checked, once, by config/sharing.py; only its checks that
-need the GPUs (indices and UUIDs in `devices`) wait for build time (timeslice/config.py). `resources`
-keeps its validated raw shape (config/sections.py).
+need the GPUs (indices and UUIDs in `devices`) wait for build time (timeslice/config.py).
+`resources` keeps its validated raw shape (config/sections.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from device_plugin.config.declare import SECTION, SETTING, CliFlag, Reload, declared, section, setting
+from device_plugin.config.declare import (
+    SECTION,
+    SETTING,
+    CliFlag,
+    Reload,
+    declared,
+    section,
+    setting,
+)
 from device_plugin.config.flags import Flags
 from device_plugin.config.health import ENV_VARS as HEALTH_ENV_VARS
 from device_plugin.config.health import HealthConfig, parse_health_config
@@ -67,8 +76,8 @@ def _frozen(value: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
     return MappingProxyType(dict(value or {}))
 
 
-# Environment variables take NVIDIA's names where NVIDIA has one (Flags: config/flags.py). Flags' help texts
-# are printed as is.
+# Environment variables take NVIDIA's names where NVIDIA has one (Flags: config/flags.py). Flags'
+# help texts are printed as is.
 @dataclass(frozen=True)
 class DaemonSettings:
     """Our own settings (section `gpuDevicePlugin`), not part of NVIDIA's format.
@@ -82,7 +91,9 @@ class DaemonSettings:
         reload=Reload.RESTART,
         env="DEVICE_PLUGIN_DIR",
         cli=CliFlag(
-            "--device-plugin-dir", "the kubelet's device-plugin directory (the kubelet dir is its parent)", "DIR"
+            "--device-plugin-dir",
+            "the kubelet's device-plugin directory (the kubelet dir is its parent)",
+            "DIR",
         ),
     )
     # host:port for /metrics, /healthz, /readyz; empty: off
@@ -93,17 +104,27 @@ class DaemonSettings:
         reload=Reload.RESTART,
         env="METRICS_ADDRESS",
         empty_means_off=True,
-        cli=CliFlag("--metrics-address", 'serve /metrics, /healthz, /readyz here; "" turns it off', "HOST:PORT"),
+        cli=CliFlag(
+            "--metrics-address",
+            'serve /metrics, /healthz, /readyz here; "" turns it off',
+            "HOST:PORT",
+        ),
     )
     # GPU memory/utilisation/temperature/power gauges; off where DCGM exporter runs
-    gpu_gauges: bool = setting("gpuGauges", BOOL, default=True, reload=Reload.RESTART, env="GPU_GAUGES")
+    gpu_gauges: bool = setting(
+        "gpuGauges", BOOL, default=True, reload=Reload.RESTART, env="GPU_GAUGES"
+    )
     log_format: str = setting(
         "logFormat",
         choice("text", "json"),
         default="text",
         reload=Reload.RESTART,
         env="LOG_FORMAT",
-        cli=CliFlag("--log-format", "how log lines are written: text or json (one object a line)", "text|json"),
+        cli=CliFlag(
+            "--log-format",
+            "how log lines are written: text or json (one object a line)",
+            "text|json",
+        ),
     )
     # node-feature-discovery features.d file to keep up to date; empty: off
     labels_file: str = setting(
@@ -113,7 +134,9 @@ class DaemonSettings:
         reload=Reload.AT_ONCE,
         env="LABELS_FILE",
         empty_means_off=True,
-        cli=CliFlag("--labels-file", "node-feature-discovery features.d file to keep current", "FILE"),
+        cli=CliFlag(
+            "--labels-file", "node-feature-discovery features.d file to keep current", "FILE"
+        ),
     )
     # how often MIG layouts and the GPU list are re-read
     rescan_interval_s: float = setting(
@@ -122,13 +145,21 @@ class DaemonSettings:
         default=60.0,
         reload=Reload.AT_ONCE,
         env="RESCAN_INTERVAL_SECONDS",
-        cli=CliFlag("--rescan-interval-s", "re-read the GPUs and MIG layouts every N seconds", "SECONDS"),
+        cli=CliFlag(
+            "--rescan-interval-s", "re-read the GPUs and MIG layouts every N seconds", "SECONDS"
+        ),
     )
     # Allocate sets GPU_DEVICE_PLUGIN_NICS (the allocated GPUs' close RDMA NICs)
-    nic_hints: bool = setting("nicHints", BOOL, default=False, reload=Reload.NEXT_RESERVE, env="NIC_HINTS")
+    nic_hints: bool = setting(
+        "nicHints", BOOL, default=False, reload=Reload.NEXT_RESERVE, env="NIC_HINTS"
+    )
     # parsed by device_plugin.config.health, with the DP_* env vars
     health: HealthConfig = setting(
-        "health", RAW_MAPPING, default_factory=HealthConfig, reload=Reload.RESTART, section_env=HEALTH_ENV_VARS
+        "health",
+        RAW_MAPPING,
+        default_factory=HealthConfig,
+        reload=Reload.RESTART,
+        section_env=HEALTH_ENV_VARS,
     )
     mode: str = setting(
         "mode",
@@ -138,7 +169,8 @@ class DaemonSettings:
         env="PLUGIN_MODE",
         cli=CliFlag(
             "--mode",
-            "device-plugin|dra; dra needs NODE_NAME (downward API) and an API server ($KUBECONFIG or the pod's "
+            "device-plugin|dra; dra needs NODE_NAME (downward API) and an API server ($KUBECONFIG "
+            "or the pod's "
             "service account)",
             "device-plugin|dra",
         ),
@@ -161,7 +193,8 @@ class DaemonSettings:
         env="OWN_DOMAIN",
         cli=CliFlag("--own-domain", "domain of our own labels and DRA attributes", "DOMAIN"),
     )
-    # per-instance: a socket name per pod (POD_UID), for maxSurge 1 on kubelets that track plugins by socket
+    # per-instance: a socket name per pod (POD_UID), for maxSurge 1 on kubelets that track plugins
+    # by socket
     socket_names: str = setting(
         "socketNames",
         choice(*SOCKET_NAMINGS),
@@ -170,7 +203,8 @@ class DaemonSettings:
         env="SOCKET_NAMES",
         cli=CliFlag(
             "--socket-names",
-            "how our sockets are named: fixed (nvidia-<name>.sock) or per-instance (nvidia-<name>-<POD_UID>.sock, "
+            "how our sockets are named: fixed (nvidia-<name>.sock) or per-instance "
+            "(nvidia-<name>-<POD_UID>.sock, "
             "for rolling updates with maxSurge 1 on kubelets with PR 135437, see docs/upgrade.md)",
             "fixed|per-instance",
         ),
@@ -181,10 +215,16 @@ class DaemonSettings:
         default=False,
         reload=Reload.RESTART,
         env="MEMORY_SHARES",
-        cli=CliFlag("--memory-shares", "DRA: whole GPUs shareable by memory (docs/sharing-dra.md)", "true|false"),
+        cli=CliFlag(
+            "--memory-shares",
+            "DRA: whole GPUs shareable by memory (docs/sharing-dra.md)",
+            "true|false",
+        ),
     )
-    shares: ShareSettings = section("shares", ShareSettings)  # their isolation (config/share_settings.py)
-    # DRA: the placement attributes of ours the slices carry; fewer cost the scheduler less (docs/dra.md)
+    # their isolation (config/share_settings.py)
+    shares: ShareSettings = section("shares", ShareSettings)
+    # DRA: the placement attributes of ours the slices carry; fewer cost the scheduler less
+    # (docs/dra.md)
     placement_hints: str = setting(
         "placementHints",
         choice(*PLACEMENT_HINTS),
@@ -192,7 +232,9 @@ class DaemonSettings:
         reload=Reload.RESTART,
         env="PLACEMENT_HINTS",
         cli=CliFlag(
-            "--placement-hints", "DRA: the placement attributes the slices carry (docs/dra.md)", "full|sets|none"
+            "--placement-hints",
+            "DRA: the placement attributes the slices carry (docs/dra.md)",
+            "full|sets|none",
         ),
     )
 
@@ -204,17 +246,24 @@ class Config:
     # NVIDIA's other top-level sections: set in the file only; a change re-serves every resource.
     # `resources`: per-model resource names, checked at load (config/resource_names.py), applied at
     # composition (allocation/resource_naming.py)
-    resources: Mapping[str, Any] = setting("resources", RESOURCES, reload=RESERVE, default_factory=_frozen)
-    # parsed by config/sharing.py, with flags.plugin.sharedDevicesAllocationPolicy as the default placement
-    sharing: SharingConfig = setting("sharing", RAW_MAPPING, reload=RESERVE, default_factory=SharingConfig)
+    resources: Mapping[str, Any] = setting(
+        "resources", RESOURCES, reload=RESERVE, default_factory=_frozen
+    )
+    # parsed by config/sharing.py, with flags.plugin.sharedDevicesAllocationPolicy as the default
+    # placement
+    sharing: SharingConfig = setting(
+        "sharing", RAW_MAPPING, reload=RESERVE, default_factory=SharingConfig
+    )
     imex: ImexConfig = section("imex", ImexConfig)
     daemon: DaemonSettings = section(OUR_SECTION, DaemonSettings)
     sources: tuple[str, ...] = ()  # where values came from, for the start-up log line
 
     def describe(self, limit: int = DESCRIBE_LIMIT) -> str:
-        """The effective config as one line of JSON, cut at `limit` characters (raw sections can be large)."""
+        """The effective config as one line of JSON, cut at `limit` characters (raw sections can be
+        large)."""
         plain = _plain(self)
-        plain["sharing"] = sharing_as_file(self.sharing)  # in the file's own keys, as an operator wrote it
+        # in the file's own keys, as an operator wrote it
+        plain["sharing"] = sharing_as_file(self.sharing)
         text = json.dumps(plain, sort_keys=True, separators=(",", ":"))
         if len(text) <= limit:
             return text
@@ -246,13 +295,17 @@ ALLOCATION_POLICY_PATH = "flags.plugin.sharedDevicesAllocationPolicy"
 # Every leaf key by dotted path. Sections (mappings of keys) are the prefixes that appear here.
 FIELDS: dict[str, Field] = {d.path: d.setting.kind for d in SETTINGS}
 ENV_FIELDS: dict[str, str] = {d.setting.env: d.path for d in SETTINGS if d.setting.env}
-# Every name a field is read from, in the order they are tried: ours (NVIDIA's main name), then its aliases.
+# Every name a field is read from, in the order they are tried: ours (NVIDIA's main name), then its
+# aliases.
 ENV_NAMES: dict[str, tuple[str, ...]] = {
     d.path: (d.setting.env, *d.setting.env_aliases) for d in SETTINGS if d.setting.env
 }
 # Set but empty still means something for these: "turn it off".
-EMPTY_MEANS_OFF_ENV = frozenset(d.setting.env for d in SETTINGS if d.setting.env and d.setting.empty_means_off)
-CLI_SETTINGS = tuple(d for d in SETTINGS if d.setting.cli is not None)  # config/arguments.py adds these flags
+EMPTY_MEANS_OFF_ENV = frozenset(
+    d.setting.env for d in SETTINGS if d.setting.env and d.setting.empty_means_off
+)
+# config/arguments.py adds these flags
+CLI_SETTINGS = tuple(d for d in SETTINGS if d.setting.cli is not None)
 _DEFAULTS = {d.path: d.default for d in SETTINGS}
 
 
@@ -264,7 +317,10 @@ def parse_config(
 ) -> Config:
     version = raw.get("version") or SUPPORTED_VERSION
     if version != SUPPORTED_VERSION:
-        raise ConfigError("version", f"unsupported version {short(version)}; only {SUPPORTED_VERSION!r} is accepted")
+        raise ConfigError(
+            "version",
+            f"unsupported version {short(version)}; only {SUPPORTED_VERSION!r} is accepted",
+        )
     not_a_config = kubernetes_object_message(raw) or helm_values_message(raw, TOP_LEVEL)
     if not_a_config is not None:
         raise ConfigError(FILE_FIELD, not_a_config)
@@ -282,11 +338,13 @@ def _parsed(path: str, values: Mapping[str, Any], env: Mapping[str, str]) -> Any
 
 
 def _build(cls: type, prefix: str, values: Mapping[str, Any], env: Mapping[str, str]) -> Any:
-    """The section's dataclass from the checked leaf values; unset keys keep their declared defaults."""
+    """The section's dataclass from the checked leaf values; unset keys keep their declared
+    defaults."""
     kw: dict[str, Any] = {}
     for f in fields(cls):
         if SECTION in f.metadata:
-            kw[f.name] = _build(f.default_factory, _join(prefix, f.metadata[SECTION]), values, env)  # type: ignore[arg-type]
+            where = _join(prefix, f.metadata[SECTION])
+            kw[f.name] = _build(f.default_factory, where, values, env)  # type: ignore[arg-type]
         elif SETTING in f.metadata:
             path = _join(prefix, f.metadata[SETTING].key)
             if path in PARSED_SECTIONS:

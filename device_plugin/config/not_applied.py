@@ -1,10 +1,12 @@
-"""Accepted but not applied: NVIDIA's fields this plugin takes (so an existing ConfigMap loads unchanged)
-and does nothing with, named in one warning whenever a config is taken, at start and on every reload.
+"""Accepted but not applied: NVIDIA's fields this plugin takes (so an existing ConfigMap loads
+unchanged) and does nothing with, named in one warning whenever a config is taken, at start and on
+every reload.
 
-Boundary: which set fields have no effect, from their declarations (config/declare.py not_applied: the
-values that do nothing here, e.g. `gdsEnabled: true`, a non-empty `resources`); the callers log the line
-(`run` at start, config/file_reload.py on a reload, the commands that show what `run` would serve).
-docs/migrating.md "Accepted but not applied" says, per field, what NVIDIA's plugin does with it.
+Boundary: which set fields have no effect, from their declarations (config/declare.py not_applied:
+the values that do nothing here, e.g. `gdsEnabled: true`, a non-empty `resources`); the callers log
+the line (`run` at start, config/file_reload.py on a reload, the commands that show what `run` would
+serve). docs/migrating.md "Accepted but not applied" says, per field, what NVIDIA's plugin does with
+it.
 """
 
 from __future__ import annotations

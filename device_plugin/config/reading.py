@@ -1,4 +1,5 @@
-"""Read the config file with limits, so a hostile or broken ConfigMap is refused fast and never hangs us.
+"""Read the config file with limits, so a hostile or broken ConfigMap is refused fast and never
+hangs us.
 
 Boundary: a path in, a plain mapping out (or ConfigError); what the keys mean is config.py's job.
 Limits, each reproduced by tests/adversarial/test_config_file_limits.py:
@@ -18,13 +19,21 @@ from device_plugin.core.bounded_yaml import FIELD, MAX_DEPTH, load_yaml_text
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short_path
 
-__all__ = ["FIELD", "MAX_CONFIG_BYTES", "MAX_DEPTH", "load_config_file", "load_yaml_text", "read_regular_file"]
+__all__ = [
+    "FIELD",
+    "MAX_CONFIG_BYTES",
+    "MAX_DEPTH",
+    "load_config_file",
+    "load_yaml_text",
+    "read_regular_file",
+]
 
 MAX_CONFIG_BYTES = 1024 * 1024
 
 
 def read_regular_file(path: Path, *, limit: int = MAX_CONFIG_BYTES, field: str = FIELD) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes; ConfigError otherwise, without blocking."""
+    """The bytes of a regular file of at most `limit` bytes; ConfigError otherwise, without
+    blocking."""
     hint = " (a ConfigMap holds at most 1 MiB)" if limit == MAX_CONFIG_BYTES else ""
     return bounded_file.read_regular_file(path, limit=limit, field=field, hint=hint)
 

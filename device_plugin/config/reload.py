@@ -1,10 +1,10 @@
 """What a hot reload does with each changed field, from the fields' declared reload classes.
 
 Boundary: compares two Config values and says what to do; the daemon does it (and logs). Classes
-(config/declare.py Reload): AT_ONCE fields are simply taken; RESERVE fields (NVIDIA's `flags` and the
-sections `resources`, `sharing` and `imex`) make every resource be served afresh; RESTART fields keep their
-running value until the plugin restarts; NEXT_RESERVE and START_ONLY fields are taken into the config
-without any action of their own.
+(config/declare.py Reload): AT_ONCE fields are simply taken; RESERVE fields (NVIDIA's `flags` and
+the sections `resources`, `sharing` and `imex`) make every resource be served afresh; RESTART fields
+keep their running value until the plugin restarts; NEXT_RESERVE and START_ONLY fields are taken
+into the config without any action of their own.
 """
 
 from __future__ import annotations
@@ -17,14 +17,16 @@ from device_plugin.config.model import SETTINGS, Config
 
 
 def serving_settings(config: Config) -> tuple[object, ...]:
-    """The parts of the config that decide what is served and how: a change re-serves every resource."""
+    """The parts of the config that decide what is served and how: a change re-serves every
+    resource."""
     return tuple(get(config, d.attrs) for d in SETTINGS if d.setting.reload is Reload.RESERVE)
 
 
 @dataclass(frozen=True)
 class RestartOnly:
     config: Config  # the loaded config with every RESTART field kept at its running value
-    changed: tuple[str, ...]  # dotted paths of the RESTART fields whose loaded value differs, in declaration order
+    # dotted paths of the RESTART fields whose loaded value differs, in declaration order
+    changed: tuple[str, ...]
 
 
 def keep_restart_only(running: Config, loaded: Config) -> RestartOnly:

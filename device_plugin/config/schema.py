@@ -1,4 +1,5 @@
-"""What a config value may be: the checks (file value) and text parsers (env/CLI) a declaration names.
+"""What a config value may be: the checks (file value) and text parsers (env/CLI) a declaration
+names.
 
 NVIDIA's `version: v1` keys are accepted as they are, so an existing ConfigMap works unchanged. Our
 own settings live in a separate top-level section, `gpuDevicePlugin`, so they never collide with a
@@ -66,7 +67,8 @@ def _text(field: str, text: str) -> str:
 
 
 def _host_dir(field: str, value: Any) -> str:
-    # Device paths handed to the kubelet are built under it: empty or relative would make them relative.
+    # Device paths handed to the kubelet are built under it: empty or relative would make them
+    # relative.
     text = _str(field, value)
     if not text.startswith("/"):
         raise ConfigError(field, f"must be an absolute path on the host, got {short(text)}")
@@ -92,10 +94,15 @@ def _choice(*choices: str) -> Field:
 def _strategy_list(field: str, value: Any) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not items:
-        raise ConfigError(field, f"must be a strategy or a non-empty list of them, got {short(value)}")
+        raise ConfigError(
+            field, f"must be a strategy or a non-empty list of them, got {short(value)}"
+        )
     for item in items:
         if item not in DEVICE_LIST_STRATEGIES:
-            raise ConfigError(field, f"unknown strategy {short(item)}; choose from {', '.join(DEVICE_LIST_STRATEGIES)}")
+            raise ConfigError(
+                field,
+                f"unknown strategy {short(item)}; choose from {', '.join(DEVICE_LIST_STRATEGIES)}",
+            )
     if len(set(items)) != len(items):
         raise ConfigError(field, f"lists a strategy twice: {short(items)}")
     return tuple(items)
@@ -108,30 +115,38 @@ def _strategy_text(field: str, text: str) -> list[str]:
 
 
 def _dns_subdomain(field: str, value: Any) -> str:
-    # A DRA driver name is a DNS subdomain (it prefixes attribute names and names the kubelet socket dir).
+    # A DRA driver name is a DNS subdomain (it prefixes attribute names and names the kubelet socket
+    # dir).
     if not isinstance(value, str) or len(value) > 63 or not _DNS_SUBDOMAIN.match(value):
         raise ConfigError(
-            field, f"must be a DNS subdomain of at most 63 characters (e.g. gpu.example.com), got {short(value)}"
+            field,
+            "must be a DNS subdomain of at most 63 characters (e.g. gpu.example.com), got "
+            f"{short(value)}",
         )
     return value
 
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 MODES = ("device-plugin", "dra")  # one node runs one: both would hand out the same GPU twice
-# gpuDevicePlugin.socketNames: NVIDIA's one name per resource, or one per plugin pod (rolling updates)
+# gpuDevicePlugin.socketNames: NVIDIA's one name per resource, or one per plugin pod (rolling
+# updates)
 FIXED_SOCKET_NAMES, PER_INSTANCE_SOCKET_NAMES = "fixed", "per-instance"
 SOCKET_NAMINGS = (FIXED_SOCKET_NAMES, PER_INSTANCE_SOCKET_NAMES)
-PLACEMENT_HINTS = ("full", "sets", "none")  # DRA: which of our placement attributes the slices carry
-DEFAULT_DRA_DRIVER_NAME = f"gpu.{OWN_DOMAIN}"  # ours, so our attributes never read as NVIDIA driver's
+# DRA: which of our placement attributes the slices carry
+PLACEMENT_HINTS = ("full", "sets", "none")
+# ours, so our attributes never read as NVIDIA driver's
+DEFAULT_DRA_DRIVER_NAME = f"gpu.{OWN_DOMAIN}"
 
 
 def _own_domain(field: str, value: Any) -> str:
-    # Our labels and attributes go under this domain; one that NVIDIA or Kubernetes owns would make our
-    # names read as theirs (core/names.py), so those domains and their subdomains are refused.
+    # Our labels and attributes go under this domain; one that NVIDIA or Kubernetes owns would make
+    # our names read as theirs (core/names.py), so those domains and their subdomains are refused.
     checked = _dns_subdomain(field, value)
     owner = foreign_owner(checked)
     if owner is not None:
-        raise ConfigError(field, f"{checked!r} is under {owner}, whose names are not ours; use a domain you own")
+        raise ConfigError(
+            field, f"{checked!r} is under {owner}, whose names are not ours; use a domain you own"
+        )
     return checked
 
 
@@ -147,7 +162,8 @@ def _no_text(field: str, text: str) -> Any:
 
 @dataclass(frozen=True)
 class Seconds:
-    """A duration with a documented range (README, "Configuration"); NaN, infinities and booleans refused.
+    """A duration with a documented range (README, "Configuration"); NaN, infinities and booleans
+    refused.
 
     The ranges keep every loop and wait sane: a tiny interval would spin a core, a huge one would
     overflow a timer or stop a thread for good.
@@ -157,10 +173,17 @@ class Seconds:
     high_s: float
 
     def check(self, field: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
             raise ConfigError(field, f"must be a finite number of seconds, got {short(value)}")
         if not self.low_s <= value <= self.high_s:
-            raise ConfigError(field, f"must be between {self.low_s:g} and {self.high_s:g} seconds, got {short(value)}")
+            raise ConfigError(
+                field,
+                f"must be between {self.low_s:g} and {self.high_s:g} seconds, got {short(value)}",
+            )
         return float(value)
 
     def from_text(self, field: str, text: str) -> float:
@@ -187,7 +210,9 @@ STRATEGY_LIST = Field(_strategy_list, _strategy_text)
 DNS_SUBDOMAIN = Field(_dns_subdomain, _dns_subdomain)
 OWN_DOMAIN_NAME = Field(_own_domain, _own_domain)
 RAW_MAPPING = Field(_mapping, _no_text)  # a section another parser reads (config/health.py)
-FROZEN_MAPPING = Field(lambda field, value: MappingProxyType(dict(_mapping(field, value))), _no_text)
+FROZEN_MAPPING = Field(
+    lambda field, value: MappingProxyType(dict(_mapping(field, value))), _no_text
+)
 choice = _choice
 no_text = _no_text  # a section's kind: set in the file only
 

@@ -1,10 +1,11 @@
 """Shape checks for the config section `resources`, kept in its validated raw shape.
 
 They follow NVIDIA's v1 schema so existing files load; what each section *means* is decided by its
-consumer. Checked here: known keys only, types, and the rules NVIDIA enforces at load time (non-empty
-names). Errors name the field by dotted path with list positions, e.g. `resources.gpus[0].name`.
-RESOURCES is the section's declared kind (config/model.py); `sharing` is parsed, and checked, once, by
-config/sharing.py; `imex` is a section of declared settings (config/imex.py).
+consumer. Checked here: known keys only, types, and the rules NVIDIA enforces at load time
+(non-empty names). Errors name the field by dotted path with list positions, e.g.
+`resources.gpus[0].name`. RESOURCES is the section's declared kind (config/model.py); `sharing` is
+parsed, and checked, once, by config/sharing.py; `imex` is a section of declared settings
+(config/imex.py).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ def _mapping(field: str, value: Any, allowed: tuple[str, ...]) -> dict[str, Any]
         raise ConfigError(field, f"must be a mapping, got {short(value)}")
     for key in value:
         if key not in allowed:
-            raise ConfigError(f"{field}.{key}", unknown_key(f"{field}.{key}", [f"{field}.{a}" for a in allowed]))
+            raise ConfigError(
+                f"{field}.{key}", unknown_key(f"{field}.{key}", [f"{field}.{a}" for a in allowed])
+            )
     return value
 
 
@@ -38,7 +41,9 @@ def _list(field: str, value: Any, *, non_empty: bool = False) -> list[Any]:
 
 
 def _type(field: str, value: Any, kind: type) -> None:
-    if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
+    if value is not None and (
+        not isinstance(value, kind) or (kind is int and isinstance(value, bool))
+    ):
         raise ConfigError(field, f"must be {kind.__name__}, got {short(value)}")
 
 
@@ -54,8 +59,11 @@ def check_resources(value: Any) -> dict[str, Any]:
             _mapping(where, entry, ("pattern", "name"))
             for key in ("pattern", "name"):
                 if not isinstance(entry.get(key), str) or not entry[key]:
-                    raise ConfigError(f"{where}.{key}", "is required and must be a non-empty string")
-    parse_resource_naming(section)  # the names and patterns, checked at load (config/resource_names.py)
+                    raise ConfigError(
+                        f"{where}.{key}", "is required and must be a non-empty string"
+                    )
+    # the names and patterns, checked at load (config/resource_names.py)
+    parse_resource_naming(section)
     return section
 
 

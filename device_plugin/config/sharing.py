@@ -1,9 +1,11 @@
-"""Parse and validate the `sharing` section of a `version: v1` config (NVIDIA's format, plus our options).
+"""Parse and validate the `sharing` section of a `version: v1` config (NVIDIA's format, plus our
+options).
 
 Boundary: a plain mapping (already loaded from YAML/JSON; checked here and only here) in, a
-frozen SharingConfig out, or a ConfigError naming the dotted field. Runs when the config loads, so it
-knows no GPUs: a `devices` entry naming a GPU by index or UUID is kept as written, and timeslice/config.py
-resolves it against the node's GPUs at build time (index exists, UUID on this node, nothing twice).
+frozen SharingConfig out, or a ConfigError naming the dotted field. Runs when the config loads, so
+it knows no GPUs: a `devices` entry naming a GPU by index or UUID is kept as written, and
+timeslice/config.py resolves it against the node's GPUs at build time (index exists, UUID on this
+node, nothing twice).
 
 NVIDIA keys (sharing.timeSlicing): renameByDefault, failRequestsGreaterThanOne, resources[] of
 {name, replicas, rename, devices}. Unlike NVIDIA's plugin, `rename` and `devices` take effect.
@@ -36,18 +38,35 @@ from device_plugin.core.short_text import short
 
 ROOT = "sharing"
 MPS_NOT_SUPPORTED = (
-    "MPS is not supported in device-plugin mode: it runs no MPS control daemon, and advertising MPS replicas "
-    "without one would be time-slicing under another name. DRA mode offers MPS as the per-process isolation "
-    "of memory shares (gpuDevicePlugin.memoryShares, shares.isolation: per-process; docs/sharing-dra.md). "
+    "MPS is not supported in device-plugin mode: it runs no MPS control daemon, and advertising "
+    "MPS replicas "
+    "without one would be time-slicing under another name. DRA mode offers MPS as the per-process "
+    "isolation "
+    "of memory shares (gpuDevicePlugin.memoryShares, shares.isolation: per-process; "
+    "docs/sharing-dra.md). "
     "Here, use sharing.timeSlicing (no memory or fault isolation) or MIG for isolation."
 )
 
 # Documented ranges (docs/configuration.md). The kubelet keeps every replica in memory and in its
-# checkpoint, so more than 1024 is a typo; and no node has more GPUs than a `devices: <count>` may name.
+# checkpoint, so more than 1024 is a typo; and no node has more GPUs than a `devices: <count>` may
+# name.
 MAX_REPLICAS = 1024
 MAX_DEVICE_COUNT = 1024
-_TOP_KEYS = ("renameByDefault", "failRequestsGreaterThanOne", "requireDistinctGPUs", "allocationPolicy", "resources")
-_RESOURCE_KEYS = ("name", "replicas", "rename", "devices", "requireDistinctGPUs", "allocationPolicy")
+_TOP_KEYS = (
+    "renameByDefault",
+    "failRequestsGreaterThanOne",
+    "requireDistinctGPUs",
+    "allocationPolicy",
+    "resources",
+)
+_RESOURCE_KEYS = (
+    "name",
+    "replicas",
+    "rename",
+    "devices",
+    "requireDistinctGPUs",
+    "allocationPolicy",
+)
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DOMAIN_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*\Z")
 _NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
@@ -57,7 +76,8 @@ _MIG_INDEX_RE = re.compile(r"^[0-9]+:[0-9]+\Z")
 def parse_sharing_section(
     raw: Mapping[str, Any] | None, *, default_placement: Placement | str = Placement.DISTRIBUTED
 ) -> SharingConfig:
-    """Validate the `sharing` section. GPU indices and UUIDs in `devices` stay unresolved (see module doc).
+    """Validate the `sharing` section. GPU indices and UUIDs in `devices` stay unresolved (see
+    module doc).
 
     `default_placement` is what applies when the file names no allocationPolicy (the caller passes
     flags.plugin.sharedDevicesAllocationPolicy here, if it supports that flag).
@@ -86,9 +106,13 @@ def _parse_time_slicing(raw: Any, where: str, placement: Placement) -> TimeSlici
         placement = _placement(raw["allocationPolicy"], f"{where}.allocationPolicy")
     resources = raw.get("resources")
     if not isinstance(resources, list) or not resources:
-        raise ConfigError(f"{where}.resources", "must be a non-empty list of {name, replicas, ...} entries")
+        raise ConfigError(
+            f"{where}.resources", "must be a non-empty list of {name, replicas, ...} entries"
+        )
     specs = tuple(
-        _parse_resource(entry, f"{where}.resources[{i}]", rename_by_default, fail_gt_one, distinct, placement)
+        _parse_resource(
+            entry, f"{where}.resources[{i}]", rename_by_default, fail_gt_one, distinct, placement
+        )
         for i, entry in enumerate(resources)
     )
     _check_advertised_names(specs, [entry.get("rename") is not None for entry in resources])
@@ -110,12 +134,15 @@ def _parse_resource(
     if isinstance(replicas, bool) or not isinstance(replicas, int):
         raise ConfigError(f"{where}.replicas", f"must be an integer >= 2, got {short(replicas)}")
     if not 2 <= replicas <= MAX_REPLICAS:
-        raise ConfigError(f"{where}.replicas", f"must be between 2 and {MAX_REPLICAS}, got {replicas}")
+        raise ConfigError(
+            f"{where}.replicas", f"must be between 2 and {MAX_REPLICAS}, got {replicas}"
+        )
     if raw.get("rename") is not None:
         advertised = _resource_name(raw["rename"], f"{where}.rename")
     else:
         advertised = name + SHARED_SUFFIX if rename_by_default else name
-        _check_name_part(advertised, f"{where}.name")  # ".shared" can push a long name past 63 characters
+        # ".shared" can push a long name past 63 characters
+        _check_name_part(advertised, f"{where}.name")
     return SharedResourceSpec(
         field=where,
         name=name,
@@ -139,37 +166,55 @@ def _parse_devices(raw: Any, where: str, name: str) -> DeviceSelection:
         return DeviceSelection(where, SelectionKind.COUNT, count=raw)
     if not isinstance(raw, list) or not raw:
         raise ConfigError(
-            where, f'must be "all", a positive count, or a non-empty list of GPUs/MIG UUIDs; got {short(raw)}'
+            where,
+            'must be "all", a positive count, or a non-empty list of GPUs/MIG UUIDs; got '
+            f"{short(raw)}",
         )
     entries: list[SelectionEntry] = []
     for i, item in enumerate(raw):
         field = f"{where}[{i}]"
-        text = str(item).strip() if isinstance(item, int | str) and not isinstance(item, bool) else None
+        text = (
+            str(item).strip()
+            if isinstance(item, int | str) and not isinstance(item, bool)
+            else None
+        )
         if not text:
-            raise ConfigError(field, f"must be a GPU index, a GPU UUID or a MIG UUID, got {short(item)}")
+            raise ConfigError(
+                field, f"must be a GPU index, a GPU UUID or a MIG UUID, got {short(item)}"
+            )
         if is_ascii_digits(text):
-            entries.append(SelectionEntry(field, gpu_index=int(text)))  # on this node? checked at build time
+            # on this node? checked at build time
+            entries.append(SelectionEntry(field, gpu_index=int(text)))
         elif _MIG_INDEX_RE.match(text):
             raise ConfigError(
-                field, f"MIG indices like {short(text)} are not supported; name the MIG device by its UUID"
+                field,
+                f"MIG indices like {short(text)} are not supported; name the MIG device by its "
+                "UUID",
             )
         elif text.startswith("MIG-"):
             if name == GPU_RESOURCE:
-                raise ConfigError(field, f"{text} is a MIG device; {GPU_RESOURCE} shares whole GPUs")
+                raise ConfigError(
+                    field, f"{text} is a MIG device; {GPU_RESOURCE} shares whole GPUs"
+                )
             entries.append(SelectionEntry(field, device_id=text))
         else:
-            entries.append(SelectionEntry(field, gpu_uuid=text))  # a GPU of this node? checked at build time
+            # a GPU of this node? checked at build time
+            entries.append(SelectionEntry(field, gpu_uuid=text))
     return DeviceSelection(where, SelectionKind.LIST, entries=tuple(entries))
 
 
-def _check_advertised_names(specs: Sequence[SharedResourceSpec], has_rename: Sequence[bool]) -> None:
+def _check_advertised_names(
+    specs: Sequence[SharedResourceSpec], has_rename: Sequence[bool]
+) -> None:
     """Two entries may share one source resource (disjoint devices), never one advertised name."""
     seen: dict[str, SharedResourceSpec] = {}
     for spec, renamed in zip(specs, has_rename, strict=True):
         first = seen.setdefault(spec.advertised_name, spec)
         if first is not spec:
             field = f"{spec.field}.rename" if renamed else f"{spec.field}.name"
-            raise ConfigError(field, f"{spec.advertised_name} is already advertised by {first.field}; rename one")
+            raise ConfigError(
+                field, f"{spec.advertised_name} is already advertised by {first.field}; rename one"
+            )
 
 
 def _shareable_name(raw: Any, where: str) -> str:
@@ -179,16 +224,20 @@ def _shareable_name(raw: Any, where: str) -> str:
     if not name.startswith(f"{NVIDIA_DOMAIN}/"):
         raise ConfigError(
             where,
-            f"only nvidia.com/ resources ({GPU_RESOURCE}, mig-<profile>, `resources` names) can be shared, "
+            f"only nvidia.com/ resources ({GPU_RESOURCE}, mig-<profile>, `resources` names) can be "
+            "shared, "
             f"got {short(name)}",
         )
     return name
 
 
 def _resource_name(raw: Any, where: str) -> str:
-    """An extended-resource name; a bare name gets the nvidia.com/ prefix (as NVIDIA's plugin does)."""
+    """An extended-resource name; a bare name gets the nvidia.com/ prefix (as NVIDIA's plugin
+    does)."""
     if not isinstance(raw, str) or not raw.strip():
-        raise ConfigError(where, f"must be a resource name such as {GPU_RESOURCE}, got {short(raw)}")
+        raise ConfigError(
+            where, f"must be a resource name such as {GPU_RESOURCE}, got {short(raw)}"
+        )
     text = raw.strip()
     domain, _, _ = text.rpartition("/")
     if not domain:
@@ -244,10 +293,11 @@ def _refuse_unknown(raw: Mapping[str, Any], where: str, known: Sequence[str]) ->
 
 
 def sharing_as_file(sharing: SharingConfig) -> dict[str, Any]:
-    """The parsed section in the file's keys, with defaults applied (for the effective-config log line).
+    """The parsed section in the file's keys, with defaults applied (for the effective-config log
+    line).
 
-    Parsing the result gives `sharing` back. A resource's allocationPolicy and requireDistinctGPUs are
-    written only where they differ from the top-level values, which they default to."""
+    Parsing the result gives `sharing` back. A resource's allocationPolicy and requireDistinctGPUs
+    are written only where they differ from the top-level values, which they default to."""
     ts = sharing.time_slicing
     if ts is None:
         return {}
@@ -277,4 +327,7 @@ def _devices_as_file(selection: DeviceSelection) -> Any:
         return "all"
     if selection.kind is SelectionKind.COUNT:
         return selection.count
-    return [e.gpu_index if e.gpu_index is not None else e.gpu_uuid or e.device_id for e in selection.entries]
+    return [
+        e.gpu_index if e.gpu_index is not None else e.gpu_uuid or e.device_id
+        for e in selection.entries
+    ]

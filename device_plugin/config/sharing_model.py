@@ -1,10 +1,11 @@
 """Value types of the `sharing` section (time-slicing), after parsing and validation.
 
-Boundary: plain frozen data. Parsing lives in config/sharing.py (when the config loads), resolving GPU
-entries against the node in timeslice/config.py, building replicas in timeslice/replicas.py. Placement is
-also the MIG policy's (mig/policy.py): one enum for flags.plugin.sharedDevicesAllocationPolicy. Every
-spec keeps the dotted config path it came from (`field`), so a fault found later (when the node's devices
-are known) still names the field the operator has to fix.
+Boundary: plain frozen data. Parsing lives in config/sharing.py (when the config loads), resolving
+GPU entries against the node in timeslice/config.py, building replicas in timeslice/replicas.py.
+Placement is also the MIG policy's (mig/policy.py): one enum for
+flags.plugin.sharedDevicesAllocationPolicy. Every spec keeps the dotted config path it came from
+(`field`), so a fault found later (when the node's devices are known) still names the field the
+operator has to fix.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ SHARED_SUFFIX = ".shared"  # renameByDefault appends it, as NVIDIA's plugin does
 
 
 class Placement(StrEnum):
-    """How a request's replicas (time-slicing) or MIG devices are spread over the devices and GPUs behind them."""
+    """How a request's replicas (time-slicing) or MIG devices are spread over the devices and GPUs
+    behind them."""
 
     DISTRIBUTED = "distributed"  # least-loaded devices first, one replica per device while possible
     PACKED = "packed"  # most-loaded devices first: keeps whole GPUs free for later requests
@@ -32,8 +34,9 @@ class SelectionKind(StrEnum):
 class SelectionEntry:
     """One element of a `devices` list: a physical GPU (by index or UUID) or a MIG UUID.
 
-    As loaded, a GPU is named as written (`gpu_index` or `gpu_uuid`); timeslice.config.resolve_sharing
-    checks both against the node and leaves every GPU as `gpu_index` (gpu_uuid None)."""
+    As loaded, a GPU is named as written (`gpu_index` or `gpu_uuid`);
+    timeslice.config.resolve_sharing checks both against the node and leaves every GPU as
+    `gpu_index` (gpu_uuid None)."""
 
     field: str  # e.g. "sharing.timeSlicing.resources[0].devices[2]"
     gpu_index: int | None = None
@@ -86,5 +89,6 @@ class SharingConfig:
 
     @property
     def strategy(self) -> str:
-        """The value NVIDIA's GFD publishes as `<resource>.sharing-strategy` for shared resources."""
+        """The value NVIDIA's GFD publishes as `<resource>.sharing-strategy` for shared
+        resources."""
         return "time-slicing" if self.time_slicing is not None else "none"

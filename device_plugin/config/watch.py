@@ -1,11 +1,12 @@
 """Watch the config file with watchdog and say when it may have changed.
 
-Kubernetes updates a mounted ConfigMap by swapping a `..data` symlink in the file's directory, so the
-watch covers the directory, but it reports only events that can change what the config path reads: the
-file's own name, `..data`, and the first part of the file's own symlink target when it points elsewhere in
-the folder. A log file or anything else written beside the config is not a reason to reload (one such file
-made the daemon rescan thousands of times). The node runtime's ConfigFileReload (config/file_reload.py)
-compares the content digest and ignores events that changed nothing.
+Kubernetes updates a mounted ConfigMap by swapping a `..data` symlink in the file's directory, so
+the watch covers the directory, but it reports only events that can change what the config path
+reads: the file's own name, `..data`, and the first part of the file's own symlink target when it
+points elsewhere in the folder. A log file or anything else written beside the config is not a
+reason to reload (one such file made the daemon rescan thousands of times). The node runtime's
+ConfigFileReload (config/file_reload.py) compares the content digest and ignores events that changed
+nothing.
 """
 
 from __future__ import annotations
@@ -57,13 +58,17 @@ class ConfigFileWatch:
         self._path = path.absolute()
         self._observer = Observer()
         self._observer.daemon = True
-        # The directory as mounted, not resolved: a ConfigMap's file resolves into a `..<timestamp>` folder
-        # that the kubelet deletes at the next update, which would end the watch.
-        self._observer.schedule(_Handler(self._path, on_change), str(self._path.parent), recursive=False)
+        # The directory as mounted, not resolved: a ConfigMap's file resolves into a `..<timestamp>`
+        # folder that the kubelet deletes at the next update, which would end the watch.
+        self._observer.schedule(
+            _Handler(self._path, on_change), str(self._path.parent), recursive=False
+        )
 
     def start(self) -> None:
         self._observer.start()
-        log.info("watching %s for changes (valid changes are applied without a restart)", self._path)
+        log.info(
+            "watching %s for changes (valid changes are applied without a restart)", self._path
+        )
 
     def stop(self) -> None:
         self._observer.stop()

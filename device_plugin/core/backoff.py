@@ -1,9 +1,11 @@
-"""Exponential backoff, written once: the schedule of delays a retry loop waits between failed attempts.
+"""Exponential backoff, written once: the schedule of delays a retry loop waits between failed
+attempts.
 
 Users: the kubelet lifecycle (Register and failed serving generations, kubelet/), the health watcher
-(reopening a failed NVML event watch, health/watcher.py) and the DRA slice publisher and its watch (API
-server outages, dra_helper/api/publisher.py and slice_watch.py). Each owns a `BackoffDelays` for one run
-of failures and resets it after a success. Pure arithmetic: no clock, no sleeping; the caller waits.
+(reopening a failed NVML event watch, health/watcher.py) and the DRA slice publisher and its watch
+(API server outages, dra_helper/api/publisher.py and slice_watch.py). Each owns a `BackoffDelays`
+for one run of failures and resets it after a success. Pure arithmetic: no clock, no sleeping; the
+caller waits.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ class Backoff:
 
 
 class BackoffDelays:
-    """One retry loop's schedule: next() is the delay before the next attempt; reset() after a success."""
+    """One retry loop's schedule: next() is the delay before the next attempt; reset() after a
+    success."""
 
     def __init__(self, backoff: Backoff) -> None:
         self._backoff = backoff

@@ -1,11 +1,14 @@
-"""Read a file with limits, so a hostile or broken path is refused fast and never hangs or fills memory.
+"""Read a file with limits, so a hostile or broken path is refused fast and never hangs or fills
+memory.
 
-Boundary: a path in, bytes out (or ConfigError naming the caller's field); what the bytes mean is the
-caller's. The one bounded reader: the config file (config/reading.py), the DRA checkpoint
+Boundary: a path in, bytes out (or ConfigError naming the caller's field); what the bytes mean is
+the caller's. The one bounded reader: the config file (config/reading.py), the DRA checkpoint
 (core/bounded_json.py), machine descriptions and the NIC sysfs attributes (nvml/) use it. Limits:
 - a regular file only, opened with O_NONBLOCK and checked with fstat before any read: a FIFO or a
-  device (/dev/zero) at the path, also behind a symbolic link, is refused at once instead of blocking;
-- at most `limit` bytes, read as at most that plus one byte (so "exactly the limit" is told from "over").
+  device (/dev/zero) at the path, also behind a symbolic link, is refused at once instead of
+  blocking;
+- at most `limit` bytes, read as at most that plus one byte (so "exactly the limit" is told from
+  "over").
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from device_plugin.core.short_text import short_path
 
 
 def read_regular_file(path: Path, *, limit: int, field: str, hint: str = "") -> bytes:
-    """The bytes of a regular file of at most `limit` bytes; ConfigError(field) otherwise, without blocking.
-    `hint` follows the size refusal (why the limit is what it is)."""
+    """The bytes of a regular file of at most `limit` bytes; ConfigError(field) otherwise, without
+    blocking. `hint` follows the size refusal (why the limit is what it is)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as error:

@@ -1,4 +1,5 @@
-"""Parse YAML (and JSON) text with limits, so a hostile or broken document is refused fast and clearly.
+"""Parse YAML (and JSON) text with limits, so a hostile or broken document is refused fast and
+clearly.
 
 Boundary: text in, plain values out (or ConfigError naming the path inside the document); the only
 module that imports PyYAML. Users: the config file (config/reading.py) and machine descriptions
@@ -8,7 +9,8 @@ module that imports PyYAML. Users: the config file (config/reading.py) and machi
   before any node is built;
 - at most MAX_DEPTH levels of nesting, checked on the parser's events (the parser is iterative;
   PyYAML's composer is recursive, so 1,000 levels would end in a RecursionError);
-- no duplicate keys (YAML says a key is unique; PyYAML silently keeps the last one), named with path.
+- no duplicate keys (YAML says a key is unique; PyYAML silently keeps the last one), named with
+  path.
 """
 
 from __future__ import annotations
@@ -33,10 +35,16 @@ class _Refused(Exception):
 
 
 def load_yaml_text(
-    text: str, *, source: str = "<text>", field: str = FIELD, kind: str = "YAML/JSON", quote: bool = True
+    text: str,
+    *,
+    source: str = "<text>",
+    field: str = FIELD,
+    kind: str = "YAML/JSON",
+    quote: bool = True,
 ) -> Any:
-    """YAML/JSON text as plain values, within the limits above; ConfigError names the path inside the
-    document, else `field`. `source` names the text in messages (quoted and cut unless quote=False)."""
+    """YAML/JSON text as plain values, within the limits above; ConfigError names the path inside
+    the document, else `field`. `source` names the text in messages (quoted and cut unless
+    quote=False)."""
     named = short(source) if quote else source
     try:
         _check_events(text, field)
@@ -47,9 +55,13 @@ def load_yaml_text(
         mark = error.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = error.problem or error.context or "invalid"
-        raise ConfigError(field, f"{named} is not valid {kind}: {one_line(problem, 120)}{where}") from None
+        raise ConfigError(
+            field, f"{named} is not valid {kind}: {one_line(problem, 120)}{where}"
+        ) from None
     except yaml.YAMLError as error:
-        raise ConfigError(field, f"{named} is not valid {kind}: {one_line(str(error), 120)}") from None
+        raise ConfigError(
+            field, f"{named} is not valid {kind}: {one_line(str(error), 120)}"
+        ) from None
 
 
 class _Level:
@@ -59,12 +71,14 @@ class _Level:
         self.path = path
         self.is_mapping = is_mapping
         self.keys: set[str] = set()
-        self.key: str | None = None  # mapping: the key whose value comes next; None: a key comes next
+        # mapping: the key whose value comes next; None: a key comes next
+        self.key: str | None = None
         self.index = 0  # sequence: the position of the next item
 
 
 def _check_events(text: str, field: str) -> None:
-    """Refuse anchors, aliases, merge keys, complex keys, duplicate keys and deep nesting, in one pass."""
+    """Refuse anchors, aliases, merge keys, complex keys, duplicate keys and deep nesting, in one
+    pass."""
     stack: list[_Level] = []
     for event in yaml.parse(text, Loader=_BaseLoader):
         if isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
@@ -79,7 +93,10 @@ def _check_events(text: str, field: str) -> None:
             continue
         path = _child_path(parent)
         if isinstance(event, yaml.AliasEvent) or event.anchor is not None:
-            raise ConfigError(path or field, "YAML anchors and aliases (&, *) are not accepted; write the value out")
+            raise ConfigError(
+                path or field,
+                "YAML anchors and aliases (&, *) are not accepted; write the value out",
+            )
         if isinstance(event, yaml.ScalarEvent):
             _done(stack)
             continue
@@ -91,7 +108,9 @@ def _check_events(text: str, field: str) -> None:
 def _take_key(level: _Level, event: yaml.Event, field: str) -> None:
     where = level.path or field
     if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-        raise ConfigError(where, "YAML anchors and aliases (&, *) are not accepted; write the value out")
+        raise ConfigError(
+            where, "YAML anchors and aliases (&, *) are not accepted; write the value out"
+        )
     if not isinstance(event, yaml.ScalarEvent):
         raise ConfigError(where, "a key must be a plain string, not a list or a mapping")
     if event.value == "<<" and event.implicit[0]:
@@ -127,7 +146,8 @@ def _done(stack: list[_Level]) -> None:
 
 
 class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """Safe loading plus a second duplicate check on the built keys (`1` and `01` are the same key)."""
+    """Safe loading plus a second duplicate check on the built keys (`1` and `01` are the same
+    key)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()

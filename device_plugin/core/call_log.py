@@ -1,9 +1,11 @@
-"""One INFO line per kubelet call (Allocate, GetPreferredAllocation, NodePrepareResources, ...), rate-limited.
+"""One INFO line per kubelet call (Allocate, GetPreferredAllocation, NodePrepareResources, ...),
+rate-limited.
 
 An operator must see what was handed out without DEBUG, but a storm of calls (a crash-looping pod, a
-kubelet retrying) must not flood the log. A token bucket: `burst` lines at once, then `per_s` a second;
-the lines held back are counted, and the next line that goes out says how many were held back and over
-how long. Thread-safe; the clock is injected for the tests. Used by both modes, one instance per caller.
+kubelet retrying) must not flood the log. A token bucket: `burst` lines at once, then `per_s` a
+second; the lines held back are counted, and the next line that goes out says how many were held
+back and over how long. Thread-safe; the clock is injected for the tests. Used by both modes, one
+instance per caller.
 """
 
 from __future__ import annotations

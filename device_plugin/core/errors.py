@@ -50,7 +50,9 @@ class MachineDescriptionError(ConfigError):
 class NvmlError(PluginError):
     """An NVML call failed; the message says which call, on which device, and NVML's reason."""
 
-    def __init__(self, call: str, message: str, *, device: str | None = None, code: int | None = None) -> None:
+    def __init__(
+        self, call: str, message: str, *, device: str | None = None, code: int | None = None
+    ) -> None:
         where = f" on {device}" if device else ""
         super().__init__(f"NVML {call}{where} failed: {message}")
         self.call = call

@@ -21,7 +21,9 @@ class DeviceId:
     replica: int | None = None  # None for a device that is not a replica
 
     def __str__(self) -> str:
-        return self.base if self.replica is None else f"{self.base}{REPLICA_SEPARATOR}{self.replica}"
+        return (
+            self.base if self.replica is None else f"{self.base}{REPLICA_SEPARATOR}{self.replica}"
+        )
 
 
 def format_replica_id(base: str, replica: int) -> str:

@@ -1,13 +1,14 @@
-"""The instance id of a daemon whose sockets are named per instance (socketNames: per-instance), one rule for
-both modes: the pod's UID, and in a socket name that UID or, where it would not fit, a short digest of it.
+"""The instance id of a daemon whose sockets are named per instance (socketNames: per-instance), one
+rule for both modes: the pod's UID, and in a socket name that UID or, where it would not fit, a
+short digest of it.
 
-The id is POD_UID (downward API metadata.uid), lowercased. Anything else is refused (ConfigError naming
-gpuDevicePlugin.socketNames): a made-up id would change at every restart, and the sockets of a crashed
-instance, which no newcomer may remove while it could still be served, would pile up. A unix socket path
-holds at most 108 bytes; where `<stem>-<uid><suffix>` would not fit, `<stem>-<12 hex digits of the UID's
-SHA-256><suffix>` is used instead (same pod, same name again; unique among a node's few pods). Both shapes
-are ours: OUR_ID matches exactly those, so another driver's or resource's socket that only starts like
-ours is never taken for one of our instances.
+The id is POD_UID (downward API metadata.uid), lowercased. Anything else is refused (ConfigError
+naming gpuDevicePlugin.socketNames): a made-up id would change at every restart, and the sockets of
+a crashed instance, which no newcomer may remove while it could still be served, would pile up. A
+unix socket path holds at most 108 bytes; where `<stem>-<uid><suffix>` would not fit, `<stem>-<12
+hex digits of the UID's SHA-256><suffix>` is used instead (same pod, same name again; unique among a
+node's few pods). Both shapes are ours: OUR_ID matches exactly those, so another driver's or
+resource's socket that only starts like ours is never taken for one of our instances.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def pod_uid(env: Mapping[str, str]) -> str:
         shown = f"{uid[:60]!r}" if uid else "unset"
         raise ConfigError(
             SOCKET_NAMES_FIELD,
-            f"per-instance needs POD_UID, the pod's UID (downward API fieldRef metadata.uid); it is {shown}",
+            "per-instance needs POD_UID, the pod's UID (downward API fieldRef metadata.uid); it "
+            f"is {shown}",
         )
     return uid
 

@@ -2,8 +2,9 @@
 
 The config declares the setting with these choices (config/flags.py), mig/strategy.py builds the
 resources each one advertises, the node labels write it as `nvidia.com/mig.strategy`, and the node
-runtime and the commands compare against it. What each strategy means is mig/strategy.py's docstring.
-A StrEnum: a member equals its wire string, so config values read as text compare equal to it.
+runtime and the commands compare against it. What each strategy means is mig/strategy.py's
+docstring. A StrEnum: a member equals its wire string, so config values read as text compare equal
+to it.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ PACKAGE = "gpu-device-plugin"
 
 
 def package_version() -> str:
-    """The installed distribution's version; "unknown" when run from a tree that was never installed."""
+    """The installed distribution's version; "unknown" when run from a tree that was never
+    installed."""
     try:
         return metadata.version(PACKAGE)
     except metadata.PackageNotFoundError:

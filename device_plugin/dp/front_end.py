@@ -1,15 +1,16 @@
-"""The device-plugin front-end: the node's resources, each served to the kubelet by its own PluginManager.
+"""The device-plugin front-end: the node's resources, each served to the kubelet by its own
+PluginManager.
 
 Boundary: implements node/front_end.py's FrontEnd over dp/composition.py (inventory + config -> the
-ResourceManagers) and dp_helper/lifecycle.py (one PluginManager per resource: gRPC server, registration,
-kubelet restarts). The runtime (node/runtime.py) owns everything else: the inventory, health, reloads,
-metrics, probes and labels.
+ResourceManagers) and dp_helper/lifecycle.py (one PluginManager per resource: gRPC server,
+registration, kubelet restarts). The runtime (node/runtime.py) owns everything else: the inventory,
+health, reloads, metrics, probes and labels.
 
 What apply() decides: the resources are composed first; if that fails (a changed config naming a GPU
-that is gone) nothing changes. Then the resources that changed or disappeared are stopped first (each
-sends an empty list, so no stale capacity stays) and the new ones are served and registered. After a
-hardware change, resources whose devices are the same keep serving untouched; after a change of a
-serving setting every resource is served afresh (its policy or Allocate answer may differ).
+that is gone) nothing changes. Then the resources that changed or disappeared are stopped first
+(each sends an empty list, so no stale capacity stays) and the new ones are served and registered.
+After a hardware change, resources whose devices are the same keep serving untouched; after a change
+of a serving setting every resource is served afresh (its policy or Allocate answer may differ).
 """
 
 from __future__ import annotations
@@ -27,7 +28,12 @@ from device_plugin.config.file_reload import ConfigLoader
 from device_plugin.config.model import Config
 from device_plugin.core.devices import DeviceListSnapshot
 from device_plugin.dp.composition import Node, compose_node, envvar_conflicts
-from device_plugin.dp.resource_reporting import decision_hook, label_options, record_replicas, resource_route
+from device_plugin.dp.resource_reporting import (
+    decision_hook,
+    label_options,
+    record_replicas,
+    resource_route,
+)
 from device_plugin.dp_helper.lifecycle import LifecycleTiming, PluginManager
 from device_plugin.dp_helper.plugin_dir import SocketNaming
 from device_plugin.health.state import HealthTransition
@@ -102,11 +108,15 @@ class DevicePluginFrontEnd:
         if self._node is None:  # the first: prepared here, served by start()
             for warning in envvar_conflicts(node, config):
                 log.warning("config: %s", warning)
-            # The directory and socket naming are read at start only (restart-only): later configs keep the first.
+            # The directory and socket naming are read at start only (restart-only): later configs
+            # keep the first.
             self._plugin_dir = config.daemon.device_plugin_dir
             self._naming = SocketNaming.of(config.daemon.socket_names, self._env)
             if self._naming.per_instance:
-                log.info("socket names per instance: id %s (gpuDevicePlugin.socketNames)", self._naming.instance)
+                log.info(
+                    "socket names per instance: id %s (gpuDevicePlugin.socketNames)",
+                    self._naming.instance,
+                )
             self._node = node
             record_replicas(context.metrics, node, node.resources)
             self._managers = {r.resource_name: self._manager_for(r) for r in node.resources}
@@ -131,7 +141,8 @@ class DevicePluginFrontEnd:
         return EndpointProbeResult(True, f"serving {len(served)} resources")
 
     def readiness(self) -> EndpointProbeResult:
-        for name, manager in sorted(self._managers.items()):  # the cause first: "unregistered" alone hides it
+        # the cause first: "unregistered" alone hides it
+        for name, manager in sorted(self._managers.items()):
             if waiting := manager.socket_taken():
                 return EndpointProbeResult(False, f"{name}: {waiting}")
         return registration_readiness(self._require_context().metrics.registration_snapshot)()
@@ -142,7 +153,8 @@ class DevicePluginFrontEnd:
             manager.start()
 
     def stop(self, timeout_s: float) -> bool:
-        """Every resource sends its empty list and stops, in parallel (SIGTERM: within one `timeout_s`)."""
+        """Every resource sends its empty list and stops, in parallel (SIGTERM: within one
+        `timeout_s`)."""
         return _stop_all(list(self._managers.values()), timeout_s)
 
     # ---- re-serving ----------------------------------------------------------------------------
@@ -153,13 +165,18 @@ class DevicePluginFrontEnd:
 
     def _manager_for(self, resource: ResourceManager) -> PluginManager:
         observer = self._require_context().metrics
-        return PluginManager(resource, self._plugin_dir, timing=self._timing, observer=observer, naming=self._naming)
+        return PluginManager(
+            resource, self._plugin_dir, timing=self._timing, observer=observer, naming=self._naming
+        )
 
     def _switch(self, node: Node, serving_changed: bool) -> None:
         context = self._require_context()
         before, after = self.node.layout(), node.layout()
-        # Hardware changed: resources with the same devices keep serving. Their settings changed: all afresh.
-        kept = {name for name, ids in after.items() if not serving_changed and before.get(name) == ids}
+        # Hardware changed: resources with the same devices keep serving. Their settings changed:
+        # all afresh.
+        kept = {
+            name for name, ids in after.items() if not serving_changed and before.get(name) == ids
+        }
         stopped = sorted(set(before) - kept)
         log.info(
             "re-serving: resources %s (was %s); stopping %s, keeping %s",
@@ -173,7 +190,9 @@ class DevicePluginFrontEnd:
         for name in sorted(set(before) - set(after)):
             context.metrics.forget_resource(name)
         old = {r.resource_name: r for r in self.node.resources}
-        resources = tuple(old[r.resource_name] if r.resource_name in kept else r for r in node.resources)
+        resources = tuple(
+            old[r.resource_name] if r.resource_name in kept else r for r in node.resources
+        )
         fresh = [r for r in resources if r.resource_name not in kept]
         self._node = replace(node, resources=resources)
         record_replicas(context.metrics, self._node, fresh)
@@ -185,12 +204,14 @@ class DevicePluginFrontEnd:
                 continue
             try:
                 manager.start()
-            except Exception:  # the others still serve; /healthz reports this one, so the pod is restarted
+            # the others still serve; /healthz reports this one, so the pod is restarted
+            except Exception:
                 log.exception("%s: cannot start serving", resource.resource_name)
 
 
 def _stop_all(managers: Iterable[PluginManager], timeout_s: float) -> bool:
-    """Stop managers in parallel, so N resources still stop within one `timeout_s`. False if one did not."""
+    """Stop managers in parallel, so N resources still stop within one `timeout_s`. False if one did
+    not."""
     deadline = time.monotonic() + timeout_s
     threads = [threading.Thread(target=m.stop, args=(timeout_s,), daemon=True) for m in managers]
     for thread in threads:

@@ -1,9 +1,9 @@
-"""What the device-plugin mode reports beyond the runtime's outputs: allocation quality, replicas, label inputs,
-and the health route to the resources served.
+"""What the device-plugin mode reports beyond the runtime's outputs: allocation quality, replicas,
+label inputs, and the health route to the resources served.
 
 Boundary: functions over a composed Node (dp/composition.py) and its ResourceManagers; the runtime's
-metrics and labels themselves are node/reporting.py's. MIG resources are told apart by the resource's own
-`is_mig` (set at composition), never by their names. No gRPC, no threads of its own.
+metrics and labels themselves are node/reporting.py's. MIG resources are told apart by the
+resource's own `is_mig` (set at composition), never by their names. No gRPC, no threads of its own.
 """
 
 from __future__ import annotations
@@ -17,13 +17,17 @@ from device_plugin.core.mig_strategy import MigStrategy
 from device_plugin.dp.composition import Node
 from device_plugin.health.state import HealthTransition
 from device_plugin.node.health_routing import HealthRoute
-from device_plugin.observability.labels import LabelOptions, MigResourceLabelInput, SharingLabelInput
+from device_plugin.observability.labels import (
+    LabelOptions,
+    MigResourceLabelInput,
+    SharingLabelInput,
+)
 from device_plugin.observability.metrics import PluginMetrics
 
 
 def resource_route(resources: Callable[[], Sequence[ResourceManager]]) -> HealthRoute:
-    """The device plugin's route: each resource served now (read at each transition, so a rebuild's swap
-    is seen) takes the transition; the names of those whose devices changed."""
+    """The device plugin's route: each resource served now (read at each transition, so a rebuild's
+    swap is seen) takes the transition; the names of those whose devices changed."""
 
     def route(transition: HealthTransition) -> list[str]:
         return [r.resource_name for r in resources() if r.on_health_transition(transition)]
@@ -31,7 +35,9 @@ def resource_route(resources: Callable[[], Sequence[ResourceManager]]) -> Health
     return route
 
 
-def decision_hook(metrics: Callable[[], PluginMetrics]) -> Callable[[str, AllocationDecision], None]:
+def decision_hook(
+    metrics: Callable[[], PluginMetrics],
+) -> Callable[[str, AllocationDecision], None]:
     """The allocation-quality hook composition gives each whole-GPU resource's policy."""
 
     def on_decision(resource: str, decision: AllocationDecision) -> None:
@@ -47,17 +53,22 @@ def decision_hook(metrics: Callable[[], PluginMetrics]) -> Callable[[str, Alloca
     return on_decision
 
 
-def record_replicas(metrics: PluginMetrics, node: Node, resources: Iterable[ResourceManager]) -> None:
-    """replica_info for the shared (time-sliced) resources among `resources`, and none for the others (a
-    reload may stop sharing a resource under the same name: its earlier replica series must go)."""
+def record_replicas(
+    metrics: PluginMetrics, node: Node, resources: Iterable[ResourceManager]
+) -> None:
+    """replica_info for the shared (time-sliced) resources among `resources`, and none for the
+    others (a reload may stop sharing a resource under the same name: its earlier replica series
+    must go)."""
     for resource in resources:
         shared = resource.resource_name in node.advertised.shared
-        metrics.record_replicas(resource.resource_name, resource.snapshot().devices if shared else (), node.gpus)
+        metrics.record_replicas(
+            resource.resource_name, resource.snapshot().devices if shared else (), node.gpus
+        )
 
 
 def label_options(node: Node, config: Config) -> LabelOptions:
-    """What the node labels need to know beyond the backend in device-plugin mode: sharing and the MIG
-    resources served."""
+    """What the node labels need to know beyond the backend in device-plugin mode: sharing and the
+    MIG resources served."""
     sharing = {
         name: SharingLabelInput(
             "time-slicing",
@@ -69,8 +80,8 @@ def label_options(node: Node, config: Config) -> LabelOptions:
     }
     mig_by_uuid = {d.uuid: d for devices in node.mig.devices_by_gpu.values() for d in devices}
     mig_resources = {}
-    # GFD's per-profile labels are for resources named by their MIG profile: migStrategy mixed. Under
-    # single, the MIG devices are nvidia.com/gpu and the gpu.* labels describe them.
+    # GFD's per-profile labels are for resources named by their MIG profile: migStrategy mixed.
+    # Under single, the MIG devices are nvidia.com/gpu and the gpu.* labels describe them.
     per_profile = config.flags.mig_strategy == MigStrategy.MIXED
     for resource in node.resources:
         if not (resource.is_mig and per_profile):

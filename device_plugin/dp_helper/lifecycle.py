@@ -1,4 +1,5 @@
-"""PluginManager: serve one resource on its own socket, keep it registered, survive kubelet restarts.
+"""PluginManager: serve one resource on its own socket, keep it registered, survive kubelet
+restarts.
 
 One manager serves one resource; the daemon holds one per resource and replaces only those whose
 devices or settings changed. Why not one manager for all: the kubelet treats each resource as its
@@ -8,9 +9,9 @@ another resource, and a partial re-serve is "stop that manager, start this one" 
 protocol. The cost is a directory watch and a control thread per resource (a node serves a
 handful); all sockets are served on the one process-wide loop (serving/event_loop.py).
 
-The state machine is drawn in lifecycle_state.py; the Register loop, and which kubelet.sock we registered
-with, are lifecycle_registration.py's. The control thread does the work of the state it is
-in; other threads only move the state, which ends whatever wait the control thread is in. Backoff
+The state machine is drawn in lifecycle_state.py; the Register loop, and which kubelet.sock we
+registered with, are lifecycle_registration.py's. The control thread does the work of the state it
+is in; other threads only move the state, which ends whatever wait the control thread is in. Backoff
 delays grow over consecutive failed generations. No file in the directory but our socket is ever
 touched (a path another process serves is waited for: serving/taken_socket.py); the directory
 (absolute from construction) is created at start if it can be, and after that only waited for.
@@ -49,7 +50,8 @@ log = logging.getLogger(__name__)
 S = State
 PATH_FREED = "the file that held our socket's path is gone or replaced; serving again"
 TAKEN_BY = {  # who else serves our socket's path, when one does (for the one ERROR)
-    "likely": "NVIDIA's device plugin, or a second copy of this plugin on the same --device-plugin-dir",
+    "likely": "NVIDIA's device plugin, or a second copy of this plugin on the same "
+    "--device-plugin-dir",
     "remedy": "Run one device plugin per node.",
 }
 
@@ -66,7 +68,8 @@ class PluginManager:
     ) -> None:
         self._resource = resource
         self._name = resource.resource_name
-        self._dir = Path(plugin_dir).absolute()  # relative to the start-up directory, never to a later one
+        # relative to the start-up directory, never to a later one
+        self._dir = Path(plugin_dir).absolute()
         self._timing = timing or LifecycleTiming()
         self._observer = observer
         self._kubelet_socket = self._dir / KUBELET_SOCKET_NAME
@@ -75,7 +78,8 @@ class PluginManager:
         self._served: Served | None = None
         self._naming = naming or SocketNaming()
         self._socket_path = self._dir / self._naming.socket_file(self._name, self._dir)
-        self._blocked_by: int | None = None  # inode of the file that kept us NOT_SERVING (lstat: links too)
+        # inode of the file that kept us NOT_SERVING (lstat: links too)
+        self._blocked_by: int | None = None
         self._registration = KubeletRegistration(
             self._name, self._kubelet_socket, self._machine, self._timing, self._notify
         )
@@ -83,7 +87,10 @@ class PluginManager:
         self._probe = SelfProbe(self._timing.probe_timeout_s, PROBE_MAX_AGE_S)
         self._taken = TakenSocket(self._name, self._socket_path, self._timing.backoff, **TAKEN_BY)
         self._watcher = KubeletWatcher(
-            self._dir, self._socket_path.name, self._on_dir_events, debounce_s=self._timing.debounce_s
+            self._dir,
+            self._socket_path.name,
+            self._on_dir_events,
+            debounce_s=self._timing.debounce_s,
         )
 
     # ---- public --------------------------------------------------------------------------------
@@ -93,12 +100,14 @@ class PluginManager:
         return self._registration.wait_for(count, timeout_s)
 
     def serving(self) -> tuple[bool, str]:
-        """Liveness: the control thread runs, our socket is still ours and the servicer answers on it."""
+        """Liveness: the control thread runs, our socket is still ours and the servicer answers on
+        it."""
         if self._thread is None or not self._thread.is_alive():
             return False, "plugin manager control loop is not running"
         with self._cond:
             served, state = self._served, self._machine.state
-        if state is S.SOCKET_TAKEN:  # alive and doing what it should; a restart would not help (/readyz is red)
+        # alive and doing what it should; a restart would not help (/readyz is red)
+        if state is S.SOCKET_TAKEN:
             return True, self._taken.waiting()
         if served is None:
             return False, f"not serving ({state.value})"
@@ -108,53 +117,70 @@ class PluginManager:
         return (True, f"serving {self._name}") if ok else (False, detail)
 
     def socket_taken(self) -> str:
-        """Why we wait instead of serving (another process serves our socket's path); "" when we do not."""
+        """Why we wait instead of serving (another process serves our socket's path); "" when we do
+        not."""
         return self._taken.waiting()
 
     def start(self) -> None:
         try:
             self._dir.mkdir(parents=True, exist_ok=True)
-        except OSError as error:  # not fatal: the control loop retries and the watch waits for the directory
+        # not fatal: the control loop retries and the watch waits for the directory
+        except OSError as error:
             log.warning("cannot create %s: %s; waiting for it", self._dir, describe_os_error(error))
         self._watcher.start()
-        self._thread = threading.Thread(target=self._control_loop, name=f"plugin-manager {self._name}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._control_loop, name=f"plugin-manager {self._name}", daemon=True
+        )
         self._thread.start()
 
     def stop(self, timeout_s: float = 4.0) -> None:
         """Empty list to the kubelet, stop serving, remove our socket. Bounded by `timeout_s`.
 
-        No empty list when another instance serves the resource (a rolling update): the kubelet keeps one
-        device set per resource name, so our empty list would take the newer instance's GPUs away."""
+        No empty list when another instance serves the resource (a rolling update): the kubelet
+        keeps one device set per resource name, so our empty list would take the newer instance's
+        GPUs away."""
         deadline = time.monotonic() + timeout_s
         siblings = self._naming.live_siblings(self._name, self._dir, self._socket_path.name)
         if siblings:
             others = ", ".join(siblings)
-            log.info("%s: %s served by another instance; leaving without the empty list", self._name, others)
+            log.info(
+                "%s: %s served by another instance; leaving without the empty list",
+                self._name,
+                others,
+            )
         else:
             self._resource.close()  # ListAndWatch streams send the empty list and end
         self._machine.move(S.STOPPING, "stop requested", expect=LIVE)
         self._watcher.stop()
         if self._thread is not None:
             self._thread.join(timeout=max(0.1, deadline - time.monotonic()))
-        removed = self._stop_server(grace_s=min(self._timing.stop_grace_s, max(0.0, deadline - time.monotonic())))
+        removed = self._stop_server(
+            grace_s=min(self._timing.stop_grace_s, max(0.0, deadline - time.monotonic()))
+        )
         if siblings:  # only now: nothing streams any more, so no empty list goes out
             self._resource.close()
         self._probe.close()
         self._machine.move(S.STOPPED, "server stopped", expect=S.STOPPING)
         if removed:
             log.info("%s: stopped; removed our socket %s", self._name, self._socket_path)
-        else:  # never served (another process held the path), or the socket was already gone or replaced
+        # never served (another process held the path), or the socket was already gone or replaced
+        else:
             log.info("%s: stopped; no socket of ours to remove in %s", self._name, self._dir)
 
     # ---- events (watch thread, serving loop) ---------------------------------------------------
 
     def _on_dir_events(self, events: DirectoryEvents) -> None:
         with self._cond:
-            if events.kubelet_socket_created and not self._registration.knows(identity(self._kubelet_socket)):
+            if events.kubelet_socket_created and not self._registration.knows(
+                identity(self._kubelet_socket)
+            ):
                 if self._registration.ever_registered:
                     self._notify("kubelet_restart_seen")
-                    self._machine.move(S.RESTARTING, "kubelet.sock was created (kubelet restart)", expect=LIVE)
-                elif self._machine.state is S.UNREGISTERED:  # the first kubelet: register now, nothing to re-serve
+                    self._machine.move(
+                        S.RESTARTING, "kubelet.sock was created (kubelet restart)", expect=LIVE
+                    )
+                # the first kubelet: register now, nothing to re-serve
+                elif self._machine.state is S.UNREGISTERED:
                     self._machine.nudge()
             # At once, not at the next poll: a Register under way would send the kubelet to a socket
             # that no longer exists and block for its whole dial timeout.
@@ -167,7 +193,9 @@ class PluginManager:
         with self._cond:
             if self._served is not None and self._served.servicer is servicer:
                 expect = (S.REGISTERING, S.REGISTERED)
-                self._machine.move(S.STREAM_LOST, "the kubelet ended a ListAndWatch stream", expect=expect)
+                self._machine.move(
+                    S.STREAM_LOST, "the kubelet ended a ListAndWatch stream", expect=expect
+                )
 
     def _notify(self, method: str, *args: str) -> None:
         try:
@@ -195,21 +223,32 @@ class PluginManager:
             previous = state
             try:
                 work[state](state)
-            except DirectoryUnusable as error:  # missing or unwritable: the kubelet may (re)create it
+            # missing or unwritable: the kubelet may (re)create it
+            except DirectoryUnusable as error:
                 self._stop_server(grace_s=0.0)
                 reason = f"cannot serve: {error.strerror}"
-                self._machine.back_off(S.WAITING_FOR_DIRECTORY, next(failures), reason, expect=S.RESTARTING)
-            except Exception:  # a bug or an OS error must not leave the daemon half-alive: start over
+                self._machine.back_off(
+                    S.WAITING_FOR_DIRECTORY, next(failures), reason, expect=S.RESTARTING
+                )
+            # a bug or an OS error must not leave the daemon half-alive: start over
+            except Exception:
                 log.exception("%s: serving failed in state %s", self._name, state.value)
-                self._machine.back_off(S.FAILED, next(failures), "unexpected error (logged above)", expect=LIVE)
+                self._machine.back_off(
+                    S.FAILED, next(failures), "unexpected error (logged above)", expect=LIVE
+                )
 
     def _serve_afresh(self, state: State) -> None:
         self._stop_server(grace_s=self._timing.stop_grace_s)
         self._notify("registration_state", self._name, "unregistered")
-        if self._taken.taken():  # never bind over another live server: the two would replace each other for ever
-            self._machine.move(S.SOCKET_TAKEN, "another process serves our socket's path", expect=state)
+        # never bind over another live server: the two would replace each other for ever
+        if self._taken.taken():
+            self._machine.move(
+                S.SOCKET_TAKEN, "another process serves our socket's path", expect=state
+            )
             return
-        served = serve(self._dir, self._socket_path.name, self._resource, self._on_stream_ended, self._observer)
+        served = serve(
+            self._dir, self._socket_path.name, self._resource, self._on_stream_ended, self._observer
+        )
         if served is None:
             self._blocked_by = inode(self._socket_path)
             self._machine.move(S.NOT_SERVING, "cannot bind our socket (logged above)", expect=state)
@@ -217,8 +256,13 @@ class PluginManager:
         with self._cond:
             self._served = served
         self._taken.bound()
-        if inode(served.socket_path) != served.inode:  # deleted at once (a kubelet cleaning up): again
-            log.warning("%s: %s was removed as soon as it was bound; serving afresh", self._name, served.socket_path)
+        # deleted at once (a kubelet cleaning up): again
+        if inode(served.socket_path) != served.inode:
+            log.warning(
+                "%s: %s was removed as soon as it was bound; serving afresh",
+                self._name,
+                served.socket_path,
+            )
             return
         self._machine.move(S.UNREGISTERED, f"serving on {served.socket_path}", expect=state)
 
@@ -234,12 +278,15 @@ class PluginManager:
     def _watch_kubelet(self, state: State) -> None:
         if self._registration.kubelet_replaced():
             self._notify("kubelet_restart_seen")
-            reason = f"{self._kubelet_socket} was re-created (kubelet restart); serving fresh sockets"
+            reason = (
+                f"{self._kubelet_socket} was re-created (kubelet restart); serving fresh sockets"
+            )
             self._machine.move(S.RESTARTING, reason, expect=state, level=logging.WARNING)
 
     def _wait_for_path(self, state: State) -> None:
-        """NOT_SERVING: another file held our path (or gRPC could not bind). Looked at every second, because a
-        directory or a dangling link removed from the path may raise no event for our socket's name."""
+        """NOT_SERVING: another file held our path (or gRPC could not bind). Looked at every second,
+        because a directory or a dangling link removed from the path may raise no event for our
+        socket's name."""
         if self._machine.wait_while(state, WATCH_POLL_S) is not state:
             return
         if inode(self._socket_path) != self._blocked_by:
@@ -281,7 +328,8 @@ class PluginManager:
         return served is None or inode(served.socket_path) == served.inode
 
     def _served_if_ours(self) -> Served | None:
-        """The served socket while it is still ours (the Register loop checks before each attempt)."""
+        """The served socket while it is still ours (the Register loop checks before each
+        attempt)."""
         with self._cond:
             served = self._served
         return served if served is not None and self._socket_intact() else None

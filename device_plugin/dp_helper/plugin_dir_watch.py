@@ -89,7 +89,9 @@ class KubeletWatcher:
         observer.start()
         self._observer = observer
         self._rewatch(report=False)
-        self._supervisor = threading.Thread(target=self._supervise, name="plugin-dir-watch", daemon=True)
+        self._supervisor = threading.Thread(
+            target=self._supervise, name="plugin-dir-watch", daemon=True
+        )
         self._supervisor.start()
 
     def stop(self) -> None:
@@ -117,7 +119,8 @@ class KubeletWatcher:
         if current is not None:
             try:
                 self._observer.schedule(self._handler, str(self._dir), recursive=False)
-            except OSError as error:  # deleted again meanwhile, or no inotify watch left: next round
+            # deleted again meanwhile, or no inotify watch left: next round
+            except OSError as error:
                 log.warning("cannot watch %s: %s; retrying", self._dir, error)
                 current = None
         previous, self._watched = self._watched, current
@@ -125,7 +128,9 @@ class KubeletWatcher:
             if previous is not None or not report:
                 log.warning("%s is missing; waiting for it to be created", self._dir)
             return
-        log.info("watching %s for %s and %s", self._dir, self._kubelet_socket_name, self._own_socket_name)
+        log.info(
+            "watching %s for %s and %s", self._dir, self._kubelet_socket_name, self._own_socket_name
+        )
         if report:  # what happened while nobody watched
             if (self._dir / self._kubelet_socket_name).exists():
                 self._note("created", self._kubelet_socket_name)
@@ -134,8 +139,8 @@ class KubeletWatcher:
 
     def _note(self, kind: str, path: str) -> None:
         if kind == "removed" and Path(path) == self._dir:
-            # The watched directory itself went (its inode may be reused at once by a re-creation, so
-            # only this event tells): the supervisor watches whatever directory is there next.
+            # The watched directory itself went (its inode may be reused at once by a re-creation,
+            # so only this event tells): the supervisor watches whatever directory is there next.
             self._watched = None
             return
         name = Path(path).name

@@ -1,10 +1,10 @@
 """The clients of our gRPC: Register (tells the kubelet where a resource's plugin socket is) and
 SelfProbe (calls GetDevicePluginOptions on our own socket: the liveness check behind /healthz).
 
-One call per attempt (register); the lifecycle retries with core/backoff.py's schedule. A failure is a
-RegistrationError with the kubelet's reason; it is never fatal to the daemon (the lifecycle retries).
-Kubelets >= 1.25 dial the plugin, call GetDevicePluginOptions and open ListAndWatch *inside*
-Register, so the deadline covers their 10 s dial plus those calls.
+One call per attempt (register); the lifecycle retries with core/backoff.py's schedule. A failure is
+a RegistrationError with the kubelet's reason; it is never fatal to the daemon (the lifecycle
+retries). Kubelets >= 1.25 dial the plugin, call GetDevicePluginOptions and open ListAndWatch
+*inside* Register, so the deadline covers their 10 s dial plus those calls.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def register(
     timeout_s: float = 20.0,
     abandon: Callable[[], bool] = lambda: False,
 ) -> None:
-    """Register `resource_name` served on `endpoint` (a file name in the kubelet socket's directory).
+    """Register `resource_name` served on `endpoint` (a file name in the kubelet socket's
+    directory).
 
     `abandon` is polled while waiting: when it turns true (a kubelet restart, a stop) the call is
     cancelled and RegistrationAbandoned raised, so a kubelet that died mid-call cannot hold us for
@@ -55,7 +56,12 @@ def register(
     deadline = time.monotonic() + timeout_s
     with grpc.insecure_channel(f"unix://{kubelet_socket}") as channel:
         ready = grpc.channel_ready_future(channel)
-        _wait(ready, min(deadline, time.monotonic() + 5.0), abandon, f"kubelet at {kubelet_socket} not reachable")
+        _wait(
+            ready,
+            min(deadline, time.monotonic() + 5.0),
+            abandon,
+            f"kubelet at {kubelet_socket} not reachable",
+        )
         call = pb_grpc.RegistrationStub(channel).Register.future(request, timeout=timeout_s)
         _wait(call, deadline, abandon, f"kubelet at {kubelet_socket} did not answer Register")
         try:
@@ -68,7 +74,9 @@ def register(
             ) from error
 
 
-def _wait(future: grpc.Future, deadline: float, abandon: Callable[[], bool], timeout_message: str) -> None:
+def _wait(
+    future: grpc.Future, deadline: float, abandon: Callable[[], bool], timeout_message: str
+) -> None:
     while True:
         try:
             future.result(timeout=min(_POLL_S, max(0.0, deadline - time.monotonic())))
@@ -86,8 +94,9 @@ def _wait(future: grpc.Future, deadline: float, abandon: Callable[[], bool], tim
 
 
 class SelfProbe:
-    """GetDevicePluginOptions on our own socket within `timeout_s`; one answer reused for `max_age_s`
-    (a storm of /healthz requests costs one probe). One channel per socket path, kept until close()."""
+    """GetDevicePluginOptions on our own socket within `timeout_s`; one answer reused for
+    `max_age_s` (a storm of /healthz requests costs one probe). One channel per socket path, kept
+    until close()."""
 
     def __init__(self, timeout_s: float, max_age_s: float) -> None:
         self._timeout_s = timeout_s
@@ -109,10 +118,16 @@ class SelfProbe:
         if channel is None:
             channel = self._channels[path] = grpc.insecure_channel(f"unix://{path}")
         try:
-            pb_grpc.DevicePluginStub(channel).GetDevicePluginOptions(pb.Empty(), timeout=self._timeout_s)
+            pb_grpc.DevicePluginStub(channel).GetDevicePluginOptions(
+                pb.Empty(), timeout=self._timeout_s
+            )
         except grpc.RpcError as error:
             code = error.code().name if hasattr(error, "code") else "UNKNOWN"
-            return False, f"{path.name} did not answer GetDevicePluginOptions within {self._timeout_s:g} s ({code})"
+            return (
+                False,
+                f"{path.name} did not answer GetDevicePluginOptions within {self._timeout_s:g} s "
+                f"({code})",
+            )
         return True, f"{path.name} answers"
 
     def close(self) -> None:

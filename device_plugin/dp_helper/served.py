@@ -1,8 +1,9 @@
-"""One resource served on its own socket: bind it (mode 0600), stop it, and what the lifecycle keeps.
+"""One resource served on its own socket: bind it (mode 0600), stop it, and what the lifecycle
+keeps.
 
 Boundary: the PluginManager decides when; the binding and the removal of only our own socket are
-device_plugin.serving's (bound_socket.py, the one way both modes bind a socket). This module puts the
-resource's servicer on it (no gRPC import).
+device_plugin.serving's (bound_socket.py, the one way both modes bind a socket). This module puts
+the resource's servicer on it (no gRPC import).
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_plugin.allocation.resources import ResourceManager
-from device_plugin.dp_helper.servicer import DevicePluginServicer, RpcObserver, StreamEndedCallback, services_of
+from device_plugin.dp_helper.servicer import (
+    DevicePluginServicer,
+    RpcObserver,
+    StreamEndedCallback,
+    services_of,
+)
 from device_plugin.serving.bound_socket import BoundSocket, SocketRefused, bind_fresh
 from device_plugin.serving.socket_files import DirectoryUnusable, describe_os_error
 
@@ -34,8 +40,8 @@ class Served:
         return self.bound.inode
 
     def stop(self, grace_s: float) -> bool:
-        """Stop serving within about `grace_s` (open streams end), then remove our socket if it is still ours;
-        True when it was (and is now removed)."""
+        """Stop serving within about `grace_s` (open streams end), then remove our socket if it is
+        still ours; True when it was (and is now removed)."""
         self.servicer.shutdown()
         return self.bound.stop(grace_s)
 
@@ -57,7 +63,11 @@ def serve(
         bound = bind_fresh(path, resource.resource_name, services_of(servicer))
     except SocketRefused as refused:
         if refused.foreign:
-            log.error("%s exists and is not a socket; not touching it, not serving %s", path, resource.resource_name)
+            log.error(
+                "%s exists and is not a socket; not touching it, not serving %s",
+                path,
+                resource.resource_name,
+            )
         else:
             log.error("cannot bind %s for %s: %s", path, resource.resource_name, refused)
         return None

@@ -1,9 +1,10 @@
-"""What `run --mode dra` builds before it opens NVML: the checks of the node's settings, then the front-end.
+"""What `run --mode dra` builds before it opens NVML: the checks of the node's settings, then the
+front-end.
 
-Boundary: start-up only. The node name (NODE_NAME, from the downward API's spec.nodeName), the socket
-paths (too long to bind: a config error now, not at serving time) and an API client ($KUBECONFIG when
-set, else the pod's service account); ConfigError names what is missing. The front-end itself is
-dra/front_end.py's.
+Boundary: start-up only. The node name (NODE_NAME, from the downward API's spec.nodeName), the
+socket paths (too long to bind: a config error now, not at serving time) and an API client
+($KUBECONFIG when set, else the pod's service account); ConfigError names what is missing. The
+front-end itself is dra/front_end.py's.
 """
 
 from __future__ import annotations
@@ -21,15 +22,21 @@ from device_plugin.dra_helper.service.socket_paths import SocketPaths, check_soc
 
 
 def front_end_maker(config: Config, environ: Mapping[str, str]) -> Callable[[], DraFrontEnd]:
-    """What `run --mode dra` needs before it opens NVML: the node name (NODE_NAME, from the downward API's
-    spec.nodeName) and an API client ($KUBECONFIG when set, else the pod's service account). ConfigError
-    names what is missing."""
+    """What `run --mode dra` needs before it opens NVML: the node name (NODE_NAME, from the downward
+    API's spec.nodeName) and an API client ($KUBECONFIG when set, else the pod's service account).
+    ConfigError names what is missing."""
     node_name = environ.get("NODE_NAME", "")
     if not node_name:
-        raise ConfigError("mode dra", "NODE_NAME is not set; set it from the downward API (fieldRef spec.nodeName)")
-    driver_name = config.daemon.driver_name  # sockets too long to bind: a config error now, not at serving time
+        raise ConfigError(
+            "mode dra",
+            "NODE_NAME is not set; set it from the downward API (fieldRef spec.nodeName)",
+        )
+    # sockets too long to bind: a config error now, not at serving time
+    driver_name = config.daemon.driver_name
     instance = instance_of(config, environ)
-    check_socket_paths(driver_name, SocketPaths.for_driver(driver_name, kubelet_dir_of(config), instance))
+    check_socket_paths(
+        driver_name, SocketPaths.for_driver(driver_name, kubelet_dir_of(config), instance)
+    )
     try:
         client = api_client()
     except ConfigException as error:

@@ -1,12 +1,12 @@
 """The thread that recomputes the hints which follow the GPUs in use, off the prepare path.
 
 Boundary: when the recomputation runs, never what it computes (front_end.py hands it the work, which
-asks dra/occupancy.py). The helper tells the driver what claims hold from the prepare worker that made
-the change, under the claim's lock (dra_helper/driver.py's Driver.held); up to nine Allocator calls
-there would lengthen every Prepare and Unprepare. So the driver only records the new holdings and wakes
-this thread: wakes coalesce (a burst of Prepares costs one recomputation with the newest holdings), and
-the recomputation republishes only what changed. A failure is logged and the thread goes on: the static
-values stay published, which costs placement quality only.
+asks dra/occupancy.py). The helper tells the driver what claims hold from the prepare worker that
+made the change, under the claim's lock (dra_helper/driver.py's Driver.held); up to nine Allocator
+calls there would lengthen every Prepare and Unprepare. So the driver only records the new holdings
+and wakes this thread: wakes coalesce (a burst of Prepares costs one recomputation with the newest
+holdings), and the recomputation republishes only what changed. A failure is logged and the thread
+goes on: the static values stay published, which costs placement quality only.
 """
 
 from __future__ import annotations

@@ -1,24 +1,27 @@
-"""Attribute values that follow the GPUs in use: what the driver republishes after each Prepare and Unprepare.
+"""Attribute values that follow the GPUs in use: what the driver republishes after each Prepare and
+Unprepare.
 
-Boundary: pure, over an Allocator and the inventory's devices; no locks, no Kubernetes objects (front_end.py
-calls it under its lock and hands the result to the publisher).
+Boundary: pure, over an Allocator and the inventory's devices; no locks, no Kubernetes objects
+(front_end.py calls it under its lock and hands the result to the publisher).
 
-Why: Kubernetes' allocator knows nothing of our objective; it takes, for each `firstAvailable` alternative of a
-claim, the first free devices in listing order that the alternative's selector and constraints admit. The
-inventory's static values (singleGPURank, rankedSet4A..F) are the best one order can do for every set of free
-GPUs at once, and some sets of free GPUs no static order decides well (issue 33: a one-GPU claim should take a
-GPU whose NVLink partner is busy). Once claims hold GPUs the driver knows which (the helper's Driver.held), so
+Why: Kubernetes' allocator knows nothing of our objective; it takes, for each `firstAvailable`
+alternative of a claim, the first free devices in listing order that the alternative's selector and
+constraints admit. The inventory's static values (singleGPURank, rankedSet4A..F) are the best one
+order can do for every set of free GPUs at once, and some sets of free GPUs no static order decides
+well (issue 33: a one-GPU claim should take a GPU whose NVLink partner is busy). Once claims hold
+GPUs the driver knows which (the helper's Driver.held), so
 it republishes two hints for the situation at hand:
-- `singleGPURank`: the allocator's successive one-GPU choices among the free GPUs, then the GPUs in use
-  (single_order.occupancy_ranks). The shipped one-GPU claim tries rank 0, 1, ... and so gets the allocator's
-  own choice;
-- `rankedSet4A` (the first alternative of the shipped 4-GPU claim): group 0 is the allocator's best 4-set among
-  the free GPUs, every other GPU a group of its own, so that alternative can only take that set; B..F keep the
-  static covering groupings for a claim placed before the republish lands.
-With no GPU in use the static values stay; so does rankedSet4A with fewer than 4 GPUs free, or when the
-best free set holds a GPU the covering grouping left without a value (values are replaced, never added: a
-device may carry 32 attributes and a DGX-1's GPU carries 32). The static values are always
-the fallback: a republish on its way, or lost, costs placement quality only, never a wrong allocation.
+- `singleGPURank`: the allocator's successive one-GPU choices among the free GPUs, then the GPUs in
+  use (single_order.occupancy_ranks). The shipped one-GPU claim tries rank 0, 1, ... and so gets the
+  allocator's own choice;
+- `rankedSet4A` (the first alternative of the shipped 4-GPU claim): group 0 is the allocator's best
+  4-set among the free GPUs, every other GPU a group of its own, so that alternative can only take
+  that set; B..F keep the static covering groupings for a claim placed before the republish lands.
+With no GPU in use the static values stay; so does rankedSet4A with fewer than 4 GPUs free, or when
+the best free set holds a GPU the covering grouping left without a value (values are replaced, never
+added: a device may carry 32 attributes and a DGX-1's GPU carries 32). The static values are always
+the fallback: a republish on its way, or lost, costs placement quality only, never a wrong
+allocation.
 """
 
 from __future__ import annotations
@@ -36,10 +39,14 @@ Overrides = Mapping[int, Mapping[str, int]]  # GPU index -> {qualified attribute
 
 
 def occupancy_overrides(
-    allocator: Allocator, whole: Iterable[tuple[int, Sequence[Attribute]]], unavailable: Collection[int], domain: str
+    allocator: Allocator,
+    whole: Iterable[tuple[int, Sequence[Attribute]]],
+    unavailable: Collection[int],
+    domain: str,
 ) -> dict[int, dict[str, int]]:
-    """The values to publish instead of the static ones, for the whole GPUs `whole` ((index, attributes), as the
-    inventory built them) with `unavailable` (held, or unhealthy) in use; {} while none is."""
+    """The values to publish instead of the static ones, for the whole GPUs `whole` ((index,
+    attributes), as the inventory built them) with `unavailable` (held, or unhealthy) in use; {}
+    while none is."""
     gpus = dict(whole)
     if not unavailable or not gpus:
         return {}
@@ -49,7 +56,8 @@ def occupancy_overrides(
     if static:
         for gpu, value in occupancy_ranks(allocator, static, unavailable).items():
             out[gpu][rank] = value
-    carriers = _values(gpus, four)  # a covering grouping may leave a GPU out: it carries no value to change
+    # a covering grouping may leave a GPU out: it carries no value to change
+    carriers = _values(gpus, four)
     free = sorted(g for g in gpus if g not in unavailable)
     best = set(allocator.allocate(free, [], 4)) if carriers and len(free) >= 4 else set()
     if best and best <= set(carriers):  # else the static grouping stays: the set cannot be offered
@@ -59,7 +67,9 @@ def occupancy_overrides(
     return {gpu: values for gpu, values in out.items() if values}
 
 
-def with_values(attributes: Sequence[Attribute], values: Mapping[str, int]) -> tuple[Attribute, ...]:
+def with_values(
+    attributes: Sequence[Attribute], values: Mapping[str, int]
+) -> tuple[Attribute, ...]:
     """`attributes` with each int attribute named in `values` set to its value there."""
     return tuple((n, kind, values[n]) if n in values else (n, kind, v) for n, kind, v in attributes)
 
@@ -69,4 +79,5 @@ def is_whole_gpu(attributes: Sequence[Attribute]) -> bool:
 
 
 def _values(gpus: Mapping[int, Sequence[Attribute]], name: str) -> dict[int, int]:
-    return {gpu: int(v) for gpu, attrs in gpus.items() for n, _, v in attrs if n == name}  # type: ignore[call-overload]
+    values = {gpu: v for gpu, attrs in gpus.items() for n, _, v in attrs if n == name}
+    return {gpu: int(v) for gpu, v in values.items()}  # type: ignore[call-overload]

@@ -1,10 +1,12 @@
-"""Split a node's GPUs into best K-sets (`<ownDomain>/bestSetK` attributes) and derive the device listing order.
+"""Split a node's GPUs into best K-sets (`<ownDomain>/bestSetK` attributes) and derive the device
+listing order.
 
-Boundary: pure, over an Allocator; no NVML, no Kubernetes objects. For each size K in PARTITION_SIZES
-that the node has at least K GPUs for, the groups are chosen greedily by the allocator's own objective:
-the best K-set of all eligible GPUs is group 0, the best K-set of the GPUs left is group 1, and so on.
-GPUs left over (fewer than K remain) get no `bestSetK` value, so a claim that matches on it can never
-take them together.
+Boundary: pure, over an Allocator; no NVML, no Kubernetes objects. For each size K in
+PARTITION_SIZES
+that the node has at least K GPUs for, the groups are chosen greedily by the allocator's own
+objective: the best K-set of all eligible GPUs is group 0, the best K-set of the GPUs left is group
+1, and so on. GPUs left over (fewer than K remain) get no `bestSetK` value, so a claim that matches
+on it can never take them together.
 
 The listing order matters because Kubernetes' structured allocator takes the first devices, in slice
 order, that satisfy a request. Ordering by (group of the largest size, ..., pair, index)
@@ -26,10 +28,12 @@ PARTITION_SIZES = (2, 4, 8, 16)
 
 @dataclass(frozen=True)
 class Partitions:
-    """groups[K] = the K-sets in greedy order (ascending GPU indices each); K only where enough GPUs."""
+    """groups[K] = the K-sets in greedy order (ascending GPU indices each); K only where enough
+    GPUs."""
 
     groups: dict[int, tuple[tuple[int, ...], ...]]
-    # size -> tier-pure groupings A, B, ... (ranked_sets.py); filled by the inventory once the order is known
+    # size -> tier-pure groupings A, B, ... (ranked_sets.py); filled by the inventory once the order
+    # is known
     ranked: dict[int, tuple[tuple[tuple[int, ...], ...], ...]] = field(default_factory=dict)
 
     def group_of(self, size: int, gpu: int) -> int | None:
@@ -40,7 +44,8 @@ class Partitions:
         return None
 
     def order(self, gpus: Iterable[int]) -> list[int]:
-        """`gpus` in listing order: by group of the largest size first, down to pairs, then index."""
+        """`gpus` in listing order: by group of the largest size first, down to pairs, then
+        index."""
         sizes = sorted(self.groups, reverse=True)
         leftover = 1 << 30  # GPUs without a group of some size come after every group of it
 
@@ -52,7 +57,8 @@ class Partitions:
 
 
 def compute_partitions(allocator: Allocator, eligible: Iterable[int]) -> Partitions:
-    """Greedy best K-sets of `eligible` GPUs (whole GPUs; MIG-enabled ones are left out by the caller)."""
+    """Greedy best K-sets of `eligible` GPUs (whole GPUs; MIG-enabled ones are left out by the
+    caller)."""
     pool = sorted(set(eligible))
     groups: dict[int, tuple[tuple[int, ...], ...]] = {}
     for size in PARTITION_SIZES:

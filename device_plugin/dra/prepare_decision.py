@@ -1,4 +1,5 @@
-"""This driver's half of NodePrepareResources: which CDI devices a claim's allocation prepares, or why not.
+"""This driver's half of NodePrepareResources: which CDI devices a claim's allocation prepares, or
+why not.
 
 Boundary: implements the helper's Driver protocol (dra_helper/driver.py); pure over the node's
 devices as the front-end last showed them (`see`: names, UUIDs, the unhealthy ones) and the claim's
@@ -7,26 +8,28 @@ opaque configs for this driver. The read, the locks, exclusivity and the checkpo
 or unhealthy; a config of ours that cannot be applied refuses the claim.
 
 CDI: the GPU itself is named from the spec that the NVIDIA Container Toolkit generates on the node
-(`nvidia-ctk cdi generate`, kind `nvidia.com/gpu`), by UUID: a whole GPU is `nvidia.com/gpu=GPU-<uuid>`, a
-MIG device `nvidia.com/gpu=MIG-<uuid>`. The container then gets exactly the allocated devices, and the
-toolkit keeps owning the driver libraries and device nodes. The node's spec must contain UUID names (the
-toolkit's `--device-name-strategy=uuid`). With per-process isolation a share also gets a CDI device of
-ours (dra/mps/cdi_spec.py: its MPS pipe folder and limits), whose spec `apply` writes after the
-checkpoint has the claim (dra/mps/share_setup.py); a claim's MPS shares must be on one GPU, since a
-container reaches one MPS daemon.
+(`nvidia-ctk cdi generate`, kind `nvidia.com/gpu`), by UUID: a whole GPU is
+`nvidia.com/gpu=GPU-<uuid>`, a MIG device `nvidia.com/gpu=MIG-<uuid>`. The container then gets
+exactly the allocated devices, and the toolkit keeps owning the driver libraries and device nodes.
+The node's spec must contain UUID names (the toolkit's `--device-name-strategy=uuid`). With
+per-process isolation a share also gets a CDI device of ours (dra/mps/cdi_spec.py: its MPS pipe
+folder and limits), whose spec `apply` writes after the checkpoint has the claim
+(dra/mps/share_setup.py); a claim's MPS shares must be on one GPU, since a container reaches one MPS
+daemon.
 
 Opaque configs: the scheduler copies the DeviceClass's and the claim's configs into
-`status.allocation.devices.config[]` (`source` FromClass or FromClaim, `requests` it applies to, all of
-the claim's when empty, and `opaque{driver, parameters}`). Configs for other drivers are not ours to
-judge. Ours are read defensively (dra_helper/claims/claim.py's rules: any part may be of the wrong
-type) and checked against the devices of the requests they apply to. This driver sets no GPU time-slice,
-and a share's MPS settings are the node's, not a claim's. So of NVIDIA's kinds (apiVersion
-resource.nvidia.com/v1beta1), `GpuConfig` on whole GPUs and `MigDeviceConfig` on MIG devices are accepted
-without `sharing`: they then ask for the device as it is, which is what is prepared. A `sharing` section
-(TimeSlicing with any interval, MPS) would be silently not applied, so it is refused, as is a kind on the
-wrong device type, any other kind or apiVersion, and unknown fields, with a reason that names the config.
-A GPU is shared through consumable capacity instead (dra/memory_shares.py): a result with a `shareID` is
-prepared as that share of the device, and refused where the device is not published as shareable.
+`status.allocation.devices.config[]` (`source` FromClass or FromClaim, `requests` it applies to, all
+of the claim's when empty, and `opaque{driver, parameters}`). Configs for other drivers are not ours
+to judge. Ours are read defensively (dra_helper/claims/claim.py's rules: any part may be of the
+wrong type) and checked against the devices of the requests they apply to. This driver sets no GPU
+time-slice, and a share's MPS settings are the node's, not a claim's. So of NVIDIA's kinds
+(apiVersion resource.nvidia.com/v1beta1), `GpuConfig` on whole GPUs and `MigDeviceConfig` on MIG
+devices are accepted without `sharing`: they then ask for the device as it is, which is what is
+prepared. A `sharing` section (TimeSlicing with any interval, MPS) would be silently not applied, so
+it is refused, as is a kind on the wrong device type, any other kind or apiVersion, and unknown
+fields, with a reason that names the config. A GPU is shared through consumable capacity instead
+(dra/memory_shares.py): a result with a `shareID` is prepared as that share of the device, and
+refused where the device is not published as shareable.
 """
 
 from __future__ import annotations
@@ -65,8 +68,9 @@ def cdi_device_id(uuid: str) -> str:
 
 
 class PrepareDecision:
-    """The Driver of the helper's Preparer: `decide` a claim's devices from its allocation, over the devices
-    as the front-end last showed them (`see`); `held` records what claims hold and wakes `on_held`."""
+    """The Driver of the helper's Preparer: `decide` a claim's devices from its allocation, over the
+    devices as the front-end last showed them (`see`); `held` records what claims hold and wakes
+    `on_held`."""
 
     def __init__(
         self,
@@ -78,22 +82,31 @@ class PrepareDecision:
     ) -> None:
         self._driver = driver_name
         self._pool = pool_name
-        self.mps = mps  # per-process isolation: the shares' MPS daemons and CDI specs; None: isolation none
-        # (device name -> UUID of every device, healthy or not; the unhealthy names; name -> memory MiB of
-        # the shareable ones): one value, replaced whole, so a decide reads all from one moment, lock-free.
-        self._view: tuple[Mapping[str, str], frozenset[str], Mapping[str, int]] = ({}, frozenset(), {})
+        # per-process isolation: the shares' MPS daemons and CDI specs; None: isolation none
+        self.mps = mps
+        # (device name -> UUID of every device, healthy or not; the unhealthy names; name -> memory
+        # MiB of the shareable ones): one value, replaced whole, so a decide reads all from one
+        # moment, lock-free.
+        self._view: tuple[Mapping[str, str], frozenset[str], Mapping[str, int]] = (
+            {},
+            frozenset(),
+            {},
+        )
         self._held_lock = threading.Lock()
         self._held: tuple[int, frozenset[str], Mapping[str, int]] = (0, frozenset(), {})
         self._on_held = on_held
 
-    def see(self, uuids: Mapping[str, str], unhealthy: frozenset[str], shareable: Mapping[str, int]) -> None:
-        """The node's devices now, which are unhealthy, and the memory (MiB) of each one published as
-        shareable (after every inventory or health change)."""
+    def see(
+        self, uuids: Mapping[str, str], unhealthy: frozenset[str], shareable: Mapping[str, int]
+    ) -> None:
+        """The node's devices now, which are unhealthy, and the memory (MiB) of each one published
+        as shareable (after every inventory or health change)."""
         self._view = (uuids, unhealthy, shareable)
 
     def held(self, snapshot: int, devices: frozenset[str], shared_mib: Mapping[str, int]) -> None:
-        """The helper's Driver.held: recorded unless a newer snapshot already was; `on_held()` (which must
-        return at once: it runs on the prepare worker) when the devices held, or their shares, changed."""
+        """The helper's Driver.held: recorded unless a newer snapshot already was; `on_held()`
+        (which must return at once: it runs on the prepare worker) when the devices held, or their
+        shares, changed."""
         with self._held_lock:
             if snapshot <= self._held[0]:
                 return  # a change told late: a newer one is already recorded
@@ -117,7 +130,9 @@ class PrepareDecision:
         """Device name -> MiB its shares hold, for each device held as shares, as last told."""
         return self._held[2]
 
-    def decide(self, body: Mapping[str, Any], allocation: Allocation) -> tuple[tuple[PreparedDevice, ...], list[str]]:
+    def decide(
+        self, body: Mapping[str, Any], allocation: Allocation
+    ) -> tuple[tuple[PreparedDevice, ...], list[str]]:
         configs = read_configs(body, self._driver)
         devices, problems = self._resolve(allocation)
         return devices, problems + self._refused_configs(configs, allocation)
@@ -136,7 +151,8 @@ class PrepareDecision:
             self.mps.adopt(claims)
 
     def _mps_ids(self, claim_uid: str, index: int, share: Share | None) -> tuple[str, ...]:
-        """The share's CDI device of ours, with per-process isolation. SpecError: the UID cannot name it."""
+        """The share's CDI device of ours, with per-process isolation. SpecError: the UID cannot
+        name it."""
         if self.mps is None or not isolated(share):
             return ()
         return (self.mps.cdi_device_id(claim_uid, index),)
@@ -148,7 +164,10 @@ class PrepareDecision:
         for result in allocation.devices:
             pool, device = one_line(result.pool, NAME_CHARS), one_line(result.device, NAME_CHARS)
             if result.pool != self._pool:
-                problems.append(f"device {pool}/{device} belongs to pool {pool!r}, not this node's {self._pool!r}")
+                problems.append(
+                    f"device {pool}/{device} belongs to pool {pool!r}, not this node's "
+                    f"{self._pool!r}"
+                )
             elif result.device not in known:
                 problems.append(f"device {device} is unknown on this node")
             elif result.device in unhealthy:
@@ -163,7 +182,8 @@ class PrepareDecision:
                 except SpecError as error:
                     problems.append(str(error))
                     continue
-                # Containers (and the kubelet, matching them against request_names) know "<request>" only.
+                # Containers (and the kubelet, matching them against request_names) know "<request>"
+                # only.
                 devices.append(
                     PreparedDevice(
                         (result.request,) if result.request else (),
@@ -177,13 +197,18 @@ class PrepareDecision:
         gpus = sorted({d.device_name for d in devices if len(d.cdi_device_ids) > 1})
         if len(gpus) > 1:  # NVIDIA's driver has the same limit (its issue 1283)
             problems.append(
-                f"the claim has MPS shares of {len(gpus)} GPUs ({', '.join(gpus[:4])}): a container reaches one "
-                "MPS daemon (one pipe folder), so a claim's shares must be on one GPU; ask for one share per claim"
+                f"the claim has MPS shares of {len(gpus)} GPUs ({', '.join(gpus[:4])}): a "
+                "container reaches one "
+                "MPS daemon (one pipe folder), so a claim's shares must be on one GPU; ask for one "
+                "share per claim"
             )
         return tuple(devices), problems
 
-    def _refused_configs(self, configs: Sequence[OpaqueConfig], allocation: Allocation) -> list[str]:
-        """Why each of our configs cannot be applied to the devices of the requests it names (read_configs, refusal)."""
+    def _refused_configs(
+        self, configs: Sequence[OpaqueConfig], allocation: Allocation
+    ) -> list[str]:
+        """Why each of our configs cannot be applied to the devices of the requests it names
+        (read_configs, refusal)."""
         known = self._view[0]
         refused = []
         for config in configs:
@@ -192,7 +217,8 @@ class PrepareDecision:
                 for d in allocation.devices
                 if applies_to(config, d.request)
             }
-            reason = refusal(config, types) if types else None  # a config for none of our requests asks nothing
+            # a config for none of our requests asks nothing
+            reason = refusal(config, types) if types else None
             if reason is not None:
                 refused.append(reason)
         return refused
@@ -220,8 +246,14 @@ def read_configs(body: Mapping[str, Any], driver: str) -> tuple[OpaqueConfig, ..
         parameters = opaque.get("parameters")
         if not isinstance(parameters, Mapping):
             kind = kind_of(parameters)
-            raise ClaimBodyError(f"{where}.opaque.parameters is a {kind} ({short(parameters)}), not an object")
-        ours.append(OpaqueConfig(where, source if isinstance(source, str) else "", tuple(requests), parameters))
+            raise ClaimBodyError(
+                f"{where}.opaque.parameters is a {kind} ({short(parameters)}), not an object"
+            )
+        ours.append(
+            OpaqueConfig(
+                where, source if isinstance(source, str) else "", tuple(requests), parameters
+            )
+        )
     return tuple(ours)
 
 
@@ -231,22 +263,31 @@ def applies_to(config: OpaqueConfig, request: str) -> bool:
 
 
 def refusal(config: OpaqueConfig, device_types: Collection[str]) -> str | None:
-    """Why `config` cannot be applied to devices of `device_types` ("gpu", "mig"); None when it is accepted."""
+    """Why `config` cannot be applied to devices of `device_types` ("gpu", "mig"); None when it is
+    accepted."""
     params = config.parameters
     api_version, kind = params.get("apiVersion"), params.get("kind")
-    named = f"config {config.where} ({config.source or 'no source'}, {short(api_version)} {short(kind)})"
+    named = (
+        f"config {config.where} ({config.source or 'no source'}, {short(api_version)} "
+        f"{short(kind)})"
+    )
     if api_version != NVIDIA_API_VERSION or not isinstance(kind, str) or kind not in ACCEPTED_KINDS:
         accepted = ", ".join(f"{NVIDIA_API_VERSION} {k}" for k in ACCEPTED_KINDS)
         return f"{named}: not a kind this driver knows (accepted: {accepted})"
     wrong = sorted(t for t in device_types if t != ACCEPTED_KINDS[kind])
     if wrong:
-        return f"{named}: applies to {ACCEPTED_KINDS[kind]} devices, but its requests got {'/'.join(wrong)} devices"
+        return (
+            f"{named}: applies to {ACCEPTED_KINDS[kind]} devices, but its requests got "
+            f"{'/'.join(wrong)} devices"
+        )
     if "sharing" in params:
         sharing = params["sharing"]
         strategy = sharing.get("strategy") if isinstance(sharing, Mapping) else None
         return (
-            f"{named}: sharing (strategy {short(strategy)}) is not supported: this driver sets no GPU time-slice, "
-            "and a share's MPS limits are the node's (its memoryIsolation attribute), not a claim's; remove "
+            f"{named}: sharing (strategy {short(strategy)}) is not supported: this driver sets no "
+            "GPU time-slice, "
+            "and a share's MPS limits are the node's (its memoryIsolation attribute), not a "
+            "claim's; remove "
             "`sharing` to get the device as it is, or ask for a share with capacity.requests"
         )
     unknown = sorted(str(k) for k in params if k not in ALLOWED_FIELDS)

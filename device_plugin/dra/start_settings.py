@@ -1,8 +1,10 @@
-"""What the DRA mode reads at start from the config and the environment: the kubelet directory and the instance.
+"""What the DRA mode reads at start from the config and the environment: the kubelet directory and
+the instance.
 
 Boundary: pure functions of the Config and an environment mapping; ConfigError names the field. The
-kubelet directory is the parent of devicePluginDir (registration sockets in plugins_registry/, the DRA
-socket and the checkpoint in plugins/<driver>/); the instance is the pod UID in rolling-update mode.
+kubelet directory is the parent of devicePluginDir (registration sockets in plugins_registry/, the
+DRA socket and the checkpoint in plugins/<driver>/); the instance is the pod UID in rolling-update
+mode.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ def kubelet_dir_of(config: Config) -> Path:
 
 
 def instance_of(config: Config, env: Mapping[str, str]) -> str:
-    """The pod UID with `socketNames: per-instance` (rolling-update mode), else "" (fixed socket names).
-    ConfigError when POD_UID is not a pod UID (the rule of both modes: core/instance_id.py)."""
+    """The pod UID with `socketNames: per-instance` (rolling-update mode), else "" (fixed socket
+    names). ConfigError when POD_UID is not a pod UID (the rule of both modes:
+    core/instance_id.py)."""
     if config.daemon.socket_names != PER_INSTANCE_SOCKET_NAMES:
         return ""
     return pod_uid(env)

@@ -1,10 +1,12 @@
-"""Whether the node's container runtime passes CDI devices to containers, from the version the Node reports.
+"""Whether the node's container runtime passes CDI devices to containers, from the version the Node
+reports.
 
-Boundary: pure; the Node's `status.nodeInfo.containerRuntimeVersion` in ("containerd://1.6.20~ds1"), a
-verdict out. A DRA driver hands the kubelet CDI device IDs only; a runtime without CDI drops them without a
-word, so the claim is prepared and the container starts with no device (seen on the real node with
-containerd 1.6.20). What is known: containerd before 1.7 has no CDI; 1.7 has it behind `enable_cdi` (off by
-default; the Node does not say which); 2.0 and later on by default; CRI-O from 1.23. Anything else: unknown.
+Boundary: pure; the Node's `status.nodeInfo.containerRuntimeVersion` in ("containerd://1.6.20~ds1"),
+a verdict out. A DRA driver hands the kubelet CDI device IDs only; a runtime without CDI drops them
+without a word, so the claim is prepared and the container starts with no device (seen on the real
+node with containerd 1.6.20). What is known: containerd before 1.7 has no CDI; 1.7 has it behind
+`enable_cdi` (off by default; the Node does not say which); 2.0 and later on by default; CRI-O from
+1.23. Anything else: unknown.
 """
 
 from __future__ import annotations
@@ -37,18 +39,29 @@ def cdi_verdict(runtime_version: str) -> CdiVerdict:
     if runtime == "containerd" and release is not None:
         if release < (1, 7):
             why = (
-                f"{shown} has no CDI support: the CDI devices of every prepared claim are dropped without an "
-                "error, so containers start without their GPUs; use containerd 2.0+, or 1.7 with enable_cdi = true"
+                f"{shown} has no CDI support: the CDI devices of every prepared claim are dropped "
+                "without an "
+                "error, so containers start without their GPUs; use containerd 2.0+, or 1.7 with "
+                "enable_cdi = true"
             )
             return CdiVerdict(runtime, version, DROPPED, why)
         if release < (2, 0):
-            why = f"{shown} passes CDI devices only with enable_cdi = true in its CRI config (off by default)"
+            why = (
+                f"{shown} passes CDI devices only with enable_cdi = true in its CRI config (off by "
+                "default)"
+            )
             return CdiVerdict(runtime, version, NEEDS_CONFIG, why)
         return CdiVerdict(runtime, version, SUPPORTED, "")
     if runtime == "cri-o" and release is not None:
         if release < (1, 23):
-            why = f"{shown} has no CDI support: claims' CDI devices are dropped; use CRI-O 1.23 or newer"
+            why = (
+                f"{shown} has no CDI support: claims' CDI devices are dropped; use CRI-O 1.23 or "
+                "newer"
+            )
             return CdiVerdict(runtime, version, DROPPED, why)
         return CdiVerdict(runtime, version, SUPPORTED, "")
-    why = f"{shown} ({runtime_version[:80] or 'not reported'}): whether it passes CDI devices is not known here"
+    why = (
+        f"{shown} ({runtime_version[:80] or 'not reported'}): whether it passes CDI devices is not "
+        "known here"
+    )
     return CdiVerdict(runtime, version, UNKNOWN, why)

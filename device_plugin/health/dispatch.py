@@ -1,11 +1,12 @@
-"""TransitionDispatcher: hands health transitions to listeners on one thread of its own, in queue order.
+"""TransitionDispatcher: hands health transitions to listeners on one thread of its own, in queue
+order.
 
-Boundary: delivery only. The HealthWatcher decides transitions under its lock and queues them here; the
-listeners (resources, metrics, a DRA front-end's republish) then run on this thread, never under the
-watcher's lock, so a slow listener delays only later deliveries, never the event and probe threads, a
-probe, `states()` or a rescan's `set_gpus`. One queue, one thread: transitions reach every listener in
-the order the watcher decided them, so two transitions of one GPU never arrive swapped. A listener that
-raises is logged and the delivery goes on.
+Boundary: delivery only. The HealthWatcher decides transitions under its lock and queues them here;
+the listeners (resources, metrics, a DRA front-end's republish) then run on this thread, never under
+the watcher's lock, so a slow listener delays only later deliveries, never the event and probe
+threads, a probe, `states()` or a rescan's `set_gpus`. One queue, one thread: transitions reach
+every listener in the order the watcher decided them, so two transitions of one GPU never arrive
+swapped. A listener that raises is logged and the delivery goes on.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ class TransitionDispatcher:
         self._stopped = False
 
     def put(self, delivery: Delivery) -> None:
-        """Queue `delivery` behind every earlier one; after stop() it runs on the caller's thread instead."""
+        """Queue `delivery` behind every earlier one; after stop() it runs on the caller's thread
+        instead."""
         with self._lock:
             if self._stopped:
                 inline = True
@@ -47,7 +49,8 @@ class TransitionDispatcher:
         return threading.current_thread() is self._thread
 
     def wait_delivered(self, timeout_s: float) -> bool:
-        """True once every delivery queued before this call has run (at once on the dispatch thread itself)."""
+        """True once every delivery queued before this call has run (at once on the dispatch thread
+        itself)."""
         if self.on_dispatch_thread():
             return True  # waiting here for our own queue would never end
         done = threading.Event()
@@ -55,7 +58,8 @@ class TransitionDispatcher:
         return done.wait(timeout_s)
 
     def stop(self, timeout_s: float) -> bool:
-        """Deliver what is queued (within `timeout_s`), then end the thread. True if it ended in time."""
+        """Deliver what is queued (within `timeout_s`), then end the thread. True if it ended in
+        time."""
         with self._lock:
             if self._stopped:
                 return True
@@ -67,7 +71,9 @@ class TransitionDispatcher:
             return True
         thread.join(timeout_s)
         if thread.is_alive():
-            log.warning("a health listener is still running after %.1f s; stopping without it", timeout_s)
+            log.warning(
+                "a health listener is still running after %.1f s; stopping without it", timeout_s
+            )
             return False
         return True
 

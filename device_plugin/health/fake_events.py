@@ -1,8 +1,9 @@
 """FakeEventsTail: faults injected from outside the process, as JSON lines appended to a file.
 
-Boundary: reading and validating the file, nothing else; every valid line becomes a HealthEvent handed
-to an `inject` callable (FakeNvml.test_hooks.inject for `run --machine X --fake-events FILE`). One object
-per line, exactly one fault key besides "gpu" (the NVML index), and an optional "detail" text; an Xid may
+Boundary: reading and validating the file, nothing else; every valid line becomes a HealthEvent
+handed to an `inject` callable (FakeNvml.test_hooks.inject for `run --machine X --fake-events
+FILE`). One object per line, exactly one fault key besides "gpu" (the NVML index), and an optional
+"detail" text; an Xid may
 state the driver's recovery action (a name or number of device_plugin/nvml/recovery_action.py):
 
     {"gpu": 3, "xid": 79}
@@ -11,9 +12,9 @@ state the driver's recovery action (a name or number of device_plugin/nvml/recov
     {"gpu": 3, "lost": true}
     {"gpu": 3, "recovered": true, "detail": "reset by operator"}
 
-A malformed line (or one the fake refuses, e.g. a GPU index the machine lacks) is logged and skipped,
-never fatal. The file may not exist yet; it may be truncated or replaced (then it is read from its
-start); a line is applied only once its newline is written. Polls every `poll_interval_s`.
+A malformed line (or one the fake refuses, e.g. a GPU index the machine lacks) is logged and
+skipped, never fatal. The file may not exist yet; it may be truncated or replaced (then it is read
+from its start); a line is applied only once its newline is written. Polls every `poll_interval_s`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from device_plugin.nvml.recovery_action import parse_recovery_action
 
 log = logging.getLogger(__name__)
 
-MAX_LINE_BYTES = 64 * 1024  # a longer unfinished line is dropped, so a runaway writer cannot fill memory
+# a longer unfinished line is dropped, so a runaway writer cannot fill memory
+MAX_LINE_BYTES = 64 * 1024
 _FAULT_KEYS = ("xid", "ecc", "lost", "recovered")
 
 
@@ -46,7 +48,8 @@ def parse_fault_line(text: str) -> HealthEvent:
     unknown = sorted(set(record) - {"gpu", "detail", "recovery_action", *_FAULT_KEYS})
     if unknown:
         raise ValueError(
-            f"unknown key(s) {', '.join(unknown)}; expected gpu, one of {', '.join(_FAULT_KEYS)}, detail, "
+            f"unknown key(s) {', '.join(unknown)}; expected gpu, one of {', '.join(_FAULT_KEYS)}, "
+            "detail, "
             "recovery_action"
         )
     gpu = record.get("gpu")
@@ -57,19 +60,27 @@ def parse_fault_line(text: str) -> HealthEvent:
         raise ValueError(f'"detail" must be a string, got {detail!r}')
     faults = [key for key in _FAULT_KEYS if key in record]
     if len(faults) != 1:
-        raise ValueError(f"exactly one of {', '.join(_FAULT_KEYS)} is needed, got {faults or 'none'}")
+        raise ValueError(
+            f"exactly one of {', '.join(_FAULT_KEYS)} is needed, got {faults or 'none'}"
+        )
     key, value = faults[0], record[faults[0]]
     if key == "xid":
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f'"xid" must be a non-negative integer, got {value!r}')
         stated = record.get("recovery_action")
         action = None if stated is None else parse_recovery_action(stated, "recovery_action")
-        return HealthEvent(gpu, HealthEventKind.XID, xid=value, detail=detail, recovery_action=action)
+        return HealthEvent(
+            gpu, HealthEventKind.XID, xid=value, detail=detail, recovery_action=action
+        )
     if "recovery_action" in record:
-        raise ValueError('"recovery_action" goes with "xid" only (it is what the driver asks for after an Xid)')
+        raise ValueError(
+            '"recovery_action" goes with "xid" only (it is what the driver asks for after an Xid)'
+        )
     if key == "ecc":
         if value != "double_bit":
-            raise ValueError(f'"ecc" must be "double_bit" (single-bit errors are corrected), got {value!r}')
+            raise ValueError(
+                f'"ecc" must be "double_bit" (single-bit errors are corrected), got {value!r}'
+            )
         return HealthEvent(gpu, HealthEventKind.DOUBLE_BIT_ECC, detail=detail)
     if value is not True:
         raise ValueError(f'"{key}" must be true, got {value!r}')
@@ -78,7 +89,9 @@ def parse_fault_line(text: str) -> HealthEvent:
 
 
 class FakeEventsTail:
-    def __init__(self, path: Path, inject: Callable[[HealthEvent], None], *, poll_interval_s: float = 0.05) -> None:
+    def __init__(
+        self, path: Path, inject: Callable[[HealthEvent], None], *, poll_interval_s: float = 0.05
+    ) -> None:
         self._path = Path(path)
         self._inject = inject
         self._poll_interval_s = poll_interval_s
@@ -105,7 +118,8 @@ class FakeEventsTail:
         while not self._stop.is_set():
             try:
                 self.poll_once()
-            except Exception:  # an unreadable file or a bug here must not end fault injection for good
+            # an unreadable file or a bug here must not end fault injection for good
+            except Exception:
                 log.exception("reading %s failed; trying again", self._path)
             self._stop.wait(self._poll_interval_s)
 
@@ -131,7 +145,9 @@ class FakeEventsTail:
         self._offset += len(data)
         *lines, self._partial = (self._partial + data).split(b"\n")
         if len(self._partial) > MAX_LINE_BYTES:
-            log.warning("%s: an unfinished line exceeds %d bytes; dropped", self._path, MAX_LINE_BYTES)
+            log.warning(
+                "%s: an unfinished line exceeds %d bytes; dropped", self._path, MAX_LINE_BYTES
+            )
             self._partial = b""
             self.skipped += 1
         return sum(self._apply(line) for line in lines)
@@ -147,10 +163,19 @@ class FakeEventsTail:
         try:
             event = parse_fault_line(text)
             self._inject(event)
-        except Exception as exc:  # ValueError from parsing, NvmlError from the fake (unknown GPU), ...
+        # ValueError from parsing, NvmlError from the fake (unknown GPU), ...
+        except Exception as exc:
             self.skipped += 1
-            log.warning("%s line %d skipped: %s (%s)", self._path, self._line_number, exc, text[:200])
+            log.warning(
+                "%s line %d skipped: %s (%s)", self._path, self._line_number, exc, text[:200]
+            )
             return False
         self.applied += 1
-        log.info("%s line %d: injected %s on GPU %d", self._path, self._line_number, event.describe(), event.gpu_index)
+        log.info(
+            "%s line %d: injected %s on GPU %d",
+            self._path,
+            self._line_number,
+            event.describe(),
+            event.gpu_index,
+        )
         return True

@@ -2,19 +2,23 @@
 
 Boundary: the threads and the fan-out. Decisions are the pure HealthStateMachine's
 (device_plugin/health/state.py); faults come from a HealthSource (FakeNvml or RealNvml, see
-device_plugin/nvml/health_types.py). Listeners are the one way out: the daemon routes each transition
-to its ResourceManagers and then to the metrics, the DRA front-end republishes its slices. The watcher
-knows nothing of resources. Transitions are decided under the watcher's lock and delivered by a
-TransitionDispatcher (health/dispatch.py) on its own thread, in the order decided, never under the lock:
-a slow listener delays later deliveries only, never a probe, an event or a rescan. Two daemon threads:
+device_plugin/nvml/health_types.py). Listeners are the one way out: the daemon routes each
+transition to its ResourceManagers and then to the metrics, the DRA front-end republishes its
+slices. The watcher knows nothing of resources. Transitions are decided under the watcher's lock and
+delivered by a
+TransitionDispatcher (health/dispatch.py) on its own thread, in the order decided, never under the
+lock:
+a slow listener delays later deliveries only, never a probe, an event or a rescan. Two daemon
+threads:
 - the event thread keeps one NVML event watch open and feeds each event to the machine the moment it
-  arrives, so a transition reaches the listeners (and ListAndWatch) without waiting for a probe round;
+  arrives, so a transition reaches the listeners (and ListAndWatch) without waiting for a probe
+  round;
 - the probe thread probes every GPU each `probe_interval_s`, and at once after a recovery hint.
-A rescan may hand a new GPU list (set_gpus): new GPUs start Healthy and are watched from then on (the
-event watch is reopened over the new list), GPUs that are gone are forgotten.
-Fail closed: if the event set cannot be created, a GPU cannot be registered or a wait fails, the GPUs it
-should cover go Unhealthy with that reason and the watch is reopened with exponential backoff. Any
-exception from a backend is logged and treated as a failure; it never ends a thread.
+A rescan may hand a new GPU list (set_gpus): new GPUs start Healthy and are watched from then on
+(the event watch is reopened over the new list), GPUs that are gone are forgotten.
+Fail closed: if the event set cannot be created, a GPU cannot be registered or a wait fails, the
+GPUs it should cover go Unhealthy with that reason and the watch is reopened with exponential
+backoff. Any exception from a backend is logged and treated as a failure; it never ends a thread.
 The clock is injected (time.monotonic by default); only the machine reads its values.
 """
 
@@ -36,7 +40,8 @@ from device_plugin.nvml.health_types import EventWatch, HealthEventKind, HealthS
 log = logging.getLogger(__name__)
 
 TransitionListener = Callable[[HealthTransition], object]  # what a listener returns is ignored
-REPLAY_WAIT_S = 5.0  # how long replay() waits for its delivery (a hung listener must not hold a rescan)
+# how long replay() waits for its delivery (a hung listener must not hold a rescan)
+REPLAY_WAIT_S = 5.0
 
 
 class HealthWatcher:
@@ -59,7 +64,8 @@ class HealthWatcher:
         self._dispatcher = TransitionDispatcher()
         self._stop = threading.Event()
         self._probe_wake = threading.Event()
-        self._gpus_changed = threading.Event()  # the event thread reopens its watch over the new list
+        # the event thread reopens its watch over the new list
+        self._gpus_changed = threading.Event()
         self._threads: list[threading.Thread] = []
 
     # ---- public --------------------------------------------------------------------------------
@@ -78,16 +84,19 @@ class HealthWatcher:
             return self._indices
 
     def add_listener(self, listener: TransitionListener) -> None:
-        """Called with every later transition, in order, on the dispatch thread; a failing one is logged."""
+        """Called with every later transition, in order, on the dispatch thread; a failing one is
+        logged."""
         with self._lock:
             self._listeners.append(listener)
 
     def replay(self, listener: TransitionListener) -> None:
-        """Tell `listener` of a transition to the current state of every GPU that is not Healthy, and wait.
+        """Tell `listener` of a transition to the current state of every GPU that is not Healthy,
+        and wait.
 
-        For listeners that start all Healthy after the watcher did (ResourceManagers a rebuild made). Queued
-        under the lock, so no transition slips between the replay and the next one the listener is told of;
-        waits (up to REPLAY_WAIT_S) until delivered, so the caller serves them at the current health.
+        For listeners that start all Healthy after the watcher did (ResourceManagers a rebuild
+        made). Queued under the lock, so no transition slips between the replay and the next one the
+        listener is told of; waits (up to REPLAY_WAIT_S) until delivered, so the caller serves them
+        at the current health.
         """
         with self._lock:
             now_s = self._clock()
@@ -109,14 +118,18 @@ class HealthWatcher:
                 return
             self._dispatcher.put(lambda: _deliver((listener,), replayed))
         if not self._dispatcher.wait_delivered(REPLAY_WAIT_S):
-            log.warning("health: a replay was not delivered within %.1f s (a listener is slow)", REPLAY_WAIT_S)
+            log.warning(
+                "health: a replay was not delivered within %.1f s (a listener is slow)",
+                REPLAY_WAIT_S,
+            )
 
     def wait_delivered(self, timeout_s: float) -> bool:
         """True once every transition decided before this call has reached the listeners."""
         return self._dispatcher.wait_delivered(timeout_s)
 
     def set_gpus(self, gpu_indices: Iterable[int]) -> None:
-        """Watch these GPUs from now on (a rescan found a different list). Kept GPUs keep their state."""
+        """Watch these GPUs from now on (a rescan found a different list). Kept GPUs keep their
+        state."""
         indices = tuple(sorted(set(gpu_indices)))
         with self._lock:
             if indices == self._indices:
@@ -136,20 +149,26 @@ class HealthWatcher:
 
     def start(self) -> None:
         if not self._config.enabled:
-            log.warning("health checks are disabled (DP_DISABLE_HEALTHCHECKS=all or health.enabled: false)")
+            log.warning(
+                "health checks are disabled (DP_DISABLE_HEALTHCHECKS=all or health.enabled: false)"
+            )
             return
         log.info(
             "watching the health of GPUs %s: %s",
             ",".join(map(str, self.gpu_indices)) or "none",
             self._config.describe(),
         )
-        for target, name in ((self._event_loop, "health-events"), (self._probe_loop, "health-probes")):
+        for target, name in (
+            (self._event_loop, "health-events"),
+            (self._probe_loop, "health-probes"),
+        ):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
 
     def stop(self, timeout_s: float = 2.0) -> None:
-        """Stop both threads; bounded by `timeout_s` (an event wait lasts at most `event_wait_s`)."""
+        """Stop both threads; bounded by `timeout_s` (an event wait lasts at most
+        `event_wait_s`)."""
         self._stop.set()
         self._probe_wake.set()
         deadline = time.monotonic() + timeout_s
@@ -157,14 +176,18 @@ class HealthWatcher:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
         self._threads = [t for t in self._threads if t.is_alive()]
         if self._threads:
-            log.warning("health threads still running after %.1f s: %s", timeout_s, [t.name for t in self._threads])
+            log.warning(
+                "health threads still running after %.1f s: %s",
+                timeout_s,
+                [t.name for t in self._threads],
+            )
         self._dispatcher.stop(max(0.0, deadline - time.monotonic()))
 
     # ---- fan-out -------------------------------------------------------------------------------
 
     def _apply(self, transitions: Iterable[HealthTransition | None]) -> None:
-        """Queued under the lock, so two threads' transitions for one GPU reach every listener in order;
-        delivered on the dispatch thread, outside the lock."""
+        """Queued under the lock, so two threads' transitions for one GPU reach every listener in
+        order; delivered on the dispatch thread, outside the lock."""
         with self._lock:
             decided = [t for t in transitions if t is not None]
             if decided:
@@ -175,7 +198,9 @@ class HealthWatcher:
 
     def _event_loop(self) -> None:
         watch: EventWatch | None = None
-        retry = Backoff(initial_s=self._config.retry_initial_s, max_s=self._config.retry_max_s).delays_s()
+        retry = Backoff(
+            initial_s=self._config.retry_initial_s, max_s=self._config.retry_max_s
+        ).delays_s()
         reopen_at: float | None = None  # reopen to retry GPUs whose registration failed
         while not self._stop.is_set():
             if self._gpus_changed.is_set():
@@ -233,9 +258,13 @@ class HealthWatcher:
     @staticmethod
     def _log_failure(what: str, exc: Exception) -> None:
         if isinstance(exc, NvmlError):
-            log.warning("%s failed: %s; every watched GPU is Unhealthy until it works again", what, exc)
+            log.warning(
+                "%s failed: %s; every watched GPU is Unhealthy until it works again", what, exc
+            )
         else:
-            log.exception("%s raised unexpectedly; every watched GPU is Unhealthy until it works again", what)
+            log.exception(
+                "%s raised unexpectedly; every watched GPU is Unhealthy until it works again", what
+            )
 
     # ---- probe thread --------------------------------------------------------------------------
 
@@ -260,7 +289,9 @@ class HealthWatcher:
             return ProbeResult(index, False, f"probe raised {type(exc).__name__}: {exc}")
 
 
-def _deliver(listeners: Sequence[TransitionListener], transitions: Sequence[HealthTransition]) -> None:
+def _deliver(
+    listeners: Sequence[TransitionListener], transitions: Sequence[HealthTransition]
+) -> None:
     for transition in transitions:
         for listener in listeners:
             _tell(listener, transition)

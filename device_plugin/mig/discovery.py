@@ -1,8 +1,9 @@
 """Read a node's MIG state from an NVML backend into one frozen inventory.
 
-Boundary: calls only gpus(), mig_mode() and mig_devices() of a backend (the MigBackend protocol, which
-every NvmlBackend satisfies); no policy here. A GPU is "MIG-enabled" when its *current* mode is enabled;
-a pending change (reset not yet done) is logged, not acted on: NVML reports the old mode until the reset.
+Boundary: calls only gpus(), mig_mode() and mig_devices() of a backend (the MigBackend protocol,
+which every NvmlBackend satisfies); no policy here. A GPU is "MIG-enabled" when its *current* mode
+is enabled; a pending change (reset not yet done) is logged, not acted on: NVML reports the old mode
+until the reset.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ class MigBackend(Protocol):
 
 @dataclass(frozen=True)
 class MigInventory:
-    """What discovery saw. `devices_by_gpu` has a key for every GPU whose MIG mode is enabled now."""
+    """What discovery saw. `devices_by_gpu` has a key for every GPU whose MIG mode is enabled
+    now."""
 
     gpus: tuple[GpuInfo, ...]
     modes: Mapping[int, MigMode | None]
@@ -45,14 +47,17 @@ def discover(backend: MigBackend) -> MigInventory:
         modes[gpu.index] = mode
         if mode is not None and mode.pending != mode.current:
             log.warning(
-                "GPU %d (%s): MIG mode is %s but %s after the next GPU reset; advertising the current mode",
+                "GPU %d (%s): MIG mode is %s but %s after the next GPU reset; advertising the "
+                "current mode",
                 gpu.index,
                 gpu.uuid,
                 "enabled" if mode.current else "disabled",
                 "enabled" if mode.pending else "disabled",
             )
         if mode is not None and mode.current:
-            devices[gpu.index] = tuple(sorted(backend.mig_devices(gpu.index), key=mig_device_sort_key))
+            devices[gpu.index] = tuple(
+                sorted(backend.mig_devices(gpu.index), key=mig_device_sort_key)
+            )
     return MigInventory(
         gpus=tuple(sorted(gpus, key=lambda g: g.index)),
         modes=MappingProxyType(modes),

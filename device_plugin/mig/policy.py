@@ -1,20 +1,24 @@
 """GetPreferredAllocation for MIG resources: which MIG devices, on which parent GPUs.
 
-Boundary: an AllocationPolicy (device_plugin.allocation.protocols) over value types; pure and deterministic.
-Its input is a ValidatedRequest: IDs, subsets and size were checked once, by the resource.
+Boundary: an AllocationPolicy (device_plugin.allocation.protocols) over value types; pure and
+deterministic. Its input is a ValidatedRequest: IDs, subsets and size were checked once, by the
+resource.
 
 NVIDIA balances MIG picks per MIG UUID, so "distributed" does not balance parent GPUs and ties are
-arbitrary. Here the unit of balance is the parent GPU. A GPU's *load* is its devices of this resource that
-are not in `available` (the kubelet gave them to other containers); picks are made in tiers of GPUs that
+arbitrary. Here the unit of balance is the parent GPU. A GPU's *load* is its devices of this
+resource that are not in `available` (the kubelet gave them to other containers); picks are made in
+tiers of GPUs that
 tie on the placement key:
-- spread (NVIDIA's "distributed", the default): key (picked by this request, load). A request lands on as
-  many parent GPUs as it can, least-loaded first, so one GPU fault or noisy neighbour hurts it least.
-- pack (NVIDIA's "packed"): key (-(load + picked), free devices left). Fills the busiest GPU first and
-  stays on it (best fit), so whole GPUs stay empty for re-partitioning or for bigger requests.
+- spread (NVIDIA's "distributed", the default): key (picked by this request, load). A request lands
+  on as many parent GPUs as it can, least-loaded first, so one GPU fault or noisy neighbour hurts it
+  least.
+- pack (NVIDIA's "packed"): key (-(load + picked), free devices left). Fills the busiest GPU first
+  and stays on it (best fit), so whole GPUs stay empty for re-partitioning or for bigger requests.
 When a tier has more GPUs than the request still takes from it, the GPUs are chosen by the injected
-`choose_gpus` (allocation/gpu_choice.py). A failing or invalid answer falls back to the lowest indices
-with a warning. Inside a GPU, devices go in canonical order. The placement is the config's (one enum for
-MIG and time-slicing, flags.plugin.sharedDevicesAllocationPolicy): DISTRIBUTED spreads, PACKED packs.
+`choose_gpus` (allocation/gpu_choice.py). A failing or invalid answer falls back to the lowest
+indices with a warning. Inside a GPU, devices go in canonical order. The placement is the config's
+(one enum for MIG and time-slicing, flags.plugin.sharedDevicesAllocationPolicy): DISTRIBUTED
+spreads, PACKED packs.
 """
 
 from __future__ import annotations
@@ -42,7 +46,12 @@ class MigAllocationPolicy:
         self._resource = resource_name
 
     def choose(self, request: ValidatedRequest) -> tuple[str, ...]:
-        devices, available, must_include, size = request.devices, request.available, request.must_include, request.size
+        devices, available, must_include, size = (
+            request.devices,
+            request.available,
+            request.must_include,
+            request.size,
+        )
         order = available  # canonical order, no duplicates (ValidatedRequest)
         must = set(must_include)
         free: dict[int, list[str]] = {}
@@ -73,7 +82,8 @@ class MigAllocationPolicy:
                 chosen.append(free[gpu].pop(0))
                 picked[gpu] += 1
         result = tuple(sorted(chosen, key=lambda i: device_sort_key(devices[i])))
-        if not log.isEnabledFor(logging.DEBUG):  # the kubelet's admission path: DEBUG, built only when shown
+        # the kubelet's admission path: DEBUG, built only when shown
+        if not log.isEnabledFor(logging.DEBUG):
             return result
         log.debug(
             "%s: %d of %d MIG devices (%s over parent GPUs) -> %s on GPUs %s",
@@ -94,7 +104,8 @@ class MigAllocationPolicy:
         return lambda gpu: (-(load[gpu] + picked[gpu]), len(free[gpu]))
 
     def _pick_gpus(self, tier: list[int], picked: Mapping[int, int], batch: int) -> list[int]:
-        """`batch` GPUs of `tier`: GPUs the request already holds first, then new ones by the topology."""
+        """`batch` GPUs of `tier`: GPUs the request already holds first, then new ones by the
+        topology."""
         held = tuple(sorted(gpu for gpu, n in picked.items() if n))
         taken = [gpu for gpu in tier if gpu in held][:batch]
         fresh = [gpu for gpu in tier if gpu not in held]

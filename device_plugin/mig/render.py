@@ -1,4 +1,5 @@
-"""Text rendering of a node's MIG layout for `gpu-device-plugin topology`: MIG devices under their parents.
+"""Text rendering of a node's MIG layout for `gpu-device-plugin topology`: MIG devices under their
+parents.
 
 Boundary: reads a MigBackend (gpus, mig_mode, mig_devices) and returns text; no printing, no policy.
 """
@@ -10,9 +11,13 @@ from device_plugin.mig.strategy import mig_resource
 
 
 def render_mig_tree(backend: MigBackend) -> str:
-    """One line per GPU with its MIG mode, then one indented line per MIG device (placement order)."""
+    """One line per GPU with its MIG mode, then one indented line per MIG device (placement
+    order)."""
     inventory = discover(backend)
-    lines = ["MIG layout (placement = memory-slice start:size; resource = its name under migStrategy mixed)"]
+    lines = [
+        "MIG layout (placement = memory-slice start:size; resource = its name under migStrategy "
+        "mixed)"
+    ]
     for gpu in inventory.gpus:
         mode = inventory.modes.get(gpu.index)
         if mode is None:
@@ -30,10 +35,14 @@ def render_mig_tree(backend: MigBackend) -> str:
             lines.append("  (no MIG devices)")
         for k, mig in enumerate(devices):
             branch = "`-" if k == len(devices) - 1 else "|-"
-            placement = "?" if mig.placement_start < 0 else f"{mig.placement_start}:{mig.placement_size}"
+            placement = (
+                "?" if mig.placement_start < 0 else f"{mig.placement_start}:{mig.placement_size}"
+            )
             lines.append(
-                f"  {branch} {mig.profile:<12} {mig.uuid}  placement {placement:<4} GI {mig.gpu_instance_id:<2} "
-                f"CI {mig.compute_instance_id}  {mig.memory_mib} MiB  {mig.multiprocessor_count} SMs  "
+                f"  {branch} {mig.profile:<12} {mig.uuid}  placement {placement:<4} GI "
+                f"{mig.gpu_instance_id:<2} "
+                f"CI {mig.compute_instance_id}  {mig.memory_mib} MiB  {mig.multiprocessor_count} "
+                "SMs  "
                 f"{mig_resource(mig.profile)}"
             )
     return "\n".join(lines) + "\n"

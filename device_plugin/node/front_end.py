@@ -31,7 +31,8 @@ class RuntimeContext:
 
     backend: NvmlBackend
     metrics: PluginMetrics
-    replay_health: Callable[[TransitionListener], None]  # tells `listener` every GPU that is not Healthy now
+    # tells `listener` every GPU that is not Healthy now
+    replay_health: Callable[[TransitionListener], None]
 
 
 class FrontEnd(Protocol):
@@ -47,15 +48,17 @@ class FrontEnd(Protocol):
         ...
 
     def apply(self, inventory: NodeInventory, config: Config, *, serving_changed: bool) -> bool:
-        """Serve `inventory` under `config`, changing only what differs (everything when `serving_changed`).
+        """Serve `inventory` under `config`, changing only what differs (everything when
+        `serving_changed`).
 
-        Before start() this prepares what start() serves. Raises PluginError, before anything changed,
-        when `config` cannot be served on this inventory. True if anything was served afresh."""
+        Before start() this prepares what start() serves. Raises PluginError, before anything
+        changed, when `config` cannot be served on this inventory. True if anything was served
+        afresh."""
         ...
 
     def on_health(self, transition: HealthTransition) -> tuple[str, ...]:
-        """Apply one GPU health transition; the names it changed (the metric's `resource` label). Fast:
-        the health watcher waits for it."""
+        """Apply one GPU health transition; the names it changed (the metric's `resource` label).
+        Fast: the health watcher waits for it."""
         ...
 
     def label_options(self, config: Config) -> LabelOptions:
@@ -67,7 +70,8 @@ class FrontEnd(Protocol):
     def readiness(self) -> EndpointProbeResult: ...
 
     def start(self) -> None:
-        """Serve what the last apply() prepared. Raises when it cannot (the runtime stops everything)."""
+        """Serve what the last apply() prepared. Raises when it cannot (the runtime stops
+        everything)."""
         ...
 
     def stop(self, timeout_s: float) -> bool:

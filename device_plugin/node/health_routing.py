@@ -3,9 +3,9 @@
 Boundary: wiring only. The watcher (device_plugin/health/watcher.py) decides and hands each typed
 HealthTransition to one listener here, which gives it to a route (the front-end's on_health: the
 device plugin applies it to the resources served now, the DRA driver marks its devices unhealthy and
-republishes) and then counts it once in the metrics, labelled with the names the route changed and the
-transition's own Xid. A rescan tells it the GPUs it found (the watcher watches exactly those); replay()
-brings something made afresh (a new resource) to the current health.
+republishes) and then counts it once in the metrics, labelled with the names the route changed and
+the transition's own Xid. A rescan tells it the GPUs it found (the watcher watches exactly those);
+replay() brings something made afresh (a new resource) to the current health.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from device_plugin.observability.metrics import PluginMetrics
 
 log = logging.getLogger(__name__)
 
-HealthRoute = Callable[[HealthTransition], Sequence[str]]  # applies a transition; the names it changed
+# applies a transition; the names it changed
+HealthRoute = Callable[[HealthTransition], Sequence[str]]
 
 
 class NodeHealth:
@@ -40,12 +41,15 @@ class NodeHealth:
         self._metrics = metrics
         self.watcher: HealthWatcher | None = None
         if isinstance(backend, HealthSource):
-            self.watcher = HealthWatcher(backend, [g.index for g in gpus], config, listeners=[self.deliver])
+            self.watcher = HealthWatcher(
+                backend, [g.index for g in gpus], config, listeners=[self.deliver]
+            )
         else:
             log.warning("the NVML backend has no health source: devices are not health-checked")
 
     def deliver(self, transition: HealthTransition) -> None:
-        """The watcher's listener: route `transition` (the kubelet hears of it first), then count it once."""
+        """The watcher's listener: route `transition` (the kubelet hears of it first), then count it
+        once."""
         changed = self._route(transition)
         self._metrics.health_transition(transition, changed)
 
@@ -55,7 +59,8 @@ class NodeHealth:
             self.watcher.set_gpus(g.index for g in gpus)
 
     def replay(self, listener: TransitionListener) -> None:
-        """Tell `listener` every watched GPU that is not Healthy now (something made afresh starts Healthy)."""
+        """Tell `listener` every watched GPU that is not Healthy now (something made afresh starts
+        Healthy)."""
         if self.watcher is not None:
             self.watcher.replay(listener)
 

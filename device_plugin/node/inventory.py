@@ -1,10 +1,11 @@
-"""NodeInventory: what one scan of the node found (GPUs, MIG devices, Topology) and the Allocator over it.
+"""NodeInventory: what one scan of the node found (GPUs, MIG devices, Topology) and the Allocator
+over it.
 
-Boundary: reading the backend and deciding whether the Allocator can be reused; nothing is served here.
-Both modes take the inventory from here: the device-plugin front-end composes its resources over it
-(dp/composition.py), the DRA front-end its devices. The Allocator precomputes its tables at
-construction (about a second on 16 GPUs), so a rescan that finds the same Topology keeps the previous
-inventory's Allocator, and a health change never builds one.
+Boundary: reading the backend and deciding whether the Allocator can be reused; nothing is served
+here. Both modes take the inventory from here: the device-plugin front-end composes its resources
+over it (dp/composition.py), the DRA front-end its devices. The Allocator precomputes its tables at
+construction (about a second on 16 GPUs), so a rescan that finds the same Topology keeps the
+previous inventory's Allocator, and a health change never builds one.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class NodeInventory:
 
 
 def scan_inventory(backend: NvmlBackend, previous: NodeInventory | None = None) -> NodeInventory:
-    """Read GPUs, MIG layouts and the Topology; reuse `previous`'s Allocator when the Topology is the same."""
+    """Read GPUs, MIG layouts and the Topology; reuse `previous`'s Allocator when the Topology is
+    the same."""
     mig = discover(backend)
     if not mig.gpus:
         return NodeInventory(mig.gpus, mig)

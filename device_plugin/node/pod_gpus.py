@@ -1,11 +1,13 @@
-"""Which pod's container holds which of this node's GPUs, from the kubelet's pod-resources API, for /metrics.
+"""Which pod's container holds which of this node's GPUs, from the kubelet's pod-resources API, for
+/metrics.
 
-Boundary: joins what the kubelet says (dra_helper/pod_resources.py) with the node's GPU and MIG UUIDs;
-the metric is observability's (collectors.PodGpuCollector). A device counts when it names one of this
-node's UUIDs: a device plugin's device ID (a GPU or MIG UUID, a time-sliced replica `<uuid>::<n>`), or a
-DRA device's CDI name (`nvidia.com/gpu=<uuid>`, as our driver answers). So both modes, and other
-drivers that name NVIDIA's CDI devices, are seen; dcgm-exporter's series, labelled by UUID, join on it.
-A failed read is logged when its reason changes (not every scrape) and raises on, for the metric's count.
+Boundary: joins what the kubelet says (dra_helper/pod_resources.py) with the node's GPU and MIG
+UUIDs; the metric is observability's (collectors.PodGpuCollector). A device counts when it names one
+of this node's UUIDs: a device plugin's device ID (a GPU or MIG UUID, a time-sliced replica
+`<uuid>::<n>`), or a DRA device's CDI name (`nvidia.com/gpu=<uuid>`, as our driver answers). So both
+modes, and other drivers that name NVIDIA's CDI devices, are seen; dcgm-exporter's series, labelled
+by UUID, join on it. A failed read is logged when its reason changes (not every scrape) and raises
+on, for the metric's count.
 """
 
 from __future__ import annotations
@@ -52,14 +54,18 @@ def pod_gpus(devices: Iterable[ContainerDevice], uuids: frozenset[str]) -> list[
         named.append(device.device.partition(REPLICA_SEPARATOR)[0])
         for uuid in named:
             if uuid in uuids:
-                found.add(PodGpu(device.namespace, device.pod, device.container, uuid, device.source))
+                found.add(
+                    PodGpu(device.namespace, device.pod, device.container, uuid, device.source)
+                )
     return sorted(found)
 
 
 class PodGpuReader:
     """Reads the kubelet's answer at scrape time; `kubelet_dir` is the parent of devicePluginDir."""
 
-    def __init__(self, kubelet_dir: Path, uuids: Callable[[], frozenset[str]], timeout_s: float = 1.0) -> None:
+    def __init__(
+        self, kubelet_dir: Path, uuids: Callable[[], frozenset[str]], timeout_s: float = 1.0
+    ) -> None:
         self.socket = kubelet_dir / POD_RESOURCES_SOCKET
         self._uuids = uuids
         self._timeout_s = timeout_s

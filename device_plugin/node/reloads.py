@@ -3,8 +3,8 @@
 Boundary: compares two configs (config/reload.py sorts the fields) and says what to do; the runtime
 does it. RESERVE fields (and the `resources`, `sharing`, `imex` sections) serve everything afresh;
 AT_ONCE and NEXT_RESERVE fields are taken; RESTART fields keep their running values until the plugin
-restarts, and so do the START_ONLY ones (`mode`, `driverName`: they chose what this process runs, so a
-new value is never "applied" by it). Both kinds are named in one warning.
+restarts, and so do the START_ONLY ones (`mode`, `driverName`: they chose what this process runs, so
+a new value is never "applied" by it). Both kinds are named in one warning.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ START_ONLY = tuple(d for d in SETTINGS if d.setting.reload is Reload.START_ONLY)
 
 @dataclass(frozen=True)
 class Settled:
-    config: Config  # the loaded config with the restart-only and start-only fields at their running values
+    # the loaded config with the restart-only and start-only fields at their running values
+    config: Config
     serving_changed: bool  # a RESERVE field or section changed: serve everything afresh
     needs_restart: tuple[str, ...]  # dotted paths whose new value waits for a restart
 
@@ -39,4 +40,6 @@ def settle(running: Config, loaded: Config) -> Settled:
 def _with(node: Any, attrs: tuple[str, ...], value: Any) -> Any:
     """A copy of the frozen dataclass tree `node` with the attribute at `attrs` replaced."""
     head, *rest = attrs
-    return replace(node, **{head: _with(getattr(node, head), tuple(rest), value) if rest else value})
+    return replace(
+        node, **{head: _with(getattr(node, head), tuple(rest), value) if rest else value}
+    )

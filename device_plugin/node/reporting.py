@@ -1,10 +1,12 @@
-"""What the runtime reports about the node it serves, in either mode: metrics, the HTTP endpoint, node labels.
+"""What the runtime reports about the node it serves, in either mode: metrics, the HTTP endpoint,
+node labels.
 
-Boundary: building and refreshing these outputs from the config, the front-end's probes and its label
-inputs; what only the device-plugin mode reports, from its composed Node, is dp/resource_reporting.py's.
-The inventory and the GPU gauges read through callables pointed at what is served now, so a rescan that
-finds other GPUs or devices shows at the next scrape; the DRA front-end has no inventory gauge (no
-device-plugin resources), so its per-resource series stay absent. No gRPC, no threads of its own.
+Boundary: building and refreshing these outputs from the config, the front-end's probes and its
+label inputs; what only the device-plugin mode reports, from its composed Node, is
+dp/resource_reporting.py's. The inventory and the GPU gauges read through callables pointed at what
+is served now, so a rescan that finds other GPUs or devices shows at the next scrape; the DRA
+front-end has no inventory gauge (no device-plugin resources), so its per-resource series stay
+absent. No gRPC, no threads of its own.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ def node_metrics(
     *,
     gpu_gauges: bool,
 ) -> PluginMetrics:
-    """The runtime's metrics: the inventory gauge from `inventory` (None: none), gauges of `gpus()`, both
-    read at scrape time, process metrics, and the counters the front-end and health routing feed."""
+    """The runtime's metrics: the inventory gauge from `inventory` (None: none), gauges of `gpus()`,
+    both read at scrape time, process metrics, and the counters the front-end and health routing
+    feed."""
     return PluginMetrics(
         registry,
         device_snapshots=inventory,
@@ -50,13 +53,20 @@ def node_metrics(
     )
 
 
-def node_endpoint(config: Config, registry: CollectorRegistry, front_end: FrontEnd) -> HttpEndpoint | None:
-    """/metrics, /healthz and /readyz (the front-end's probes) on gpuDevicePlugin.metricsAddress; None when
-    that is off. Started by the runtime first: a bind failure (EndpointBindError) is fatal."""
-    address = parse_metrics_address(config.daemon.metrics_address, field="gpuDevicePlugin.metricsAddress")
+def node_endpoint(
+    config: Config, registry: CollectorRegistry, front_end: FrontEnd
+) -> HttpEndpoint | None:
+    """/metrics, /healthz and /readyz (the front-end's probes) on gpuDevicePlugin.metricsAddress;
+    None when that is off. Started by the runtime first: a bind failure (EndpointBindError) is
+    fatal."""
+    address = parse_metrics_address(
+        config.daemon.metrics_address, field="gpuDevicePlugin.metricsAddress"
+    )
     if address is None:
         return None
-    return HttpEndpoint(*address, registry, liveness=front_end.liveness, readiness=front_end.readiness)
+    return HttpEndpoint(
+        *address, registry, liveness=front_end.liveness, readiness=front_end.readiness
+    )
 
 
 def labels_writer(labels_file: str, device_plugin_dir: Path) -> FeaturesFileWriter | None:
@@ -66,7 +76,10 @@ def labels_writer(labels_file: str, device_plugin_dir: Path) -> FeaturesFileWrit
 
 
 def refresh_labels(
-    backend: NvmlBackend, options: LabelOptions, writer: FeaturesFileWriter | None, topology: Topology | None
+    backend: NvmlBackend,
+    options: LabelOptions,
+    writer: FeaturesFileWriter | None,
+    topology: Topology | None,
 ) -> None:
     """`topology`: the node's, not rebuilt (None: the labels read it afresh)."""
     if writer is not None:

@@ -2,18 +2,21 @@
 measured, and re-served when the hardware or the config file changes.
 
 NodeRuntime owns, for the life of the process: the backend's inventory (GPUs, MIG devices, Topology
-and the Allocator over them, node/inventory.py), the HealthWatcher and its route (node/health_routing.py),
-the metrics registry, the HTTP endpoint and the node-labels file (node/reporting.py), and the rescan loop.
-What the kubelet sees is the front-end's (node/front_end.py): the device plugin's PluginManagers or the
-DRA driver's sockets and ResourceSlices.
+and the Allocator over them, node/inventory.py), the HealthWatcher and its route
+(node/health_routing.py), the metrics registry, the HTTP endpoint and the node-labels file
+(node/reporting.py), and the rescan loop. What the kubelet sees is the front-end's
+(node/front_end.py): the device plugin's PluginManagers or the DRA driver's sockets and
+ResourceSlices.
 
-A rescan (every rescanIntervalSeconds, the config-file watch, SIGHUP) re-reads the config file (if it
-changed) and the hardware. A changed config is sorted by its fields' reload classes (node/reloads.py):
-serving settings serve everything afresh, labelsFile and rescanIntervalSeconds apply at once, and
-restart-only and start-only fields (mode, driverName) keep their running values, logged as needing a
-restart; an invalid file is refused (config/file_reload.py) and the running config stays. The front-end
-applies the new inventory and config, changing only what differs; when it cannot serve a changed config
-on these GPUs the old one keeps serving, and the changed config is offered again at each rescan.
+A rescan (every rescanIntervalSeconds, the config-file watch, SIGHUP) re-reads the config file (if
+it
+changed) and the hardware. A changed config is sorted by its fields' reload classes
+(node/reloads.py): serving settings serve everything afresh, labelsFile and rescanIntervalSeconds
+apply at once, and restart-only and start-only fields (mode, driverName) keep their running values,
+logged as needing a restart; an invalid file is refused (config/file_reload.py) and the running
+config stays. The front-end applies the new inventory and config, changing only what differs; when
+it cannot serve a changed config on these GPUs the old one keeps serving, and the changed config is
+offered again at each rescan.
 """
 
 from __future__ import annotations
@@ -75,10 +78,16 @@ class NodeRuntime(Generic[F]):
             lambda: self._inventory.gpus,
             gpu_gauges=config.daemon.gpu_gauges,
         )
-        reader = PodGpuReader(Path(config.daemon.device_plugin_dir).parent, lambda: node_uuids(self._inventory))
+        reader = PodGpuReader(
+            Path(config.daemon.device_plugin_dir).parent, lambda: node_uuids(self._inventory)
+        )
         self.metrics.pod_gpus(lambda: [astuple(row) for row in reader()])
         self._health = NodeHealth(
-            backend, self._inventory.gpus, config.daemon.health, route=front_end.on_health, metrics=self.metrics
+            backend,
+            self._inventory.gpus,
+            config.daemon.health,
+            route=front_end.on_health,
+            metrics=self.metrics,
         )
         front_end.attach(RuntimeContext(backend, self.metrics, self._health.replay))
         front_end.apply(self._inventory, config, serving_changed=False)
@@ -105,12 +114,14 @@ class NodeRuntime(Generic[F]):
 
     def start(self) -> None:
         if self._endpoint is not None:
-            # First, and fatal (EndpointBindError): without probes the kubelet cannot tell we are alive.
+            # First, and fatal (EndpointBindError): without probes the kubelet cannot tell we are
+            # alive.
             self._endpoint.start()
         try:
             self._health.start()
             self.front_end.start()
-        except Exception:  # e.g. no inotify instance left: stop what started, so nothing serves half-alive
+        # e.g. no inotify instance left: stop what started, so nothing serves half-alive
+        except Exception:
             self.stop()
             raise
         self._refresh_labels()
@@ -122,10 +133,11 @@ class NodeRuntime(Generic[F]):
         self._wake.set()
 
     def stop(self, timeout_s: float = 4.0) -> bool:
-        """The front-end first (the kubelet must keep nothing stale), then the rest. False if cut short.
+        """The front-end first (the kubelet must keep nothing stale), then the rest. False if cut
+        short.
 
-        A rebuild in progress gets up to REBUILD_WAIT_S to finish first (one lock); one that starts later sees
-        the stop and does nothing.
+        A rebuild in progress gets up to REBUILD_WAIT_S to finish first (one lock); one that starts
+        later sees the stop and does nothing.
         """
         deadline = time.monotonic() + timeout_s
         self._stopping.set()
@@ -136,7 +148,9 @@ class NodeRuntime(Generic[F]):
             self._lock.release()
         else:
             log.warning(
-                "a rebuild is still running after %.1f s; stopping the %s anyway", REBUILD_WAIT_S, self.front_end.name
+                "a rebuild is still running after %.1f s; stopping the %s anyway",
+                REBUILD_WAIT_S,
+                self.front_end.name,
             )
         clean = self.front_end.stop(max(0.5, deadline - time.monotonic() - 1.0))
         self._health.stop(timeout_s=0.5)
@@ -160,7 +174,8 @@ class NodeRuntime(Generic[F]):
                 log.exception("rescan failed; what is served keeps serving")
 
     def rebuild(self) -> bool:
-        """Re-read config (if it changed) and hardware; re-serve what differs. True if anything was re-served."""
+        """Re-read config (if it changed) and hardware; re-serve what differs. True if anything was
+        re-served."""
         with self._lock:
             if self._stopping.is_set():
                 return False
@@ -177,8 +192,9 @@ class NodeRuntime(Generic[F]):
             settled = settle(self._config, loaded)
             changed = self._try_apply(inventory, settled, retried=loaded is not self._config)
             if changed is None and loaded is not self._config:
-                # Valid, but not on these GPUs (say it names one that is gone): offered again at the next
-                # rescan, so it applies once the GPUs allow; meanwhile the running config follows the hardware.
+                # Valid, but not on these GPUs (say it names one that is gone): offered again at the
+                # next rescan, so it applies once the GPUs allow; meanwhile the running config
+                # follows the hardware.
                 self._reload.unserved(loaded)
                 settled = settle(self._config, self._config)
                 changed = self._try_apply(inventory, settled, retried=False)
@@ -187,16 +203,23 @@ class NodeRuntime(Generic[F]):
             self._apply_daemon_settings(settled, refresh=changed)
             return changed
 
-    def _try_apply(self, inventory: NodeInventory, settled: Settled, *, retried: bool) -> bool | None:
+    def _try_apply(
+        self, inventory: NodeInventory, settled: Settled, *, retried: bool
+    ) -> bool | None:
         try:
-            return self.front_end.apply(inventory, settled.config, serving_changed=settled.serving_changed)
+            return self.front_end.apply(
+                inventory, settled.config, serving_changed=settled.serving_changed
+            )
         except PluginError as error:
             again = " (the changed config is tried again at each rescan)" if retried else ""
-            log.error("rebuilding the resources failed, keeping the current ones%s: %s", again, error)
+            log.error(
+                "rebuilding the resources failed, keeping the current ones%s: %s", again, error
+            )
             return None
 
     def _apply_daemon_settings(self, settled: Settled, *, refresh: bool) -> None:
-        """Our own settings that do not touch what is served: applied now, or said to need a restart."""
+        """Our own settings that do not touch what is served: applied now, or said to need a
+        restart."""
         before, after = self._config.daemon, settled.config.daemon
         labels_changed = after.labels_file != before.labels_file
         if labels_changed:
@@ -206,7 +229,8 @@ class NodeRuntime(Generic[F]):
             log.info("labels file now %s", after.labels_file or "off")
         if settled.needs_restart:
             log.warning(
-                "config: %s changed; it takes effect when the plugin restarts (the running value stays until then)",
+                "config: %s changed; it takes effect when the plugin restarts (the running value "
+                "stays until then)",
                 ", ".join(settled.needs_restart),
             )
         self._config = settled.config

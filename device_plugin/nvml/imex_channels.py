@@ -1,10 +1,10 @@
 """IMEX channel device nodes on a real node: which /dev/nvidia-caps-imex-channels/channel<N> exist.
 
 An IMEX channel is a character device the NVIDIA driver creates (module parameter
-NVreg_CreateImexChannel0, or the IMEX daemon's setup) under /dev/nvidia-caps-imex-channels; a container
-that holds one can import GPU memory exported by another node of the same NVLink fabric. NVIDIA's device
-plugin counts a channel as present only when its node is a character device; so does this.
-Boundary: one directory listing under an injected /dev root; no NVML.
+NVreg_CreateImexChannel0, or the IMEX daemon's setup) under /dev/nvidia-caps-imex-channels; a
+container that holds one can import GPU memory exported by another node of the same NVLink fabric.
+NVIDIA's device plugin counts a channel as present only when its node is a character device; so does
+this. Boundary: one directory listing under an injected /dev root; no NVML.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ def imex_channel_path(channel: int) -> str:
 
 
 def scan_imex_channels(dev_root: Path) -> frozenset[int]:
-    """The channel numbers with a character device under `dev_root`; empty when the directory is absent.
+    """The channel numbers with a character device under `dev_root`; empty when the directory is
+    absent.
 
     Raises NvmlError naming the path when the directory exists but cannot be read."""
     directory = dev_root / IMEX_CHANNELS_DIR
@@ -35,7 +36,9 @@ def scan_imex_channels(dev_root: Path) -> frozenset[int]:
     except FileNotFoundError:
         return frozenset()
     except OSError as exc:
-        raise NvmlError("list IMEX channels", f"cannot read {directory}: {exc.strerror or exc}") from exc
+        raise NvmlError(
+            "list IMEX channels", f"cannot read {directory}: {exc.strerror or exc}"
+        ) from exc
     for entry in entries:
         match = _CHANNEL.match(entry.name)
         if match is None:

@@ -1,16 +1,19 @@
-"""Per-model MIG profile tables: which GPU-instance profiles a GPU model offers and where they may sit.
+"""Per-model MIG profile tables: which GPU-instance profiles a GPU model offers and where they may
+sit.
 
-Facts (checked against NVIDIA's MIG user guide, "Supported MIG Profiles", and `nvidia-smi mig -lgip` /
+Facts (checked against NVIDIA's MIG user guide, "Supported MIG Profiles", and `nvidia-smi mig -lgip`
+/
 `-lgipp` outputs of real A100 and H100 GPUs), all for GPUs with 7 compute and 8 memory slices:
-- profiles per model: 1g (7 instances), 1g+me (1, with media engines), 1g with two memory slices (4),
-  2g (3), 3g (2), 4g (1), 7g (1); names carry the memory size in GB ("1g.5gb" on A100-40GB, "1g.10gb"
-  on A100-80GB and H100-80GB, "1g.18gb" on H200-141GB);
-- placements (memory-slice start:size): 1g and 1g+me at 0..6 size 1; the two-slice 1g at 0,2,4,6 size 2;
-  2g at 0,2,4 size 2; 3g at 0,4 size 4; 4g at 0 size 4; 7g at 0 size 8;
-- memory_mib is what NVML reports for a GI of the profile (nvidia-smi's GiB column x 1024); SM counts
-  are nvidia-smi's. The H200's memory sizes and SM counts were read from a real H200 through NVML.
-Boundary: pure data; device_plugin.nvml.fake.mig_description validates layouts against it, the fake reports
-from it and the real backend names profiles with it.
+- profiles per model: 1g (7 instances), 1g+me (1, with media engines), 1g with two memory slices
+  (4), 2g (3), 3g (2), 4g (1), 7g (1); names carry the memory size in GB ("1g.5gb" on A100-40GB,
+  "1g.10gb" on A100-80GB and H100-80GB, "1g.18gb" on H200-141GB);
+- placements (memory-slice start:size): 1g and 1g+me at 0..6 size 1; the two-slice 1g at 0,2,4,6
+  size 2; 2g at 0,2,4 size 2; 3g at 0,4 size 4; 4g at 0 size 4; 7g at 0 size 8;
+- memory_mib is what NVML reports for a GI of the profile (nvidia-smi's GiB column x 1024); SM
+  counts are nvidia-smi's. The H200's memory sizes and SM counts were read from a real H200 through
+  NVML.
+Boundary: pure data; device_plugin.nvml.fake.mig_description validates layouts against it, the fake
+reports from it and the real backend names profiles with it.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ GI_1_SLICE_REV1 = 7  # 1 slice with media extensions ("+me")
 GI_2_SLICE_REV1 = 8  # 2 slices with media extensions ("+me"; A30)
 GI_1_SLICE_REV2 = 9  # 1 compute slice with 2 memory slices
 
-# (kind, compute slices, memory slices, max instances, placement starts, NVML profile, nvidia-smi profile id)
+# (kind, compute slices, memory slices, max instances, placement starts, NVML profile, nvidia-smi
+# profile id)
 _SHAPES = (
     ("1g", 1, 1, 7, (0, 1, 2, 3, 4, 5, 6), GI_1_SLICE, 19),
     ("1g+me", 1, 1, 1, (0, 1, 2, 3, 4, 5, 6), GI_1_SLICE_REV1, 20),
@@ -40,7 +44,9 @@ _SHAPES = (
 _KINDS = tuple(shape[0] for shape in _SHAPES)
 
 
-def _table(model: str, names: tuple[str, ...], memory_mib: tuple[int, ...], sms: tuple[int, ...]) -> MigProfileTable:
+def _table(
+    model: str, names: tuple[str, ...], memory_mib: tuple[int, ...], sms: tuple[int, ...]
+) -> MigProfileTable:
     """A table from per-kind names, memory and SM counts, in _SHAPES order."""
     profiles = tuple(
         MigProfile(
@@ -54,9 +60,15 @@ def _table(model: str, names: tuple[str, ...], memory_mib: tuple[int, ...], sms:
             nvml_profile=nvml_profile,
             profile_id=profile_id,
         )
-        for (_, compute, memory, max_instances, starts, nvml_profile, profile_id), name, mib, sm in zip(
-            _SHAPES, names, memory_mib, sms, strict=True
-        )
+        for (
+            _,
+            compute,
+            memory,
+            max_instances,
+            starts,
+            nvml_profile,
+            profile_id,
+        ), name, mib, sm in zip(_SHAPES, names, memory_mib, sms, strict=True)
     )
     return MigProfileTable(model=model, profiles=profiles)
 
@@ -95,7 +107,8 @@ def mig_models() -> tuple[str, ...]:
 
 
 def profile_table(model: str) -> MigProfileTable | None:
-    """The profile table of a GPU model, or None when the model is not MIG-capable (or not known)."""
+    """The profile table of a GPU model, or None when the model is not MIG-capable (or not
+    known)."""
     return _TABLES.get(model.strip())
 
 
@@ -103,8 +116,9 @@ def memory_gb_for_name(memory_mib: int, gpu_memory_mib: int) -> int:
     """The "<N>gb" of a profile name from a GI's memory and its GPU's total memory.
 
     NVIDIA names profiles by memory *fraction*, not by the exact size: the fraction is rounded up to
-    eighths (the memory slices), multiplied by the GPU's memory in whole GiB (rounded up), and rounded
-    half up. So 4864 MiB of a 40960 MiB A100 is "5gb" and 71424 MiB of a 143771 MiB H200 is "71gb".
+    eighths (the memory slices), multiplied by the GPU's memory in whole GiB (rounded up), and
+    rounded half up. So 4864 MiB of a 40960 MiB A100 is "5gb" and 71424 MiB of a 143771 MiB H200 is
+    "71gb".
     """
     if memory_mib <= 0 or gpu_memory_mib <= 0:
         raise ValueError(f"memory must be positive, got {memory_mib} MiB of {gpu_memory_mib} MiB")
@@ -114,8 +128,14 @@ def memory_gb_for_name(memory_mib: int, gpu_memory_mib: int) -> int:
 
 
 def profile_name(
-    gpu_slices: int, memory_gb: int, *, compute_slices: int | None = None, media_extensions: bool = False
+    gpu_slices: int,
+    memory_gb: int,
+    *,
+    compute_slices: int | None = None,
+    media_extensions: bool = False,
 ) -> str:
     """NVIDIA's profile name: "[<ci>c.]<gi>g.<mem>gb[+me]"."""
-    prefix = f"{compute_slices}c." if compute_slices is not None and compute_slices != gpu_slices else ""
+    prefix = (
+        f"{compute_slices}c." if compute_slices is not None and compute_slices != gpu_slices else ""
+    )
     return f"{prefix}{gpu_slices}g.{memory_gb}gb{'+me' if media_extensions else ''}"

@@ -1,8 +1,9 @@
 """Frozen MIG value types that NVML backends return and MIG policies consume. No handles, no pynvml.
 
-Vocabulary (NVIDIA's): a MIG-enabled GPU is cut into *GPU instances* (GIs), each a placement of memory
-slices with its own compute slices; inside a GI, *compute instances* (CIs) run work. A *MIG device* is one
-CI in one GI and is what CUDA, the container toolkit and this plugin address by its MIG UUID.
+Vocabulary (NVIDIA's): a MIG-enabled GPU is cut into *GPU instances* (GIs), each a placement of
+memory slices with its own compute slices; inside a GI, *compute instances* (CIs) run work. A *MIG
+device* is one CI in one GI and is what CUDA, the container toolkit and this plugin address by its
+MIG UUID.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ class MigMode:
 
 @dataclass(frozen=True)
 class MigProfile:
-    """One GPU-instance profile of one GPU model, as `nvidia-smi mig -lgip` / NVML's profile info list it.
+    """One GPU-instance profile of one GPU model, as `nvidia-smi mig -lgip` / NVML's profile info
+    list it.
 
-    `placement_starts` are the memory-slice offsets where a GI of this profile may start; it then spans
-    `memory_slices` slices. `nvml_profile` is NVML's NVML_GPU_INSTANCE_PROFILE_* constant and `profile_id`
-    the ID `nvidia-smi mig -cgi` accepts.
+    `placement_starts` are the memory-slice offsets where a GI of this profile may start; it then
+    spans `memory_slices` slices. `nvml_profile` is NVML's NVML_GPU_INSTANCE_PROFILE_* constant and
+    `profile_id` the ID `nvidia-smi mig -cgi` accepts.
     """
 
     name: str  # e.g. "1g.10gb", "1g.10gb+me"
@@ -70,8 +72,8 @@ class MigProfileTable:
 class MigDevice:
     """One MIG device (a compute instance in a GPU instance) as NVML reports it.
 
-    `profile` is the name NVML tools show ("1g.10gb", "1g.10gb+me"; "1c.3g.20gb" for a compute instance
-    smaller than its GPU instance). Placement is in memory slices of the parent GPU.
+    `profile` is the name NVML tools show ("1g.10gb", "1g.10gb+me"; "1c.3g.20gb" for a compute
+    instance smaller than its GPU instance). Placement is in memory slices of the parent GPU.
     """
 
     uuid: str  # "MIG-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"

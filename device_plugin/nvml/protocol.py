@@ -1,8 +1,8 @@
 """The NvmlBackend protocol: the narrow contract between the plugin and the hardware.
 
 Both the real backend (pynvml) and the fake one (a machine-description file) implement it, and the
-contract tests in tests/nvml run against both. Methods raise device_plugin.core.errors.NvmlError with
-context on failure; they never return a silent default.
+contract tests in tests/nvml run against both. Methods raise device_plugin.core.errors.NvmlError
+with context on failure; they never return a silent default.
 """
 
 from __future__ import annotations
@@ -41,12 +41,14 @@ class NvmlBackend(Protocol):
         ...
 
     def mig_devices(self, index: int) -> tuple[MigDevice, ...]:
-        """MIG devices of GPU `index` (mig_types.mig_device_sort_key order); empty unless MIG is enabled now."""
+        """MIG devices of GPU `index` (mig_types.mig_device_sort_key order); empty unless MIG is
+        enabled now."""
         ...
 
     def fabric_info(self, index: int) -> FabricInfo:
         """GPU `index`'s NVLink fabric registration (cluster UUID, clique, state, status); state
-        NOT_SUPPORTED where the GPU or driver has no such fabric (device_plugin/nvml/fabric_types.py)."""
+        NOT_SUPPORTED where the GPU or driver has no such fabric
+        (device_plugin/nvml/fabric_types.py)."""
         ...
 
     def close(self) -> None:
@@ -58,8 +60,8 @@ class NvmlBackend(Protocol):
 class NicSource(Protocol):
     """RDMA NICs and PCIe paths: not NVML, but what GPU-NIC distances are computed from.
 
-    FakeNvml answers from its machine description, RealNvml from sysfs (device_plugin/nvml/sysfs_nics.py).
-    A backend without these methods simply has no NICs.
+    FakeNvml answers from its machine description, RealNvml from sysfs
+    (device_plugin/nvml/sysfs_nics.py). A backend without these methods simply has no NICs.
     """
 
     def nics(self) -> tuple[NicInfo, ...]:
@@ -67,13 +69,15 @@ class NicSource(Protocol):
         ...
 
     def pcie_path(self, pci_bus_id: str) -> tuple[str, ...] | None:
-        """The root-first PCIe path (device_plugin/nvml/pcie_paths.py) of a PCI device; None when unknown."""
+        """The root-first PCIe path (device_plugin/nvml/pcie_paths.py) of a PCI device; None when
+        unknown."""
         ...
 
 
 @runtime_checkable
 class ImexChannelSource(Protocol):
-    """IMEX channel device nodes (/dev/nvidia-caps-imex-channels/channel<N>): not NVML, but the driver's.
+    """IMEX channel device nodes (/dev/nvidia-caps-imex-channels/channel<N>): not NVML, but the
+    driver's.
 
     FakeNvml answers from its machine description (`imex_channels:`), RealNvml from the device nodes
     under `dev_root` (device_plugin/nvml/imex_channels.py). A backend without the method has none.

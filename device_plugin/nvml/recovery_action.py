@@ -1,14 +1,17 @@
-"""GPU recovery actions: what the driver says a GPU needs after a fault (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION).
+"""GPU recovery actions: what the driver says a GPU needs after a fault
+(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION).
 
-Boundary: the vocabulary only. The values (nvml.h's nvmlDeviceGpuRecoveryAction_t), their names, which of
-them take a GPU out of service, and parsing a stated action (a faults file, a machine's fake state). Reading
-the field is the backends' (real_health.py, fake_faults.py); what a fatal action does to health and taints
-is device_plugin/health/state.py's and device_plugin/dra/taints.py's.
+Boundary: the vocabulary only. The values (nvml.h's nvmlDeviceGpuRecoveryAction_t), their names,
+which of them take a GPU out of service, and parsing a stated action (a faults file, a machine's
+fake state). Reading the field is the backends' (real_health.py, fake_faults.py); what a fatal
+action does to health and taints is device_plugin/health/state.py's and
+device_plugin/dra/taints.py's.
 
-Drivers from 565 answer the field; older ones answer NOT_SUPPORTED, which means "no information", never a
-fault. NONE means the GPU is fine to use by new processes; RECOVER_IMEX_DOMAIN asks for the IMEX domain
-(the multi-node memory-sharing domain) to be recovered, not this GPU, so neither takes the GPU out. Every
-other value, including one a newer driver adds that we do not know, does (fail closed).
+Drivers from 565 answer the field; older ones answer NOT_SUPPORTED, which means "no information",
+never a fault. NONE means the GPU is fine to use by new processes; RECOVER_IMEX_DOMAIN asks for the
+IMEX domain (the multi-node memory-sharing domain) to be recovered, not this GPU, so neither takes
+the GPU out. Every other value, including one a newer driver adds that we do not know, does (fail
+closed).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ _PREFIX = "GPU_RECOVERY_ACTION_"
 
 
 def recovery_action_name(value: int) -> str:
-    """nvml.h's name without its prefix (GPU_RESET), or `unknown (N)` for a value newer than this table."""
+    """nvml.h's name without its prefix (GPU_RESET), or `unknown (N)` for a value newer than this
+    table."""
     try:
         return RecoveryAction(value).name
     except ValueError:
@@ -54,7 +58,8 @@ def supported_by_driver(driver_version: str) -> bool:
 
 
 def parse_recovery_action(value: object, field: str) -> RecoveryAction:
-    """A stated action: nvml.h's name (any case, with or without GPU_RECOVERY_ACTION_) or its number.
+    """A stated action: nvml.h's name (any case, with or without GPU_RECOVERY_ACTION_) or its
+    number.
 
     ValueError names `field` and the accepted names."""
     if isinstance(value, str):
@@ -65,4 +70,7 @@ def parse_recovery_action(value: object, field: str) -> RecoveryAction:
     elif isinstance(value, int) and not isinstance(value, bool) and value in set(RecoveryAction):
         return RecoveryAction(value)
     names = ", ".join(a.name for a in RecoveryAction)
-    raise ValueError(f'"{field}" must be one of {names} (or its number 0-{len(RecoveryAction) - 1}), got {value!r}')
+    raise ValueError(
+        f'"{field}" must be one of {names} (or its number 0-{len(RecoveryAction) - 1}), got '
+        f"{value!r}"
+    )

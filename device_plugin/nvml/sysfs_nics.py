@@ -1,15 +1,17 @@
 """SysfsNics: the node's RDMA NICs and PCIe paths, read from sysfs (the NicSource of a real node).
 
 What it reads, under an injectable root (tests build a fake tree in a temp dir):
-- `class/infiniband/<dev>`: one entry per RDMA device, InfiniBand or Ethernet with RoCE/iWARP alike, so a
-  plain Ethernet NIC without RDMA never appears. No such directory: no NICs, and nothing else changes.
-- `class/infiniband/<dev>/device`: a link to the PCI function; its resolved path under `devices/` is the
-  chain of bus ids from the root bus down (device_plugin.nvml.pcie_paths.path_from_sysfs).
-- `<pci function>/numa_node` (-1 or absent: none), `<pci function>/net/*` (the netdev, first by name),
-  `class/infiniband/<dev>/ports/*/rate` ("400 Gb/sec (4X NDR)"; the fastest port; absent: unknown).
-Unreadable NICs are skipped with a warning rather than failing the daemon: they only inform placement.
-Attributes are read with core/bounded_file.py (a regular file of at most one page, never blocking): a FIFO
-or /dev/zero under a fake root is an unknown value, not a hang or a MemoryError.
+- `class/infiniband/<dev>`: one entry per RDMA device, InfiniBand or Ethernet with RoCE/iWARP alike,
+  so a plain Ethernet NIC without RDMA never appears. No such directory: no NICs, and nothing else
+  changes.
+- `class/infiniband/<dev>/device`: a link to the PCI function; its resolved path under `devices/` is
+  the chain of bus ids from the root bus down (device_plugin.nvml.pcie_paths.path_from_sysfs).
+- `<pci function>/numa_node` (-1 or absent: none), `<pci function>/net/*` (the netdev, first by
+  name), `class/infiniband/<dev>/ports/*/rate` ("400 Gb/sec (4X NDR)"; the fastest port; absent:
+  unknown).
+Unreadable NICs are skipped with a warning rather than failing the daemon: they only inform
+placement. Attributes are read with core/bounded_file.py (a regular file of at most one page, never
+blocking): a FIFO or /dev/zero under a fake root is an unknown value, not a hang or a MemoryError.
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ class SysfsNics:
             try:
                 nic = self._nic(class_dir / name, name)
             except (OSError, ValueError) as exc:
-                log.warning("RDMA device %s: cannot read its sysfs entry (%s); ignoring it", name, exc)
+                log.warning(
+                    "RDMA device %s: cannot read its sysfs entry (%s); ignoring it", name, exc
+                )
                 continue
             if nic is not None:
                 found.append(nic)
@@ -61,7 +65,10 @@ class SysfsNics:
     def _nic(self, entry: Path, name: str) -> NicInfo | None:
         device_link = entry / "device"
         if not device_link.exists():
-            log.warning("RDMA device %s has no PCI device (a software device such as rxe?); ignoring it", name)
+            log.warning(
+                "RDMA device %s has no PCI device (a software device such as rxe?); ignoring it",
+                name,
+            )
             return None
         device = Path(os.path.realpath(device_link))
         numa = _numa_node(device)
@@ -84,9 +91,12 @@ class SysfsNics:
 
 
 def _attribute(path: Path) -> str:
-    """A sysfs attribute with the one bounded reader: a regular file (a FIFO or a link to /dev/zero under a
-    fake root is refused, never read), at most SYSFS_ATTRIBUTE_BYTES (one page, what the kernel serves)."""
-    return read_regular_file(path, limit=SYSFS_ATTRIBUTE_BYTES, field="sysfs").decode("ascii", errors="replace")
+    """A sysfs attribute with the one bounded reader: a regular file (a FIFO or a link to /dev/zero
+    under a fake root is refused, never read), at most SYSFS_ATTRIBUTE_BYTES (one page, what the
+    kernel serves)."""
+    return read_regular_file(path, limit=SYSFS_ATTRIBUTE_BYTES, field="sysfs").decode(
+        "ascii", errors="replace"
+    )
 
 
 def _numa_node(device: Path) -> int | None:

@@ -1,9 +1,9 @@
 """GPU telemetry values read at scrape time: what the /metrics GPU gauges show.
 
 Boundary: this module only defines the value type and the protocol a backend implements. The NVML
-backends (device_plugin/nvml/) produce the values; device_plugin/observability/metrics.py turns them into gauges.
-A field is None when the GPU or driver cannot report it (NVML_ERROR_NOT_SUPPORTED, e.g. power on
-some PCIe boards), so "unknown" never masquerades as zero.
+backends (device_plugin/nvml/) produce the values; device_plugin/observability/metrics.py turns them
+into gauges. A field is None when the GPU or driver cannot report it (NVML_ERROR_NOT_SUPPORTED, e.g.
+power on some PCIe boards), so "unknown" never masquerades as zero.
 """
 
 from __future__ import annotations
@@ -30,11 +30,15 @@ class GpuTelemetry:
             if value is not None and value < 0:
                 raise ValueError(f"GpuTelemetry.{name} must be >= 0, got {value}")
         if self.utilisation_percent is not None and not 0 <= self.utilisation_percent <= 100:
-            raise ValueError(f"GpuTelemetry.utilisation_percent must be within 0-100, got {self.utilisation_percent}")
+            raise ValueError(
+                "GpuTelemetry.utilisation_percent must be within 0-100, got "
+                f"{self.utilisation_percent}"
+            )
 
 
 @runtime_checkable
 class TelemetrySource(Protocol):
     def telemetry(self, index: int) -> GpuTelemetry:
-        """Live readings of GPU `index`; raises device_plugin.core.errors.NvmlError when the GPU cannot be read."""
+        """Live readings of GPU `index`; raises device_plugin.core.errors.NvmlError when the GPU
+        cannot be read."""
         ...

@@ -66,7 +66,8 @@ class NvLinkInfo:
 
 
 def normalise_pci_bus_id(bus_id: str) -> str:
-    """NVML reports "00000000:06:00.0"; sysfs uses "0000:06:00.0". Use the sysfs form, lower-case."""
+    """NVML reports "00000000:06:00.0"; sysfs uses "0000:06:00.0". Use the sysfs form,
+    lower-case."""
     text = bus_id.strip().lower()
     domain, _, rest = text.partition(":")
     if not rest:
@@ -93,4 +94,6 @@ class NicInfo:
 
 def nic_order_key(nic: NicInfo) -> tuple[object, ...]:
     """NICs are listed by name with digit runs compared as numbers: mlx5_2 before mlx5_10."""
-    return tuple(int(part) if is_ascii_digits(part) else part for part in re.split(r"([0-9]+)", nic.name))
+    return tuple(
+        int(part) if is_ascii_digits(part) else part for part in re.split(r"([0-9]+)", nic.name)
+    )

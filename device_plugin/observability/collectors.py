@@ -25,9 +25,12 @@ MIB = 1024 * 1024
 
 
 class DeviceInventoryCollector(Collector):
-    """`<prefix>devices{resource, health}`: advertised devices per resource and health, zeros included."""
+    """`<prefix>devices{resource, health}`: advertised devices per resource and health, zeros
+    included."""
 
-    def __init__(self, prefix: str, snapshots: Callable[[], Mapping[str, DeviceListSnapshot]]) -> None:
+    def __init__(
+        self, prefix: str, snapshots: Callable[[], Mapping[str, DeviceListSnapshot]]
+    ) -> None:
         self._prefix = prefix
         self._snapshots = snapshots
 
@@ -62,9 +65,21 @@ class GpuTelemetryCollector(Collector):
     """
 
     _GAUGES = (
-        ("gpu_memory_total_bytes", "GPU framebuffer memory, total.", lambda t: _mib(t.memory_total_mib)),
-        ("gpu_memory_used_bytes", "GPU framebuffer memory, used.", lambda t: _mib(t.memory_used_mib)),
-        ("gpu_utilization_ratio", "Share of time the GPU was busy (0-1).", lambda t: _ratio(t.utilisation_percent)),
+        (
+            "gpu_memory_total_bytes",
+            "GPU framebuffer memory, total.",
+            lambda t: _mib(t.memory_total_mib),
+        ),
+        (
+            "gpu_memory_used_bytes",
+            "GPU framebuffer memory, used.",
+            lambda t: _mib(t.memory_used_mib),
+        ),
+        (
+            "gpu_utilization_ratio",
+            "Share of time the GPU was busy (0-1).",
+            lambda t: _ratio(t.utilisation_percent),
+        ),
         ("gpu_temperature_celsius", "GPU core temperature.", lambda t: t.temperature_c),
         ("gpu_power_watts", "GPU board power draw.", lambda t: t.power_w),
     )
@@ -124,8 +139,9 @@ def _ratio(percent: float | None) -> float | None:
 
 
 class RuntimeCdiCollector(Collector):
-    """`<prefix>container_runtime_cdi{runtime, version, cdi}`: 1 for what the node's container runtime does
-    with CDI devices (supported, needs-enable-cdi, dropped, unknown), once the DRA driver has read its Node."""
+    """`<prefix>container_runtime_cdi{runtime, version, cdi}`: 1 for what the node's container
+    runtime does with CDI devices (supported, needs-enable-cdi, dropped, unknown), once the DRA
+    driver has read its Node."""
 
     def __init__(self, prefix: str, verdict: Callable[[], tuple[str, str, str] | None]) -> None:
         self._prefix = prefix
@@ -137,8 +153,10 @@ class RuntimeCdiCollector(Collector):
     def _family(self) -> GaugeMetricFamily:
         return GaugeMetricFamily(
             self._prefix + "container_runtime_cdi",
-            "1 for the node's container runtime and what it does with the CDI devices of prepared claims "
-            "(cdi: supported, needs-enable-cdi, dropped or unknown); no series before the Node was read.",
+            "1 for the node's container runtime and what it does with the CDI devices of prepared "
+            "claims "
+            "(cdi: supported, needs-enable-cdi, dropped or unknown); no series before the Node was "
+            "read.",
             labels=("runtime", "version", "cdi"),
         )
 
@@ -151,24 +169,31 @@ class RuntimeCdiCollector(Collector):
 
 
 class PodGpuCollector(Collector):
-    """`<prefix>pod_gpu_info{namespace, pod, container, uuid, resource}`: 1 for each GPU (or MIG device) a
-    container holds, read at scrape time from the kubelet (node/pod_gpus.py); no series when the read
-    fails, which `<prefix>pod_resources_errors_total` counts in the same scrape."""
+    """`<prefix>pod_gpu_info{namespace, pod, container, uuid, resource}`: 1 for each GPU (or MIG
+    device) a container holds, read at scrape time from the kubelet (node/pod_gpus.py); no series
+    when the read fails, which `<prefix>pod_resources_errors_total` counts in the same scrape."""
 
-    def __init__(self, prefix: str, read: Callable[[], Iterable[tuple[str, str, str, str, str]]]) -> None:
+    def __init__(
+        self, prefix: str, read: Callable[[], Iterable[tuple[str, str, str, str, str]]]
+    ) -> None:
         self._prefix = prefix
         self._read = read
         self._lock = threading.Lock()
         self._errors = 0
 
     def describe(self) -> Iterable[Metric]:
-        return [self._family(), CounterMetricFamily(self._prefix + "pod_resources_errors", _ERRORS_HELP)]
+        return [
+            self._family(),
+            CounterMetricFamily(self._prefix + "pod_resources_errors", _ERRORS_HELP),
+        ]
 
     def _family(self) -> GaugeMetricFamily:
         return GaugeMetricFamily(
             self._prefix + "pod_gpu_info",
-            "1 for each GPU or MIG device (uuid) a pod's container holds, by the kubelet's pod-resources API; "
-            "`resource` is the device plugin's resource name or the DRA driver's name. Join DCGM's series on "
+            "1 for each GPU or MIG device (uuid) a pod's container holds, by the kubelet's "
+            "pod-resources API; "
+            "`resource` is the device plugin's resource name or the DRA driver's name. Join DCGM's "
+            "series on "
             "the UUID (docs/observability.md).",
             labels=("namespace", "pod", "container", "uuid", "resource"),
         )
@@ -189,4 +214,7 @@ class PodGpuCollector(Collector):
         yield CounterMetricFamily(self._prefix + "pod_resources_errors", _ERRORS_HELP, value=errors)
 
 
-_ERRORS_HELP = "Scrapes whose read of the kubelet's pod-resources API failed (the log says why, once per reason)."
+_ERRORS_HELP = (
+    "Scrapes whose read of the kubelet's pod-resources API failed (the log says why, once per "
+    "reason)."
+)

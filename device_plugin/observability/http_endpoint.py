@@ -9,10 +9,12 @@ about gRPC, NVML or the kubelet. Default address DEFAULT_METRICS_ADDRESS (":2112
 - 2112 is the port Prometheus client examples use, so operators recognise it as a metrics port.
 An empty address (env METRICS_ADDRESS="") turns the endpoint off.
 
-Fit for a node agent (limits in device_plugin/observability/http_serving.py): idle, slow or vanishing clients cost
-no thread and no log noise; probes run on their own worker, never behind a /metrics render; concurrent
-scrapes share one render (one worker thread), so a scrape storm costs at most one core-share. Threads:
-three, whatever the load. A port that cannot be bound raises EndpointBindError (the daemon exits 1).
+Fit for a node agent (limits in device_plugin/observability/http_serving.py): idle, slow or
+vanishing clients cost no thread and no log noise; probes run on their own worker, never behind a
+/metrics render; concurrent
+scrapes share one render (one worker thread), so a scrape storm costs at most one core-share.
+Threads: three, whatever the load. A port that cannot be bound raises EndpointBindError (the daemon
+exits 1).
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 METRICS_ADDRESS_ENV = "METRICS_ADDRESS"
-PROBE_TIMEOUT_S = 1.5  # under the DaemonSet's 2 s probe timeout, above the 1 s servicer self-probe (its reason wins)
+# under the DaemonSet's 2 s probe timeout, above the 1 s servicer self-probe (its reason wins)
+PROBE_TIMEOUT_S = 1.5
 PROBE_QUEUE_MAX = 32  # probes waiting for the probe worker; more are answered 503 at once
 TEXT = "text/plain; charset=utf-8"
 T = TypeVar("T")
@@ -67,7 +70,8 @@ Probe = Callable[[], EndpointProbeResult]
 
 
 def parse_metrics_address(text: str, field: str = "metrics-address") -> tuple[str, int] | None:
-    """ "HOST:PORT", ":PORT" (all interfaces) or "[v6]:PORT" -> (host, port); "" -> None (disabled)."""
+    """ "HOST:PORT", ":PORT" (all interfaces) or "[v6]:PORT" -> (host, port); "" -> None
+    (disabled)."""
     text = text.strip()
     if not text:
         return None
@@ -91,7 +95,9 @@ def registration_readiness(states: Callable[[], Mapping[str, str]]) -> Probe:
         current = states()
         if not current:
             return EndpointProbeResult(False, "no resource registered with the kubelet yet")
-        pending = sorted(f"{name}={state}" for name, state in current.items() if state != "registered")
+        pending = sorted(
+            f"{name}={state}" for name, state in current.items() if state != "registered"
+        )
         if pending:
             return EndpointProbeResult(False, "not registered: " + ", ".join(pending))
         return EndpointProbeResult(True, "registered: " + ", ".join(sorted(current)))
@@ -100,7 +106,8 @@ def registration_readiness(states: Callable[[], Mapping[str, str]]) -> Probe:
 
 
 class HttpEndpoint:
-    """`start()` binds (port 0 picks a free one, see `port`) and serves on its own threads; `stop()` closes."""
+    """`start()` binds (port 0 picks a free one, see `port`) and serves on its own threads; `stop()`
+    closes."""
 
     def __init__(
         self,
@@ -124,7 +131,8 @@ class HttpEndpoint:
         self._thread: threading.Thread | None = None
         self._metrics_worker = _Worker("http-metrics")
         self._probe_worker = _Worker("http-probes")
-        self._renders: dict[str, asyncio.Future[bytes]] = {}  # content type -> render in flight (loop thread)
+        # content type -> render in flight (loop thread)
+        self._renders: dict[str, asyncio.Future[bytes]] = {}
 
     @property
     def port(self) -> int:
@@ -142,27 +150,37 @@ class HttpEndpoint:
         if self._listener is not None:
             return
         host, port = self._address
-        listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        listener = socket.socket(
+            socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM
+        )
         try:
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # restart without waiting out TIME_WAIT
+            # restart without waiting out TIME_WAIT
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             listener.bind((host, port))
             listener.listen(self._limits.backlog)
         except OSError as error:
             listener.close()
             where = f"{host or '*'}:{port}"
-            raise EndpointBindError(f"cannot listen on {where} for /metrics, /healthz, /readyz: {error}") from error
+            raise EndpointBindError(
+                f"cannot listen on {where} for /metrics, /healthz, /readyz: {error}"
+            ) from error
         listener.setblocking(False)
         self._listener = listener
         self._metrics_worker.start()
         self._probe_worker.start()
         self._loop = asyncio.new_event_loop()
         server = ConnectionServer(listener, self._respond, self._limits)
-        self._thread = threading.Thread(target=self._serve, args=(server,), name="http-endpoint", daemon=True)
+        self._thread = threading.Thread(
+            target=self._serve, args=(server,), name="http-endpoint", daemon=True
+        )
         self._thread.start()
-        log.info("HTTP endpoint serving /metrics, /healthz, /readyz on %s:%d", host or "*", self.port)
+        log.info(
+            "HTTP endpoint serving /metrics, /healthz, /readyz on %s:%d", host or "*", self.port
+        )
 
     def stop(self) -> None:
-        """Idempotent. Open connections are dropped; a render still running finishes on its own thread."""
+        """Idempotent. Open connections are dropped; a render still running finishes on its own
+        thread."""
         listener, self._listener = self._listener, None
         if listener is None:
             return
@@ -184,7 +202,9 @@ class HttpEndpoint:
             pass
         finally:  # let cancelled connections abort their transports before the loop goes
             leftover = asyncio.all_tasks(self._loop)
-            self._loop.run_until_complete(asyncio.gather(*leftover, asyncio.sleep(0), return_exceptions=True))
+            self._loop.run_until_complete(
+                asyncio.gather(*leftover, asyncio.sleep(0), return_exceptions=True)
+            )
             self._loop.run_until_complete(asyncio.sleep(0))
             self._loop.close()
 
@@ -200,19 +220,29 @@ class HttpEndpoint:
                 return Reply(HTTPStatus.OK, content_type, await self._render(content_type, encoder))
             except Exception as error:  # a collector bug: the scrape fails, the endpoint lives
                 log.error("rendering /metrics failed: %s: %s", type(error).__name__, error)
-                return Reply(HTTPStatus.INTERNAL_SERVER_ERROR, TEXT, f"{type(error).__name__}: {error}\n".encode())
+                return Reply(
+                    HTTPStatus.INTERNAL_SERVER_ERROR,
+                    TEXT,
+                    f"{type(error).__name__}: {error}\n".encode(),
+                )
         probe = self._probes.get(route)
         if probe is None:
-            return Reply(HTTPStatus.NOT_FOUND, TEXT, b"not found: try /metrics, /healthz or /readyz\n")
+            return Reply(
+                HTTPStatus.NOT_FOUND, TEXT, b"not found: try /metrics, /healthz or /readyz\n"
+            )
         result = await self._run_probe(route, probe)
         body = (("ok: " if result.ok else "") + result.detail + "\n").encode()
         return Reply(HTTPStatus.OK if result.ok else HTTPStatus.SERVICE_UNAVAILABLE, TEXT, body)
 
-    async def _render(self, content_type: str, encoder: Callable[[CollectorRegistry], bytes]) -> bytes:
+    async def _render(
+        self, content_type: str, encoder: Callable[[CollectorRegistry], bytes]
+    ) -> bytes:
         """Scrapes that arrive while a render runs share it: N concurrent scrapes, one render."""
         render = self._renders.get(content_type)
         if render is None:
-            render = asyncio.wrap_future(self._metrics_worker.submit(lambda: encoder(self._registry)))
+            render = asyncio.wrap_future(
+                self._metrics_worker.submit(lambda: encoder(self._registry))
+            )
             self._renders[content_type] = render
             render.add_done_callback(lambda _: self._renders.pop(content_type, None))
         return await asyncio.shield(render)
@@ -221,7 +251,9 @@ class HttpEndpoint:
         if self._probe_worker.pending() >= PROBE_QUEUE_MAX:
             return EndpointProbeResult(False, "probe worker busy: earlier probes have not returned")
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(self._probe_worker.submit(probe)), PROBE_TIMEOUT_S)
+            return await asyncio.wait_for(
+                asyncio.wrap_future(self._probe_worker.submit(probe)), PROBE_TIMEOUT_S
+            )
         except TimeoutError:
             return EndpointProbeResult(False, f"probe did not answer within {PROBE_TIMEOUT_S:g} s")
         except Exception as error:  # a broken probe reports unhealthy; it must not kill the server
@@ -230,11 +262,14 @@ class HttpEndpoint:
 
 
 class _Worker:
-    """One daemon thread running submitted calls in order (no executor: its exit-join could hang us)."""
+    """One daemon thread running submitted calls in order (no executor: its exit-join could hang
+    us)."""
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._calls: queue.SimpleQueue[tuple[Callable[[], object], Future[object]] | None] = queue.SimpleQueue()
+        self._calls: queue.SimpleQueue[tuple[Callable[[], object], Future[object]] | None] = (
+            queue.SimpleQueue()
+        )
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:

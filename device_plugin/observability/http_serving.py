@@ -1,7 +1,8 @@
 """Connection handling for the HTTP endpoint: one event-loop thread, bounded in every dimension.
 
 Boundary: bytes in, bytes out. It parses one GET per connection and hands the path to an async
-`respond` callable; it knows nothing about metrics or probes (device_plugin/observability/http_endpoint.py does).
+`respond` callable; it knows nothing about metrics or probes
+(device_plugin/observability/http_endpoint.py does).
 
 Why an event loop rather than a thread per connection: an idle or slow client then costs a file
 descriptor and a few KiB, not a thread, so a thousand of them cannot starve the kubelet's probes.
@@ -9,7 +10,8 @@ Limits (HttpLimits): a real listen backlog; at most `max_connections` open at on
 backlog); when full, a connection still sending its request after `evict_after_s` is closed to make
 room, so slowloris clients cannot lock probes out; the whole request must arrive within
 `request_timeout_s` and the reply must be taken within `write_timeout_s`. A client that leaves is
-logged at DEBUG only. A failed accept (out of descriptors) is retried shortly, never the end of serving.
+logged at DEBUG only. A failed accept (out of descriptors) is retried shortly, never the end of
+serving.
 """
 
 from __future__ import annotations
@@ -43,8 +45,10 @@ class Reply:
     body: bytes
 
 
-ACCEPT_RETRY_S = 0.1  # pause after a failed accept (out of descriptors or memory) before the next try
-Responder = Callable[[str, str, dict[str, str]], Awaitable[Reply]]  # (method, path, headers) -> Reply
+# pause after a failed accept (out of descriptors or memory) before the next try
+ACCEPT_RETRY_S = 0.1
+# (method, path, headers) -> Reply
+Responder = Callable[[str, str, dict[str, str]], Awaitable[Reply]]
 _CLIENT_GONE = (ConnectionError, asyncio.IncompleteReadError, TimeoutError, OSError)
 
 
@@ -78,7 +82,8 @@ class ConnectionServer:
                         await asyncio.wait_for(self._room.wait(), self._limits.evict_after_s / 2)
                 try:
                     client, _ = await loop.sock_accept(self._listener)
-                except OSError as error:  # EMFILE, ENOBUFS, ...: the next connection may fit; never end serving
+                # EMFILE, ENOBUFS, ...: the next connection may fit; never end serving
+                except OSError as error:
                     level = logging.DEBUG if accept_failing else logging.WARNING  # once per episode
                     log.log(level, "HTTP endpoint cannot accept a connection (%s); retrying", error)
                     accept_failing = True
@@ -96,22 +101,36 @@ class ConnectionServer:
 
     def _evict_stale_readers(self) -> None:
         now = time.monotonic()
-        stale = [c for c in self._connections if c.reading and now - c.opened >= self._limits.evict_after_s]
+        stale = [
+            c
+            for c in self._connections
+            if c.reading and now - c.opened >= self._limits.evict_after_s
+        ]
         for connection in stale:
             connection.reading = False
             if connection.task is not None:
                 connection.task.cancel()
         if stale:
-            log.debug("HTTP endpoint full: closed %d connections still sending their request", len(stale))
+            log.debug(
+                "HTTP endpoint full: closed %d connections still sending their request", len(stale)
+            )
 
     async def _serve_one(self, client: socket.socket, connection: _Connection) -> None:
         writer: asyncio.StreamWriter | None = None
         try:
-            reader, writer = await asyncio.open_connection(sock=client, limit=self._limits.max_header_bytes)
+            reader, writer = await asyncio.open_connection(
+                sock=client, limit=self._limits.max_header_bytes
+            )
             try:
-                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self._limits.request_timeout_s)
+                head = await asyncio.wait_for(
+                    reader.readuntil(b"\r\n\r\n"), self._limits.request_timeout_s
+                )
             except asyncio.LimitOverrunError:
-                reply = Reply(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "text/plain", b"request headers too large\n")
+                reply = Reply(
+                    HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+                    "text/plain",
+                    b"request headers too large\n",
+                )
                 method = "GET"
             else:
                 connection.reading = False
@@ -128,7 +147,8 @@ class ConnectionServer:
             self._connections.discard(connection)
             self._room.set()
             if writer is not None:
-                writer.transport.abort()  # no lingering close handshake with a client that may be gone
+                # no lingering close handshake with a client that may be gone
+                writer.transport.abort()
             else:
                 client.close()
 
@@ -160,7 +180,8 @@ _BAD_REQUEST = Reply(HTTPStatus.BAD_REQUEST, "text/plain", b"not an HTTP request
 
 
 def _quiet_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
-    """Transport errors from clients that vanished are DEBUG; anything else is a bug worth an ERROR."""
+    """Transport errors from clients that vanished are DEBUG; anything else is a bug worth an
+    ERROR."""
     error = context.get("exception")
     if isinstance(error, _CLIENT_GONE):
         log.debug("HTTP client gone: %s", context.get("message"))

@@ -2,15 +2,16 @@
 
 Boundary: callers (servicer, lifecycle, health, allocator) report events through the methods below;
 values that already live elsewhere (device lists, GPU telemetry) are read at scrape time by the
-collectors in device_plugin/observability/collectors.py, so they can never go stale. Nothing here touches
-the global prometheus_client registry, NVML or gRPC; serving /metrics is device_plugin/observability/http_endpoint.py.
+collectors in device_plugin/observability/collectors.py, so they can never go stale. Nothing here
+touches the global prometheus_client registry, NVML or gRPC; serving /metrics is
+device_plugin/observability/http_endpoint.py.
 
 Label cardinality is bounded on purpose: `reason` is a short code ("xid", "recovered", "unhealthy"),
-never free text, and `size` is an allocation size (<= GPUs per node). Health transitions arrive typed
-(device_plugin.health.state.HealthTransition): the Xid label is the transition's Xid field, and each
-transition of a physical GPU counts once, however many devices (replicas, MIG devices) it backs.
-The admission RPCs' series (latency, results, decisions) are observability/admission_metrics.py's, owned
-and exported here.
+never free text, and `size` is an allocation size (<= GPUs per node). Health transitions arrive
+typed (device_plugin.health.state.HealthTransition): the Xid label is the transition's Xid field,
+and each transition of a physical GPU counts once, however many devices (replicas, MIG devices) it
+backs. The admission RPCs' series (latency, results, decisions) are
+observability/admission_metrics.py's, owned and exported here.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ DeviceSnapshots = Callable[[], Mapping[str, DeviceListSnapshot]]
 
 
 def health_reason_code(transition: HealthTransition) -> str:
-    """The bounded `reason` label of a transition: "xid" when an Xid caused it, else "recovered" or "unhealthy"."""
+    """The bounded `reason` label of a transition: "xid" when an Xid caused it, else "recovered" or
+    "unhealthy"."""
     if transition.xid is not None:
         return "xid"
     return "recovered" if transition.healthy else "unhealthy"
@@ -61,21 +63,26 @@ class PluginMetrics:
         gpu_gauges: bool = True,
         process_metrics: bool = False,
     ) -> None:
-        """`device_snapshots` feeds the inventory gauge; `gpus` + `telemetry` feed the GPU gauges, which
-        `gpu_gauges=False` turns off (nodes where DCGM exporter already reports them). `process_metrics`
-        adds prometheus_client's process_* CPU/RSS metrics (only meaningful in the daemon)."""
+        """`device_snapshots` feeds the inventory gauge; `gpus` + `telemetry` feed the GPU gauges,
+        which `gpu_gauges=False` turns off (nodes where DCGM exporter already reports them).
+        `process_metrics` adds prometheus_client's process_* CPU/RSS metrics (only meaningful in the
+        daemon)."""
         self.registry = registry
         self._lock = threading.Lock()
         self._registration: dict[str, str] = {}
         self._replicas: dict[str, set[tuple[str, str]]] = {}
         r = registry
         if telemetry is not None and not isinstance(telemetry, TelemetrySource):
-            raise TypeError(f"telemetry source {type(telemetry).__name__} has no telemetry(index) method")
+            raise TypeError(
+                f"telemetry source {type(telemetry).__name__} has no telemetry(index) method"
+            )
         # Scrape-time collectors first: an NVML error they count then shows in the same scrape.
         if device_snapshots is not None:
             registry.register(DeviceInventoryCollector(PREFIX, device_snapshots))
         if gpu_gauges and gpus is not None and telemetry is not None:
-            registry.register(GpuTelemetryCollector(PREFIX, gpus, telemetry, on_error=self.nvml_error))
+            registry.register(
+                GpuTelemetryCollector(PREFIX, gpus, telemetry, on_error=self.nvml_error)
+            )
         self.admission = AdmissionMetrics(registry)
         # The servicer's RpcObserver hook and the decision hook's entry, one series lookup each.
         self.rpc_finished = self.admission.rpc_finished
@@ -94,15 +101,19 @@ class PluginMetrics:
         )
         self.health_transitions = Counter(
             PREFIX + "health_transitions",
-            "Physical GPU health transitions by reason code and Xid ('' when not an Xid); one count per GPU "
+            "Physical GPU health transitions by reason code and Xid ('' when not an Xid); one "
+            "count per GPU "
             "transition, `resource` naming the resources the GPU backs (comma-separated).",
             ("resource", "from_health", "to_health", "reason", "xid"),
             registry=r,
         )
-        self.nvml_errors = Counter(PREFIX + "nvml_errors", "Failed NVML calls by call name.", ("call",), registry=r)
+        self.nvml_errors = Counter(
+            PREFIX + "nvml_errors", "Failed NVML calls by call name.", ("call",), registry=r
+        )
         self.attributes_dropped = Counter(
             PREFIX + "dra_attributes_dropped",
-            "DRA: attributes left out of a device over the API's 32 attributes and capacities, by attribute.",
+            "DRA: attributes left out of a device over the API's 32 attributes and capacities, by "
+            "attribute.",
             ("attribute",),
             registry=r,
         )
@@ -124,13 +135,15 @@ class PluginMetrics:
         self.registry.register(PodGpuCollector(PREFIX, read))
 
     def container_runtime_cdi(self, verdict: Callable[[], tuple[str, str, str] | None]) -> None:
-        """The DRA driver's word on the runtime and CDI, read at scrape time: (runtime, version, cdi) or None."""
+        """The DRA driver's word on the runtime and CDI, read at scrape time: (runtime, version,
+        cdi) or None."""
         self.registry.register(RuntimeCdiCollector(PREFIX, verdict))
 
     # ---- registration ------------------------------------------------------------------------
 
     def registration_state(self, resource: str, state: str) -> None:
-        """Record the resource's registration state: one of REGISTRATION_STATES (else ValueError)."""
+        """Record the resource's registration state: one of REGISTRATION_STATES (else
+        ValueError)."""
         if state not in REGISTRATION_STATES:
             raise ValueError(f"registration state {state!r} is not one of {REGISTRATION_STATES}")
         with self._lock:
@@ -157,9 +170,12 @@ class PluginMetrics:
 
     # ---- health, NVML, sharing ---------------------------------------------------------------
 
-    def health_transition(self, transition: HealthTransition, resources: Iterable[str] = ()) -> None:
-        """Count one physical GPU's transition once. `resources`: the resources whose devices it changed,
-        joined sorted into the `resource` label ("" when it backs none, e.g. a MIG GPU with no devices)."""
+    def health_transition(
+        self, transition: HealthTransition, resources: Iterable[str] = ()
+    ) -> None:
+        """Count one physical GPU's transition once. `resources`: the resources whose devices it
+        changed, joined sorted into the `resource` label ("" when it backs none, e.g. a MIG GPU with
+        no devices)."""
         xid = "" if transition.xid is None else str(transition.xid)
         self.health_transitions.labels(
             ",".join(sorted(set(resources))),
@@ -172,11 +188,13 @@ class PluginMetrics:
     def nvml_error(self, call: str) -> None:
         self.nvml_errors.labels(call).inc()
 
-    def record_replicas(self, resource: str, devices: Iterable[Device], gpus: Iterable[GpuInfo]) -> int:
+    def record_replicas(
+        self, resource: str, devices: Iterable[Device], gpus: Iterable[GpuInfo]
+    ) -> int:
         """replica_info for every replica among `devices` (IDs "<id>::<n>"), GPU UUID by NVML index.
 
-        Replaces the resource's earlier replica series (a config reload may change the replica count).
-        Returns how many replicas were recorded."""
+        Replaces the resource's earlier replica series (a config reload may change the replica
+        count). Returns how many replicas were recorded."""
         uuid_by_index = {gpu.index: gpu.uuid for gpu in gpus}
         with self._lock:
             for replica_id, gpu_uuid in self._replicas.pop(resource, set()):

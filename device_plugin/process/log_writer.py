@@ -1,12 +1,13 @@
-"""Log lines written by a writer thread, so a log call on an RPC path costs a queue put, not a write.
+"""Log lines written by a writer thread, so a log call on an RPC path costs a queue put, not a
+write.
 
 The daemon logs one INFO line per GetPreferredAllocation decision; formatting its timestamp and
 writing it to stderr cost about as much as the whole allocation. `in_background(handler)` returns a
 handler that renders the message at once (its arguments may change later) and queues the record;
 one thread formats and writes it with `handler`. Queued lines are written at exit (atexit), and
-exc_info stays on the record, so text and JSON formatters render tracebacks as before. A message longer
-than MAX_MESSAGE_CHARS is cut there, saying how much was left out: whatever a message quotes (an API
-server's answer, a client's claim name), one log line stays readable and cheap to write.
+exc_info stays on the record, so text and JSON formatters render tracebacks as before. A message
+longer than MAX_MESSAGE_CHARS is cut there, saying how much was left out: whatever a message quotes
+(an API server's answer, a client's claim name), one log line stays readable and cheap to write.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class _RenderingQueueHandler(logging.handlers.QueueHandler):
 
 
 def in_background(handler: logging.Handler) -> logging.Handler:
-    """A handler that queues records for `handler` on the writer thread (replacing an earlier one)."""
+    """A handler that queues records for `handler` on the writer thread (replacing an earlier
+    one)."""
     global _listener
     records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
     with _lock:
@@ -45,7 +47,8 @@ def in_background(handler: logging.Handler) -> logging.Handler:
 
 
 def flush() -> None:
-    """Write every queued line and stop the writer (at exit; later records are queued, not written)."""
+    """Write every queued line and stop the writer (at exit; later records are queued, not
+    written)."""
     global _listener
     with _lock:
         if _listener is not None:

@@ -51,7 +51,8 @@ class AioSocketServer:
                 log.warning("the server for %s did not stop within %.1f s", self.label, grace_s)
 
     def stop_soon(self, grace_s: float) -> None:
-        """Stop within `grace_s` without waiting here (a replaced socket's calls may finish meanwhile)."""
+        """Stop within `grace_s` without waiting here (a replaced socket's calls may finish
+        meanwhile)."""
         server, self._server = self._server, None
         if server is not None:
             event_loop.schedule(server.stop(grace_s))

@@ -31,7 +31,9 @@ def shared_loop() -> asyncio.AbstractEventLoop:
         if _loop is None or _loop.is_closed():
             loop = asyncio.new_event_loop()
             ready = threading.Event()
-            thread = threading.Thread(target=_run, args=(loop, ready), name="grpc-serving-loop", daemon=True)
+            thread = threading.Thread(
+                target=_run, args=(loop, ready), name="grpc-serving-loop", daemon=True
+            )
             thread.start()
             ready.wait()
             _loop = loop
@@ -46,21 +48,29 @@ def _run(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
 
 
 # Where gRPC's asyncio completion-queue poller lives: when the last gRPC object of the process goes,
-# gRPC closes the poller's socket while the loop may still call its reader once more (EBADF). Harmless,
-# but the default handler prints it as an ERROR with a traceback, which reads like a crash at shutdown.
+# gRPC closes the poller's socket while the loop may still call its reader once more (EBADF).
+# Harmless, but the default handler prints it as an ERROR with a traceback, which reads like a crash
+# at shutdown.
 _GRPC_POLLER_SOURCE = "completion_queue.pyx.pxi"
 
 
 def is_grpc_poller_teardown(exception: BaseException | None) -> bool:
-    """Whether `exception` is gRPC's poller reading its already-closed socket (see _GRPC_POLLER_SOURCE)."""
+    """Whether `exception` is gRPC's poller reading its already-closed socket (see
+    _GRPC_POLLER_SOURCE)."""
     if not isinstance(exception, OSError) or exception.errno != errno.EBADF:
         return False
-    return any(frame.filename.endswith(_GRPC_POLLER_SOURCE) for frame in traceback.extract_tb(exception.__traceback__))
+    return any(
+        frame.filename.endswith(_GRPC_POLLER_SOURCE)
+        for frame in traceback.extract_tb(exception.__traceback__)
+    )
 
 
 def _report_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     if is_grpc_poller_teardown(context.get("exception")):
-        log.debug("gRPC's completion-queue poller read its closed socket after gRPC shut it down (harmless)")
+        log.debug(
+            "gRPC's completion-queue poller read its closed socket after gRPC shut it down "
+            "(harmless)"
+        )
         return
     loop.default_exception_handler(context)
 
@@ -71,7 +81,8 @@ def submit(coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
 
 
 def run(coroutine: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
-    """Run `coroutine` on the serving loop and wait for its result (never call this from the loop)."""
+    """Run `coroutine` on the serving loop and wait for its result (never call this from the
+    loop)."""
     future = submit(coroutine)
     try:
         return future.result(timeout_s)

@@ -1,12 +1,13 @@
-"""One gRPC server kept at one socket path: bound 0600, re-served when its socket or folder is removed.
+"""One gRPC server kept at one socket path: bound 0600, re-served when its socket or folder is
+removed.
 
-Boundary: one path and its server (bound by serving/bound_socket.py). `keep()` is called by the owner's
-poll (any thread; calls are serialised here): when our socket is not at the path any more it binds a
-fresh one (creating the folder if `create_folder`), and the old server finishes its calls for
-STOP_GRACE_S on its own. Another file at the path is refused and left untouched; the refusal is logged
-once, `problem()` says it until the file goes. A socket another process serves is not bound over
-(taken_socket.py): keep() looks again only after each backoff delay, and `taken()` says so meanwhile.
-`stop()` removes the socket only if it is still ours.
+Boundary: one path and its server (bound by serving/bound_socket.py). `keep()` is called by the
+owner's poll (any thread; calls are serialised here): when our socket is not at the path any more it
+binds a fresh one (creating the folder if `create_folder`), and the old server finishes its calls
+for STOP_GRACE_S on its own. Another file at the path is refused and left untouched; the refusal is
+logged once, `problem()` says it until the file goes. A socket another process serves is not bound
+over (taken_socket.py): keep() looks again only after each backoff delay, and `taken()` says so
+meanwhile. `stop()` removes the socket only if it is still ours.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ class KeptSocket:
         create_folder: bool = True,
         taken_by: tuple[str, str] = ("a second copy of this process", "Run one copy per node."),
     ) -> None:
-        """`taken_by`: who else likely serves the path, and what to do about it (the one ERROR says both)."""
+        """`taken_by`: who else likely serves the path, and what to do about it (the one ERROR says
+        both)."""
         self.path = path
         self.label = label
         self._add_services = add_services
@@ -56,7 +58,8 @@ class KeptSocket:
         return socket is not None and socket.intact()
 
     def taken(self) -> str:
-        """Why nothing of ours is served: another process serves the path; "" when that is not so."""
+        """Why nothing of ours is served: another process serves the path; "" when that is not
+        so."""
         return self._taken.waiting()
 
     def problem(self) -> str:
@@ -73,7 +76,8 @@ class KeptSocket:
         with self._lock:
             if self.intact():
                 return False
-            if self._taken.waiting():  # another process serves the path: look only when the backoff says
+            # another process serves the path: look only when the backoff says
+            if self._taken.waiting():
                 now = time.monotonic()
                 if now < self._look_again:
                     return False
@@ -81,13 +85,15 @@ class KeptSocket:
                     self._look_again = now + self._taken.next_delay_s()
                     return False
             replaced, self._socket = self._socket, None
-            if self._taken.taken():  # never bind over another live server: the two would replace each other
+            # never bind over another live server: the two would replace each other
+            if self._taken.taken():
                 self._problem = self._taken.waiting()
                 self._look_again = time.monotonic() + self._taken.next_delay_s()
                 bound = False
             elif bound := self._bind():
                 self._taken.bound()
-            # After the bind: the old socket's inode stays in use meanwhile, so the fresh one never reuses it.
+            # After the bind: the old socket's inode stays in use meanwhile, so the fresh one never
+            # reuses it.
             if replaced is not None:
                 replaced.server.stop_soon(STOP_GRACE_S)
             return bound
@@ -99,16 +105,23 @@ class KeptSocket:
             bound = bind_fresh(self.path, self.label, self._add_services)
         except SocketRefused as refused:
             return self._refuse(
-                f"{refused}: leaving it untouched and not serving the {self.label} socket until it is gone"
+                f"{refused}: leaving it untouched and not serving the {self.label} socket until it "
+                "is gone"
             )
         except OSError as error:
-            return self._refuse(f"cannot serve the {self.label} socket {self.path}: {describe_os_error(error)}")
+            return self._refuse(
+                f"cannot serve the {self.label} socket {self.path}: {describe_os_error(error)}"
+            )
         self._socket, self._problem = bound, ""
         self.bound += 1
         if self.bound == 1:
             log.info("%s: serving on %s (mode 0600)", self.label, self.path)
         else:
-            log.warning("%s: %s was removed or replaced; serving a fresh socket there", self.label, self.path)
+            log.warning(
+                "%s: %s was removed or replaced; serving a fresh socket there",
+                self.label,
+                self.path,
+            )
         return True
 
     def _refuse(self, problem: str) -> bool:

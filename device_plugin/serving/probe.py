@@ -33,13 +33,17 @@ class SocketProbe:
                 return last[1], last[2]
             channel = self._channels.get(path)
             if channel is None:
-                channel = self._channels[path] = grpc.insecure_channel(f"unix:{path}")  # the whole OS limit
+                # the whole OS limit
+                channel = self._channels[path] = grpc.insecure_channel(f"unix:{path}")
             try:
                 call(channel, self._timeout_s)
                 ok, detail = True, f"{path.name} answers"
             except grpc.RpcError as error:
                 code = error.code().name if hasattr(error, "code") else "UNKNOWN"
-                ok, detail = False, f"{path} did not answer {call_name} within {self._timeout_s:g} s ({code})"
+                ok, detail = (
+                    False,
+                    f"{path} did not answer {call_name} within {self._timeout_s:g} s ({code})",
+                )
             self._last[path] = (time.monotonic(), ok, detail)
             return ok, detail
 

@@ -1,4 +1,5 @@
-"""Our sockets as files in a directory that is not ours: a private 0600 bind, identities, cleanup, lengths.
+"""Our sockets as files in a directory that is not ours: a private 0600 bind, identities, cleanup,
+lengths.
 
 Boundary: files only, for any kubelet socket (device plugin or DRA). We create and remove our own
 sockets and nothing else (a short-lived private folder aside, see bind_private): another file at our
@@ -22,7 +23,8 @@ SOCKET_MODE = 0o600
 SUN_PATH_BYTES = 108
 _STAGE_PREFIX = ".b"  # bind_private's folder: ".b" + 8 random characters (mkdtemp), then "/s"
 _STAGE_NAME = "s"
-STAGING_EXTRA_BYTES = len(f"/{_STAGE_PREFIX}12345678/{_STAGE_NAME}")  # beyond the directory's own path
+# beyond the directory's own path
+STAGING_EXTRA_BYTES = len(f"/{_STAGE_PREFIX}12345678/{_STAGE_NAME}")
 
 
 class DirectoryUnusable(OSError):
@@ -30,7 +32,8 @@ class DirectoryUnusable(OSError):
 
 
 def identity(path: Path) -> tuple[int, int] | None:
-    """Which file is at `path` now: (inode, ctime in ns); a re-created file differs in at least one."""
+    """Which file is at `path` now: (inode, ctime in ns); a re-created file differs in at least
+    one."""
     try:
         st = path.stat()
     except (FileNotFoundError, NotADirectoryError):
@@ -53,7 +56,8 @@ def describe_os_error(error: OSError) -> str:
 
 
 def bind_bytes(path: Path) -> int:
-    """The longest sun_path (NUL included) that serving a socket at `path` with bind_private needs."""
+    """The longest sun_path (NUL included) that serving a socket at `path` with bind_private
+    needs."""
     final = len(os.fsencode(path))
     staged = len(os.fsencode(path.parent)) + STAGING_EXTRA_BYTES
     return max(final, staged) + 1
@@ -65,18 +69,20 @@ def too_long(path: Path) -> str | None:
     if needed <= SUN_PATH_BYTES:
         return None
     return (
-        f"the socket path {path} needs {needed} bytes (its private bind folder and the NUL included); "
+        f"the socket path {path} needs {needed} bytes (its private bind folder and the NUL "
+        "included); "
         f"a unix socket path holds at most {SUN_PATH_BYTES}"
     )
 
 
 def bind_private(directory: Path, name: str, bind: Callable[[Path], None]) -> int:
-    """Bind a socket at `directory/name` that is mode 0600 from its first moment, whatever the umask.
+    """Bind a socket at `directory/name` that is mode 0600 from its first moment, whatever the
+    umask.
 
     `bind(path)` creates a listening socket at `path`. It binds inside a fresh 0700 folder (mkdtemp
     ignores the umask), so nobody else can connect before the chmod; the socket is then renamed into
-    place and the folder removed. Returns the socket's inode. DirectoryUnusable when the directory is
-    missing or unwritable; RuntimeError from `bind` as is.
+    place and the folder removed. Returns the socket's inode. DirectoryUnusable when the directory
+    is missing or unwritable; RuntimeError from `bind` as is.
     """
     try:
         private = Path(tempfile.mkdtemp(prefix=_STAGE_PREFIX, dir=directory))
@@ -96,7 +102,8 @@ def bind_private(directory: Path, name: str, bind: Callable[[Path], None]) -> in
 
 
 def check_not_foreign(path: Path) -> bool:
-    """True if `path` is free or holds a socket (ours from an earlier run: removed); False if another file."""
+    """True if `path` is free or holds a socket (ours from an earlier run: removed); False if
+    another file."""
     try:
         mode = path.lstat().st_mode
     except FileNotFoundError:
@@ -110,8 +117,8 @@ def check_not_foreign(path: Path) -> bool:
 def served_by_someone(path: Path, timeout_s: float = 0.5) -> bool:
     """True when `path` is a socket that a process accepts connections on (a connect succeeds).
 
-    A socket left by a process that died refuses the connect: False, and it may be replaced. Whether the
-    one answering is us is the caller's to tell (by inode)."""
+    A socket left by a process that died refuses the connect: False, and it may be replaced. Whether
+    the one answering is us is the caller's to tell (by inode)."""
     try:
         if not stat.S_ISSOCK(path.lstat().st_mode):
             return False
@@ -149,7 +156,8 @@ def file_kind(path: Path) -> str:
 
 
 def remove_own_socket(path: Path, own_inode: int) -> bool:
-    """Remove `path` only if it is still the socket we bound (a kubelet may have replaced the dir); True if removed."""
+    """Remove `path` only if it is still the socket we bound (a kubelet may have replaced the dir);
+    True if removed."""
     try:
         st = path.lstat()
     except (FileNotFoundError, NotADirectoryError):

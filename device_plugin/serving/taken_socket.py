@@ -3,8 +3,8 @@
 Two servers that each re-serve their socket when it is replaced would replace each other's for ever
 (two device plugins on one directory did, every ~150 ms, and the kubelet talked to whichever bound
 last). So before binding, the owner asks `taken()`: when a process accepts connections on the path
-(and it is not ours: the owner has stopped its own server first), the owner leaves it alone, one ERROR
-per episode names the likely causes, and `free_again()` is asked after each backoff delay
+(and it is not ours: the owner has stopped its own server first), the owner leaves it alone, one
+ERROR per episode names the likely causes, and `free_again()` is asked after each backoff delay
 (`next_delay_s()`, growing to the backoff's maximum). A socket nobody accepts on (left by a process
 that died) is not taken: it is replaced as before. `waiting()` says why nothing is served meanwhile,
 for /readyz; liveness stays green (a restart would not help).
@@ -26,8 +26,11 @@ log = logging.getLogger(__name__)
 
 
 class TakenSocket:
-    def __init__(self, label: str, path: Path, backoff: Backoff, *, likely: str, remedy: str) -> None:
-        """`likely`: who the other process probably is; `remedy`: what the operator should do (both for the log)."""
+    def __init__(
+        self, label: str, path: Path, backoff: Backoff, *, likely: str, remedy: str
+    ) -> None:
+        """`likely`: who the other process probably is; `remedy`: what the operator should do (both
+        for the log)."""
         self._label = label
         self._path = path
         self._backoff = backoff
@@ -39,7 +42,8 @@ class TakenSocket:
         self._announced = False  # the ERROR of this episode was logged
 
     def taken(self) -> bool:
-        """Another process serves the path now (asked just before we bind). Logs the ERROR once an episode."""
+        """Another process serves the path now (asked just before we bind). Logs the ERROR once an
+        episode."""
         if not served_by_someone(self._path):
             return False
         with self._lock:
@@ -47,7 +51,8 @@ class TakenSocket:
             self._delays.reset()
         if announce:
             log.error(
-                "%s: another process serves %s (%s); not taking it over: waiting until it is free (checked "
+                "%s: another process serves %s (%s); not taking it over: waiting until it is free "
+                "(checked "
                 "with backoff up to %.0f s), /readyz answers 503 meanwhile. %s",
                 self._label,
                 self._path,
@@ -65,7 +70,9 @@ class TakenSocket:
         """Nobody serves the path any more (the other process stopped): bind it."""
         if served_by_someone(self._path):
             return False
-        log.warning("%s: %s is no longer served by another process; serving it", self._label, self._path)
+        log.warning(
+            "%s: %s is no longer served by another process; serving it", self._label, self._path
+        )
         return True
 
     def bound(self) -> None:
@@ -79,4 +86,7 @@ class TakenSocket:
             waiting = self._waiting
         if not waiting:
             return ""
-        return f"{self._path} is served by another process ({self._likely}?); waiting for it to be free"
+        return (
+            f"{self._path} is served by another process ({self._likely}?); waiting for it to be "
+            "free"
+        )

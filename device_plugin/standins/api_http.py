@@ -1,7 +1,7 @@
 """The API stand-in's HTTP side: one thread per request, JSON in and out, watch streams.
 
-Parses the request, hands it to the stand-in (ApiSide: api_server.ApiStandin) and writes its answer; holds
-each answer for the stand-in's configured delays, outside its lock, as a slow server would.
+Parses the request, hands it to the stand-in (ApiSide: api_server.ApiStandin) and writes its answer;
+holds each answer for the stand-in's configured delays, outside its lock, as a slow server would.
 """
 
 from __future__ import annotations
@@ -32,15 +32,19 @@ class ApiSide(Protocol):
         self, method: str, path: str, query: dict[str, str], body: Any, content_type: str = ...
     ) -> tuple[int, Any]: ...
 
-    def watch(self, query: dict[str, str], write: Callable[[bytes], None], serving: Callable[[], bool]) -> None: ...
+    def watch(
+        self, query: dict[str, str], write: Callable[[bytes], None], serving: Callable[[], bool]
+    ) -> None: ...
 
 
 class Server(ThreadingHTTPServer):
-    request_queue_size = 128  # the default 5 drops bursts of connections (a 1 s SYN retry), as no API server does
+    # the default 5 drops bursts of connections (a 1 s SYN retry), as no API server does
+    request_queue_size = 128
     daemon_threads = True
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that went away mid-answer (a driver killed) is no error of the server's: said nothing of."""
+        """A client that went away mid-answer (a driver killed) is no error of the server's: said
+        nothing of."""
         if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
             return
         super().handle_error(request, client_address)
@@ -57,7 +61,8 @@ def handler_for(api: ApiSide) -> type[BaseHTTPRequestHandler]:
 class _Handler(BaseHTTPRequestHandler):
     api: ApiSide
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
+    # headers and body go out as separate writes: no 40 ms delayed-ACK stall
+    disable_nagle_algorithm = True
 
     def _serve(self) -> None:
         if not self.api.serving(self.server):  # a kept-alive connection to a server that went down
@@ -65,8 +70,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         url = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
-        if self.command == "GET" and "/resourceclaims/" in url.path and self.api.claim_read_delay_s > 0:
-            time.sleep(self.api.claim_read_delay_s)  # outside the lock: slow reads overlap, as on a real server
+        if (
+            self.command == "GET"
+            and "/resourceclaims/" in url.path
+            and self.api.claim_read_delay_s > 0
+        ):
+            # outside the lock: slow reads overlap, as on a real server
+            time.sleep(self.api.claim_read_delay_s)
         if self.api.delay_s > 0:
             time.sleep(self.api.delay_s)  # every request, outside the lock as well
         if self.command == "GET" and query.get("watch") in ("true", "1"):
@@ -77,7 +87,8 @@ class _Handler(BaseHTTPRequestHandler):
         content_type = self.headers.get("Content-Type") or ""
         status, answer = self.api.handle(self.command, url.path, query, body, content_type)
         if self.command in ("POST", "PUT") and self.api.answer_delay_s > 0:
-            time.sleep(self.api.answer_delay_s)  # stored, but answered late: its watch event arrives first
+            # stored, but answered late: its watch event arrives first
+            time.sleep(self.api.answer_delay_s)
         self._answer(status, answer)
 
     def _answer(self, status: int, answer: Any) -> None:

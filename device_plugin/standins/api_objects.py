@@ -1,4 +1,5 @@
-"""The API stand-in's object rules: selectors, Status bodies, the APIGroup, and how device taints are stored.
+"""The API stand-in's object rules: selectors, Status bodies, the APIGroup, and how device taints
+are stored.
 
 Pure functions on JSON-shaped dicts, no I/O; api_server applies them to what it is sent and answers.
 """
@@ -10,14 +11,17 @@ from http import HTTPStatus
 from typing import Any
 
 GROUP = "resource.k8s.io"
-# The Kubernetes release that introduced each served version: its schemas are the ones a write is checked against.
+# The Kubernetes release that introduced each served version: its schemas are the ones a write is
+# checked against.
 RELEASE_OF = {"v1": "1.34", "v1beta2": "1.33", "v1beta1": "1.32"}
-# The API server's own limit (not in the OpenAPI schema): a slice with any tainted device holds at most 64.
+# The API server's own limit (not in the OpenAPI schema): a slice with any tainted device holds at
+# most 64.
 MAX_DEVICES_WITH_TAINTS = 64
 
 
 def field_of(obj: dict[str, Any], dotted: str) -> str:
-    """The value at a dotted path ("spec.nodeName") as a field selector compares it; "" when absent."""
+    """The value at a dotted path ("spec.nodeName") as a field selector compares it; "" when
+    absent."""
     value: Any = obj
     for part in dotted.split("."):
         value = value.get(part, {}) if isinstance(value, dict) else {}
@@ -47,7 +51,8 @@ def device_body(device: Any) -> dict[str, Any]:
 
 
 def taints_as_stored(spec: dict[str, Any], version: str, keeps_taints: bool) -> None:
-    """Drop device taints (not kept, or v1beta1 of 1.32), else stamp a missing timeAdded, in place."""
+    """Drop device taints (not kept, or v1beta1 of 1.32), else stamp a missing timeAdded, in
+    place."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for device in spec.get("devices") or ():
         body = device_body(device)
@@ -81,14 +86,28 @@ def api_group(versions: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def status_body(code: int, message: str, reason: str = "", status: str = "Failure") -> dict[str, Any]:
-    reason = reason or {404: "NotFound", 409: "Conflict", 422: "Invalid"}.get(code, HTTPStatus(code).phrase)
-    return {"kind": "Status", "apiVersion": "v1", "status": status, "message": message, "reason": reason, "code": code}
+def status_body(
+    code: int, message: str, reason: str = "", status: str = "Failure"
+) -> dict[str, Any]:
+    reason = reason or {404: "NotFound", 409: "Conflict", 422: "Invalid"}.get(
+        code, HTTPStatus(code).phrase
+    )
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": status,
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
 
 
-def allocated_claim(namespace: str, name: str, uid: str, results: list[dict[str, Any]]) -> dict[str, Any]:
-    """A ResourceClaim as the scheduler leaves it for the kubelet: allocated `results` (each a request,
-    driver, pool and device) and reserved for one pod (the kubelet prepares only claims a pod reserves)."""
+def allocated_claim(
+    namespace: str, name: str, uid: str, results: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A ResourceClaim as the scheduler leaves it for the kubelet: allocated `results` (each a
+    request, driver, pool and device) and reserved for one pod (the kubelet prepares only claims a
+    pod reserves)."""
     return {
         "apiVersion": f"{GROUP}/v1",
         "kind": "ResourceClaim",

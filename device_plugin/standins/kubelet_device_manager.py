@@ -1,15 +1,18 @@
-"""The kubelet stand-in's device manager: what each resource advertises, and what a stream's end does to it.
+"""The kubelet stand-in's device manager: what each resource advertises, and what a stream's end
+does to it.
 
 Test harness, not part of the daemon. It models the kubelet's bookkeeping by resource name, for two
 kubelet generations (docs/upgrade.md says which kubelets are which):
-- every ListAndWatch message, from any live stream of a resource, replaces that resource's device set
-  (the kubelet's update callback takes the resource name only), so an empty list from an old instance
-  empties the resource even while a newer one serves it;
+- every ListAndWatch message, from any live stream of a resource, replaces that resource's device
+  set (the kubelet's update callback takes the resource name only), so an empty list from an old
+  instance empties the resource even while a newer one serves it;
 - a Register makes its connection the resource's endpoint (admissions go there) and clears a stop;
-- kubelets before PR 135437 keep one client per resource name: when *any* stream of the resource ends,
-  the resource is disconnected (its devices unhealthy, the current endpoint stopped) — issue 121994;
-- kubelets with PR 135437 (`clients_by_socket=True`) keep clients per (name, socket): only the end of
-  the current endpoint's stream disconnects the resource; an older instance leaving changes nothing.
+- kubelets before PR 135437 keep one client per resource name: when *any* stream of the resource
+  ends, the resource is disconnected (its devices unhealthy, the current endpoint stopped) — issue
+  121994;
+- kubelets with PR 135437 (`clients_by_socket=True`) keep clients per (name, socket): only the end
+  of the current endpoint's stream disconnects the resource; an older instance leaving changes
+  nothing.
 
 It also holds the kubelet's check of resource names (IsExtendedResourceName). Boundary: bookkeeping
 only, under the stand-in's lock (the caller holds it); sockets and RPCs are standin.py's. A kubelet
@@ -29,7 +32,8 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 
 
 def is_extended_resource_name(name: str) -> bool:
-    """The kubelet's IsExtendedResourceName: `<dns-subdomain>/<name>`, not native, quota name valid."""
+    """The kubelet's IsExtendedResourceName: `<dns-subdomain>/<name>`, not native, quota name
+    valid."""
     if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
         return False
     prefix, _, short = f"requests.{name}".partition("/")
@@ -96,16 +100,23 @@ class DeviceManagerModel:
 
     def healthy(self, resource: str) -> list[str]:
         entry = self._resources.get(resource)
-        return [] if entry is None else [i for i, health in entry.devices.items() if health == HEALTHY]
+        return (
+            [] if entry is None else [i for i, health in entry.devices.items() if health == HEALTHY]
+        )
 
-    def endpoint_for_admission(self, resource: str, count: int, allocated: Collection[str]) -> tuple[object, list[str]]:
-        """The endpoint and the free healthy devices, or AdmissionRefused as the kubelet words it."""
+    def endpoint_for_admission(
+        self, resource: str, count: int, allocated: Collection[str]
+    ) -> tuple[object, list[str]]:
+        """The endpoint and the free healthy devices, or AdmissionRefused as the kubelet words
+        it."""
         entry = self._resources.get(resource)
         if entry is None:
             raise AdmissionRefused(f"cannot allocate unregistered device {resource}")
         healthy = self.healthy(resource)
         if not healthy:
-            raise AdmissionRefused(f"no healthy devices present; cannot allocate unhealthy devices {resource}")
+            raise AdmissionRefused(
+                f"no healthy devices present; cannot allocate unhealthy devices {resource}"
+            )
         available = [i for i in healthy if i not in allocated]
         if len(available) < count:
             raise AdmissionRefused(
@@ -113,5 +124,7 @@ class DeviceManagerModel:
                 f"Requested: {count}, Available: {len(available)}"
             )
         if entry.stopped:
-            raise AdmissionRefused(f"endpoint {getattr(entry.endpoint, 'endpoint', '?')} has been stopped")
+            raise AdmissionRefused(
+                f"endpoint {getattr(entry.endpoint, 'endpoint', '?')} has been stopped"
+            )
         return entry.endpoint, available

@@ -1,8 +1,9 @@
 """A kubelet stand-in: the kubelet's side of the device-plugin contract, on real unix sockets.
 
-Test harness and demo prop, not part of the daemon, and not the judge of what a kubelet does: the real
-kubelet is (tests/real_node, docs/real-node.md). It stays for what the real one cannot do on purpose: a
-kubelet of another generation (PR 135437), cancelled streams, hundreds of calls, and the demo. It behaves
+Test harness and demo prop, not part of the daemon, and not the judge of what a kubelet does: the
+real kubelet is (tests/real_node, docs/real-node.md). It stays for what the real one cannot do on
+purpose: a kubelet of another generation (PR 135437), cancelled streams, hundreds of calls, and the
+demo. It behaves
 like kubelets >= 1.25:
 - serves v1beta1.Registration on `<dir>/kubelet.sock`, refusing a wrong version or an invalid
   resource name with the kubelet's own messages;
@@ -15,7 +16,8 @@ like kubelets >= 1.25:
   135437); see standin_manager.py;
 - admits pods like the device manager: GetPreferredAllocation with the free healthy devices in
   shuffled order, then Allocate with one container request;
-- restart(): stops, deletes every socket in the directory (and nothing else), re-creates kubelet.sock.
+- restart(): stops, deletes every socket in the directory (and nothing else), re-creates
+  kubelet.sock.
 """
 
 from __future__ import annotations
@@ -37,7 +39,10 @@ from api import deviceplugin_pb2_grpc as pb_grpc
 from device_plugin.standins.kubelet_device_manager import (
     AdmissionRefused as AdmissionRefused,  # re-exported for callers
 )
-from device_plugin.standins.kubelet_device_manager import DeviceManagerModel, is_extended_resource_name
+from device_plugin.standins.kubelet_device_manager import (
+    DeviceManagerModel,
+    is_extended_resource_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +87,8 @@ class PluginConnection:
 
 @dataclass(frozen=True)
 class Admission:
-    """One pod container admitted for `resource`: what the plugin preferred and what Allocate gave."""
+    """One pod container admitted for `resource`: what the plugin preferred and what Allocate
+    gave."""
 
     requested: int
     available: tuple[str, ...]  # in the shuffled order sent
@@ -93,7 +99,12 @@ class Admission:
 
 class KubeletStandIn:
     def __init__(
-        self, plugin_dir: Path, *, refuse_registrations: int = 0, seed: int = 0, clients_by_socket: bool = False
+        self,
+        plugin_dir: Path,
+        *,
+        refuse_registrations: int = 0,
+        seed: int = 0,
+        clients_by_socket: bool = False,
     ) -> None:
         self.plugin_dir = Path(plugin_dir)
         self.socket_path = self.plugin_dir / "kubelet.sock"
@@ -143,22 +154,30 @@ class KubeletStandIn:
     # ---- observation ---------------------------------------------------------------------------
 
     def wait_for(self, predicate: Callable[[], T | None], timeout_s: float) -> T:
-        """Wait until `predicate()` is truthy (evaluated under the stand-in's lock); return its value."""
+        """Wait until `predicate()` is truthy (evaluated under the stand-in's lock); return its
+        value."""
         with self._cond:
             result = self._cond.wait_for(predicate, timeout_s)
         if not result:
             raise TimeoutError(f"kubelet stand-in: condition not met within {timeout_s} s")
         return result
 
-    def wait_for_connection(self, resource_name: str, count: int = 1, timeout_s: float = 10.0) -> PluginConnection:
+    def wait_for_connection(
+        self, resource_name: str, count: int = 1, timeout_s: float = 10.0
+    ) -> PluginConnection:
         """The current connection of `resource_name` once it is at least the `count`-th accepted
-        registration and its first list arrived. (A registration the plugin abandoned may land too, so
-        the current one is returned rather than the `count`-th.)"""
+        registration and its first list arrived. (A registration the plugin abandoned may land too,
+        so the current one is returned rather than the `count`-th.)"""
 
         def ready() -> PluginConnection | None:
             accepted = sum(1 for c in self.connections if c.resource_name == resource_name)
             current = self._current.get(resource_name)
-            if accepted >= count and current is not None and current.lists and not current.stream_ended:
+            if (
+                accepted >= count
+                and current is not None
+                and current.lists
+                and not current.stream_ended
+            ):
                 return current
             return None
 
@@ -178,25 +197,31 @@ class KubeletStandIn:
             return len(self._manager.healthy(resource_name))
 
     def healthy_history(self, resource_name: str) -> list[tuple[float, int]]:
-        """(monotonic time, healthy devices) at every change of the resource's count, oldest first."""
+        """(monotonic time, healthy devices) at every change of the resource's count, oldest
+        first."""
         with self._cond:
             return [(t, count) for t, name, count in self._manager.history if name == resource_name]
 
     # ---- pod admission -------------------------------------------------------------------------
 
     def admit(self, resource_name: str, count: int) -> Admission:
-        """Admit one container asking for `count` devices. AdmissionRefused when the device manager refuses
-        it before any RPC (the kubelet's messages); RPC errors propagate as grpc.RpcError."""
+        """Admit one container asking for `count` devices. AdmissionRefused when the device manager
+        refuses it before any RPC (the kubelet's messages); RPC errors propagate as
+        grpc.RpcError."""
         with self._cond:
             allocated = self._allocated.setdefault(resource_name, set())
-            endpoint, available = self._manager.endpoint_for_admission(resource_name, count, allocated)
+            endpoint, available = self._manager.endpoint_for_admission(
+                resource_name, count, allocated
+            )
             assert isinstance(endpoint, PluginConnection)
             connection = endpoint
             self._rng.shuffle(available)
         preferred_reply = connection.stub.GetPreferredAllocation(
             pb.PreferredAllocationRequest(
                 container_requests=[
-                    pb.ContainerPreferredAllocationRequest(available_deviceIDs=available, allocation_size=count)
+                    pb.ContainerPreferredAllocationRequest(
+                        available_deviceIDs=available, allocation_size=count
+                    )
                 ]
             ),
             timeout=10.0,
@@ -206,7 +231,10 @@ class KubeletStandIn:
         chosen = [i for i in preferred if i in available][:count]
         chosen += [i for i in available if i not in chosen][: count - len(chosen)]
         reply = connection.stub.Allocate(
-            pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=chosen)]), timeout=10.0
+            pb.AllocateRequest(
+                container_requests=[pb.ContainerAllocateRequest(devices_ids=chosen)]
+            ),
+            timeout=10.0,
         )
         if not reply.container_responses:
             raise RuntimeError(f"no containers return in allocation response {reply}")
@@ -223,7 +251,9 @@ class KubeletStandIn:
 
     def _register(self, request: pb.RegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
         refusal = self._refusal(request)
-        call = RegisterCall(request.version, request.endpoint, request.resource_name, request.options, refusal)
+        call = RegisterCall(
+            request.version, request.endpoint, request.resource_name, request.options, refusal
+        )
         with self._cond:
             self.register_calls.append(call)
             self._cond.notify_all()
@@ -237,14 +267,18 @@ class KubeletStandIn:
         except (grpc.FutureTimeoutError, grpc.RpcError) as error:
             channel.close()
             context.abort(grpc.StatusCode.UNKNOWN, f"failed to dial device plugin: {error}")
-        connection = PluginConnection(request.resource_name, request.endpoint, request.options, options, channel, stub)
+        connection = PluginConnection(
+            request.resource_name, request.endpoint, request.options, options, channel, stub
+        )
         connection.call = stub.ListAndWatch(pb.Empty())
         with self._cond:
             connection.generation = self._manager.generation
             self._current[request.resource_name] = connection
             self.connections.append(connection)
             self._manager.registered(request.resource_name, connection)
-        threading.Thread(target=self._watch, args=(connection,), daemon=True, name="standin-law").start()
+        threading.Thread(
+            target=self._watch, args=(connection,), daemon=True, name="standin-law"
+        ).start()
         return pb.Empty()
 
     def _refusal(self, request: pb.RegisterRequest) -> str | None:
@@ -267,20 +301,26 @@ class KubeletStandIn:
         try:
             for response in connection.call:  # type: ignore[union-attr]
                 listed = tuple(
-                    ListedDevice(d.ID, d.health, tuple(n.ID for n in d.topology.nodes)) for d in response.devices
+                    ListedDevice(d.ID, d.health, tuple(n.ID for n in d.topology.nodes))
+                    for d in response.devices
                 )
                 with self._cond:
                     connection.lists.append(listed)
                     self._manager.listed(
-                        connection.resource_name, [(d.id, d.health) for d in listed], connection.generation
+                        connection.resource_name,
+                        [(d.id, d.health) for d in listed],
+                        connection.generation,
                     )
                     self._cond.notify_all()
         except grpc.RpcError as error:
-            connection.stream_error = f"{error.code().name}: {error.details()}"  # type: ignore[attr-defined]
+            code = error.code().name  # type: ignore[attr-defined]
+            connection.stream_error = f"{code}: {error.details()}"  # type: ignore[attr-defined]
         finally:
             with self._cond:
                 connection.stream_ended = True
-                self._manager.stream_ended(connection.resource_name, connection, connection.generation)
+                self._manager.stream_ended(
+                    connection.resource_name, connection, connection.generation
+                )
                 self._cond.notify_all()
 
 

@@ -1,9 +1,9 @@
 """Resolve the parsed `sharing` section against this node's GPUs: the checks that need the GPUs.
 
-Boundary: a SharingConfig (parsed when the config loads, device_plugin/config/sharing.py) and the node's
-GPUs in, the same SharingConfig with every GPU of a `devices` list named by its index out, or a
-ConfigError naming the dotted field. Checked here: a GPU index exists, a GPU UUID belongs to a GPU of
-this node, and no entry selects the same device as an earlier one. Nothing here knows about NVML,
+Boundary: a SharingConfig (parsed when the config loads, device_plugin/config/sharing.py) and the
+node's GPUs in, the same SharingConfig with every GPU of a `devices` list named by its index out, or
+a ConfigError naming the dotted field. Checked here: a GPU index exists, a GPU UUID belongs to a GPU
+of this node, and no entry selects the same device as an earlier one. Nothing here knows about NVML,
 gRPC or files.
 """
 
@@ -14,7 +14,12 @@ from dataclasses import replace
 from typing import Protocol
 
 from device_plugin.config.sharing import MPS_NOT_SUPPORTED
-from device_plugin.config.sharing_model import DeviceSelection, SelectionEntry, SelectionKind, SharingConfig
+from device_plugin.config.sharing_model import (
+    DeviceSelection,
+    SelectionEntry,
+    SelectionKind,
+    SharingConfig,
+)
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import short
 
@@ -22,7 +27,8 @@ __all__ = ["MPS_NOT_SUPPORTED", "GpuRef", "resolve_sharing"]
 
 
 class GpuRef(Protocol):
-    """What resolving `devices` entries needs to know about a GPU (device_plugin.nvml.types.GpuInfo fits)."""
+    """What resolving `devices` entries needs to know about a GPU (device_plugin.nvml.types.GpuInfo
+    fits)."""
 
     @property
     def index(self) -> int: ...
@@ -36,7 +42,9 @@ def resolve_sharing(sharing: SharingConfig, gpus: Sequence[GpuRef]) -> SharingCo
     time_slicing = sharing.time_slicing
     if time_slicing is None:
         return sharing
-    resources = tuple(replace(spec, devices=_resolve(spec.devices, gpus)) for spec in time_slicing.resources)
+    resources = tuple(
+        replace(spec, devices=_resolve(spec.devices, gpus)) for spec in time_slicing.resources
+    )
     return replace(sharing, time_slicing=replace(time_slicing, resources=resources))
 
 
@@ -50,7 +58,10 @@ def _resolve(selection: DeviceSelection, gpus: Sequence[GpuRef]) -> DeviceSelect
     for entry in selection.entries:
         if entry.gpu_uuid is not None:
             if entry.gpu_uuid not in by_uuid:
-                message = f"{short(entry.gpu_uuid)} is neither a GPU index nor the UUID of a GPU on this node"
+                message = (
+                    f"{short(entry.gpu_uuid)} is neither a GPU index nor the UUID of a GPU on this "
+                    "node"
+                )
                 raise ConfigError(entry.field, message)
             entry = SelectionEntry(entry.field, gpu_index=by_uuid[entry.gpu_uuid])
         elif entry.gpu_index is not None and entry.gpu_index not in by_index:
@@ -60,5 +71,7 @@ def _resolve(selection: DeviceSelection, gpus: Sequence[GpuRef]) -> DeviceSelect
     keys = [(e.gpu_index, e.device_id) for e in entries]
     for i, key in enumerate(keys):
         if key in keys[:i]:
-            raise ConfigError(entries[i].field, f"selects the same device as {entries[keys.index(key)].field}")
+            raise ConfigError(
+                entries[i].field, f"selects the same device as {entries[keys.index(key)].field}"
+            )
     return replace(selection, entries=tuple(entries))

@@ -14,12 +14,16 @@ from device_plugin.timeslice.replicas import AdvertisedResources
 
 NO_MEMORY_ISOLATION_WARNING = (
     "time-slicing has no memory or fault isolation: every replica sees the whole GPU memory, "
-    "one process can exhaust it or crash the others, and the per-replica memory is a share, not a limit"
+    "one process can exhaust it or crash the others, and the per-replica memory is a share, not a "
+    "limit"
 )
 
 
-def replica_memory_mib(advertised: AdvertisedResources, memory_mib_by_id: Mapping[str, int]) -> Mapping[str, int]:
-    """Per shared resource: the memory one replica can count on, memory // replicas of its smallest device.
+def replica_memory_mib(
+    advertised: AdvertisedResources, memory_mib_by_id: Mapping[str, int]
+) -> Mapping[str, int]:
+    """Per shared resource: the memory one replica can count on, memory // replicas of its smallest
+    device.
 
     The smallest device decides because the kubelet may hand a pod a replica of any of them.
     """
@@ -32,8 +36,11 @@ def replica_memory_mib(advertised: AdvertisedResources, memory_mib_by_id: Mappin
     return MappingProxyType(result)
 
 
-def describe_sharing(advertised: AdvertisedResources, memory_mib_by_id: Mapping[str, int]) -> tuple[str, ...]:
-    """One line per shared resource for human output, then the isolation warning (nothing if none shared)."""
+def describe_sharing(
+    advertised: AdvertisedResources, memory_mib_by_id: Mapping[str, int]
+) -> tuple[str, ...]:
+    """One line per shared resource for human output, then the isolation warning (nothing if none
+    shared)."""
     if not advertised.shared:
         return ()
     per_replica = replica_memory_mib(advertised, memory_mib_by_id)
@@ -45,7 +52,8 @@ def describe_sharing(advertised: AdvertisedResources, memory_mib_by_id: Mapping[
         if shared.fail_requests_greater_than_one:
             options.append("failRequestsGreaterThanOne")
         lines.append(
-            f"{name}: {len(shared.base_ids)} x {shared.replicas} time-sliced replicas of {shared.source_name} "
+            f"{name}: {len(shared.base_ids)} x {shared.replicas} time-sliced replicas of "
+            f"{shared.source_name} "
             f"({', '.join(options)}); a replica can count on {per_replica[name]} MiB"
         )
     lines.append(f"WARNING: {NO_MEMORY_ISOLATION_WARNING}")

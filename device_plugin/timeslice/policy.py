@@ -1,13 +1,16 @@
-"""GetPreferredAllocation for time-sliced replicas: which physical devices a k-replica request lands on.
+"""GetPreferredAllocation for time-sliced replicas: which physical devices a k-replica request lands
+on.
 
-Boundary: an AllocationPolicy (device_plugin.allocation.protocols) over value types; pure and deterministic.
-Its input is a ValidatedRequest: IDs, subsets and size were checked once, by the resource.
+Boundary: an AllocationPolicy (device_plugin.allocation.protocols) over value types; pure and
+deterministic. Its input is a ValidatedRequest: IDs, subsets and size were checked once, by the
+resource.
 
-A *unit* is the device behind replicas (a GPU, or a MIG device), named by the base of the replica ID.
-Its *load* is its replicas that are not in `available`: the kubelet has given them to other containers.
+A *unit* is the device behind replicas (a GPU, or a MIG device), named by the base of the replica
+ID. Its *load* is its replicas that are not in `available`: the kubelet has given them to other
+containers.
 Picks are made in tiers; a tier is the set of units that tie on the placement key:
-- distributed: key (picked in this request, load, picks and load of the unit's GPU). A request lands on
-  as many distinct units as it can, least-loaded first, before any unit gets a second replica.
+- distributed: key (picked in this request, load, picks and load of the unit's GPU). A request lands
+  on as many distinct units as it can, least-loaded first, before any unit gets a second replica.
 - packed: key (-(load + picked), -(GPU load + picks)). Fills the most-loaded unit first and stays
   on it, so whole GPUs stay free for later requests.
 - require_distinct: a unit serves at most one replica of the request; if too few units have a free
@@ -34,8 +37,10 @@ from device_plugin.timeslice.replicas import KUBELET_CHOSEN_ADVICE, SharedResour
 log = logging.getLogger(__name__)
 
 _PARSE_CACHE_LIMIT = 1 << 16
-_Layout = tuple[tuple[str, tuple[int, ...]], ...]  # (device ID, gpu_indices) of every device of the resource
-_Totals = dict[str, tuple[tuple[int, ...], int]]  # unit base -> (gpu_indices, replicas in the resource)
+# (device ID, gpu_indices) of every device of the resource
+_Layout = tuple[tuple[str, tuple[int, ...]], ...]
+# unit base -> (gpu_indices, replicas in the resource)
+_Totals = dict[str, tuple[tuple[int, ...], int]]
 
 
 @dataclass
@@ -65,12 +70,15 @@ class ReplicaPolicy:
         self.require_distinct = require_distinct
         self._choose_gpus = choose_gpus or lowest_index_gpus
         self._resource = resource_name or "shared resource"
-        # Parsing IDs dominates the cost of a request; a resource's IDs are few and stable, so remember them.
+        # Parsing IDs dominates the cost of a request; a resource's IDs are few and stable, so
+        # remember them.
         self._parsed: dict[str, tuple[int, str]] = {}
         self._layout_cache: tuple[_Layout, _Totals] = ((), {})
 
     @classmethod
-    def for_resource(cls, shared: SharedResource, choose_gpus: ChooseGpus | None = None) -> ReplicaPolicy:
+    def for_resource(
+        cls, shared: SharedResource, choose_gpus: ChooseGpus | None = None
+    ) -> ReplicaPolicy:
         return cls(
             shared.placement,
             require_distinct=shared.require_distinct_gpus,
@@ -79,14 +87,20 @@ class ReplicaPolicy:
         )
 
     def choose(self, request: ValidatedRequest) -> tuple[str, ...]:
-        devices, available, must_include, size = request.devices, request.available, request.must_include, request.size
+        devices, available, must_include, size = (
+            request.devices,
+            request.available,
+            request.must_include,
+            request.size,
+        )
         units = self._units(devices, available, must_include)
         picked = list(dict.fromkeys(must_include))
         if self.require_distinct:
             doubled = sorted(u.base for u in units.values() if u.picked > 1)
             if doubled:
                 raise InvalidRequestError(
-                    f"{self._resource}: requireDistinctGPUs is set, but must_include holds several replicas of "
+                    f"{self._resource}: requireDistinctGPUs is set, but must_include holds several "
+                    "replicas of "
                     f"{', '.join(doubled)}. {KUBELET_CHOSEN_ADVICE}"
                 )
         gpu_load: dict[tuple[int, ...], int] = {}
@@ -95,7 +109,9 @@ class ReplicaPolicy:
             gpu_load[unit.gpus] = gpu_load.get(unit.gpus, 0) + unit.load
             gpu_picked[unit.gpus] = gpu_picked.get(unit.gpus, 0) + unit.picked
         while len(picked) < size:
-            candidates = [u for u in units.values() if u.free and not (self.require_distinct and u.picked)]
+            candidates = [
+                u for u in units.values() if u.free and not (self.require_distinct and u.picked)
+            ]
             if not candidates:
                 raise InvalidRequestError(self._shortfall(size, units))
             key = self._key_function(gpu_load, gpu_picked)
@@ -106,7 +122,8 @@ class ReplicaPolicy:
                 unit.picked += 1
                 gpu_picked[unit.gpus] += 1
         result = tuple(sorted(picked, key=lambda i: (devices[i].gpu_indices, self._replica_key(i))))
-        if not log.isEnabledFor(logging.DEBUG):  # the kubelet's admission path: DEBUG, built only when shown
+        # the kubelet's admission path: DEBUG, built only when shown
+        if not log.isEnabledFor(logging.DEBUG):
             return result
         log.debug(
             "%s: %d of %d replicas (%s) -> %s on GPUs %s",
@@ -132,23 +149,36 @@ class ReplicaPolicy:
         for unit in tier:
             representatives.setdefault(unit.gpus, unit)
         reps = list(representatives.values())
-        # Taking a unit changes only its own key and its GPU's, so several distinct GPUs can be taken at
-        # once; packed without distinctness keeps filling the unit it took, so one at a time there.
-        batch = 1 if self.placement is Placement.PACKED and not self.require_distinct else min(need, len(reps))
+        # Taking a unit changes only its own key and its GPU's, so several distinct GPUs can be
+        # taken at once; packed without distinctness keeps filling the unit it took, so one at a
+        # time there.
+        batch = (
+            1
+            if self.placement is Placement.PACKED and not self.require_distinct
+            else min(need, len(reps))
+        )
         held = tuple(sorted({g for u in units.values() if u.picked for g in u.gpus}))
         if len(reps) <= batch or any(len(u.gpus) != 1 or u.gpus[0] in held for u in reps):
             return reps[:batch]
         by_gpu = {u.gpus[0]: u for u in reps}
-        new = set(self._topology(tuple(sorted(set(held) | set(by_gpu))), held, len(held) + batch)) - set(held)
+        new = set(
+            self._topology(tuple(sorted(set(held) | set(by_gpu))), held, len(held) + batch)
+        ) - set(held)
         return [by_gpu[g] for g in sorted(new)]
 
-    def _topology(self, candidates: tuple[int, ...], must: tuple[int, ...], count: int) -> tuple[int, ...]:
+    def _topology(
+        self, candidates: tuple[int, ...], must: tuple[int, ...], count: int
+    ) -> tuple[int, ...]:
         try:
             chosen = tuple(self._choose_gpus(candidates, must, count))
         except Exception:  # a faulty objective must not fail the pod; the default still answers
             log.exception("%s: choose_gpus failed; falling back to lowest indices", self._resource)
             return lowest_index_gpus(candidates, must, count)
-        if len(set(chosen)) != count or not set(must) <= set(chosen) or not set(chosen) <= set(candidates):
+        if (
+            len(set(chosen)) != count
+            or not set(must) <= set(chosen)
+            or not set(chosen) <= set(candidates)
+        ):
             log.warning(
                 "%s: choose_gpus%s returned %s; falling back to lowest indices",
                 self._resource,
@@ -165,13 +195,18 @@ class ReplicaPolicy:
             if len(self._parsed) > _PARSE_CACHE_LIMIT:
                 self._parsed.clear()
             parsed = parse_device_id(device_id)
-            key = self._parsed[device_id] = (-1 if parsed.replica is None else parsed.replica, parsed.base)
+            key = self._parsed[device_id] = (
+                -1 if parsed.replica is None else parsed.replica,
+                parsed.base,
+            )
         return key
 
     def _table(self, devices: Mapping[str, Device]) -> _Totals:
-        """base -> (gpu_indices, replicas in the resource); recomputed only when the devices' layout changes."""
+        """base -> (gpu_indices, replicas in the resource); recomputed only when the devices' layout
+        changes."""
         layout = tuple((device_id, device.gpu_indices) for device_id, device in devices.items())
-        cached_layout, totals = self._layout_cache  # one attribute, so concurrent callers never see a torn pair
+        # one attribute, so concurrent callers never see a torn pair
+        cached_layout, totals = self._layout_cache
         if cached_layout != layout:
             totals = {}
             for device_id, gpus in layout:
@@ -185,7 +220,9 @@ class ReplicaPolicy:
     ) -> dict[str, _Unit]:
         units = {
             base: _Unit(base, gpus, total=total)
-            for base, (gpus, total) in sorted(self._table(devices).items(), key=lambda kv: (kv[1][0], kv[0]))
+            for base, (gpus, total) in sorted(
+                self._table(devices).items(), key=lambda kv: (kv[1][0], kv[0])
+            )
         }
         must = set(must_include)
         key = self._replica_key
@@ -204,6 +241,7 @@ class ReplicaPolicy:
             total = sum(u.available for u in units.values())
             return f"{self._resource}: {size} replicas requested, only {total} available"
         return (
-            f"{self._resource}: requireDistinctGPUs is set and {size} replicas were requested, but only {usable} "
+            f"{self._resource}: requireDistinctGPUs is set and {size} replicas were requested, but "
+            f"only {usable} "
             "distinct GPUs have a replica among the available devices"
         )

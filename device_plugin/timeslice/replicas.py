@@ -1,9 +1,9 @@
 """Turn a node's base resources and the time-slicing config into the resources to advertise.
 
 Boundary: Devices in, Devices out. A base resource is a name with its whole devices (GPUs with
-id = GPU UUID, or MIG devices with id = MIG UUID), each with gpu_indices and numa_node. Each selected
-device becomes `replicas` Devices "<id>::<n>" carrying the same gpu_indices, numa_node and health, so
-that ResourceManager.set_gpu_health reaches every replica of a GPU, in every resource.
+id = GPU UUID, or MIG devices with id = MIG UUID), each with gpu_indices and numa_node. Each
+selected device becomes `replicas` Devices "<id>::<n>" carrying the same gpu_indices, numa_node and
+health, so that ResourceManager.set_gpu_health reaches every replica of a GPU, in every resource.
 
 Devices a resource entry does not select stay, whole, in the original resource. A shared resource
 that keeps the original name while some devices stay whole would mix replicas and whole GPUs under
@@ -33,19 +33,25 @@ from device_plugin.core.ids import REPLICA_SEPARATOR, format_replica_id, parse_d
 log = logging.getLogger(__name__)
 
 MAX_DEVICE_ID_LENGTH = 63  # the kubelet's limit on a device ID
-# Why a kubelet-chosen set breaks requireDistinctGPUs, and what to do: ReplicaPolicy and Allocate refusals end with it.
+# Why a kubelet-chosen set breaks requireDistinctGPUs, and what to do: ReplicaPolicy and Allocate
+# refusals end with it.
 KUBELET_CHOSEN_ADVICE = (
-    "The kubelet chose these replicas itself, without GetPreferredAllocation: it does so when its Topology Manager "
-    "policy (single-numa-node, restricted or best-effort) finds free replicas on the chosen NUMA node(s) that "
-    "exactly cover the request, or when it reuses an init container's devices. With requireDistinctGPUs, run the "
-    "kubelet with --topology-manager-policy=none (the default, under which it always asks GetPreferredAllocation), "
+    "The kubelet chose these replicas itself, without GetPreferredAllocation: it does so when its "
+    "Topology Manager "
+    "policy (single-numa-node, restricted or best-effort) finds free replicas on the chosen NUMA "
+    "node(s) that "
+    "exactly cover the request, or when it reuses an init container's devices. With "
+    "requireDistinctGPUs, run the "
+    "kubelet with --topology-manager-policy=none (the default, under which it always asks "
+    "GetPreferredAllocation), "
     "or request one replica per container"
 )
 
 
 @dataclass(frozen=True)
 class SharedResource:
-    """One advertised time-sliced resource: where it came from and how requests for it are served."""
+    """One advertised time-sliced resource: where it came from and how requests for it are
+    served."""
 
     name: str  # the advertised name
     source_name: str  # the base resource its devices come from
@@ -59,7 +65,8 @@ class SharedResource:
 
 @dataclass(frozen=True)
 class AdvertisedResources:
-    """Every resource to advertise (name -> devices in canonical order) and which of them are shared.
+    """Every resource to advertise (name -> devices in canonical order) and which of them are
+    shared.
 
     A resource left with no devices (all of them shared under another name) is omitted.
     `unmatched` lists config entries (their field) whose resource this node does not have.
@@ -86,11 +93,15 @@ def share_resources(
 ) -> AdvertisedResources:
     """The advertised resources for `base` (name -> whole devices) under `config`."""
     time_slicing = config.time_slicing if isinstance(config, SharingConfig) else config
-    remaining = {name: {d.id: d for d in sorted(devs, key=device_sort_key)} for name, devs in base.items()}
+    remaining = {
+        name: {d.id: d for d in sorted(devs, key=device_sort_key)} for name, devs in base.items()
+    }
     for name, devices in remaining.items():
         replicated = sorted(i for i in devices if parse_device_id(i).replica is not None)
         if replicated:
-            raise ValueError(f"base resource {name} already holds replicas ({', '.join(replicated)})")
+            raise ValueError(
+                f"base resource {name} already holds replicas ({', '.join(replicated)})"
+            )
     shared_devices: dict[str, tuple[Device, ...]] = {}
     shared: dict[str, SharedResource] = {}
     unmatched: list[str] = []
@@ -98,10 +109,21 @@ def share_resources(
     for spec in time_slicing.resources if time_slicing else ():
         if not base.get(spec.name):
             if spec.devices.kind is not SelectionKind.ALL:
-                raise ConfigError(spec.devices.field, f"this node has no {spec.name} devices to select from")
+                raise ConfigError(
+                    spec.devices.field, f"this node has no {spec.name} devices to select from"
+                )
             close = difflib.get_close_matches(spec.name, list(base), n=1, cutoff=0.8)
-            hint = f" (did you mean {close[0]}?)" if close else f"; it serves {', '.join(sorted(base)) or 'none'}"
-            log.warning("%s: this node has no %s devices, so nothing is shared%s", spec.field, spec.name, hint)
+            hint = (
+                f" (did you mean {close[0]}?)"
+                if close
+                else f"; it serves {', '.join(sorted(base)) or 'none'}"
+            )
+            log.warning(
+                "%s: this node has no %s devices, so nothing is shared%s",
+                spec.field,
+                spec.name,
+                hint,
+            )
             unmatched.append(spec.field)
             continue
         pool = remaining[spec.name]
@@ -126,24 +148,35 @@ def share_resources(
         if name in advertised:
             # Either an unrenamed partial share, or a rename onto another base resource's name.
             source = shared[name].source_name
-            hint = "set rename or renameByDefault" if source == name else f"{name} is already a resource on this node"
+            hint = (
+                "set rename or renameByDefault"
+                if source == name
+                else f"{name} is already a resource on this node"
+            )
             field = f"{shared[name].field}.{'name' if source == name else 'rename'}"
-            raise ConfigError(field, f"{name} would advertise replicas and whole devices under one name; {hint}")
+            raise ConfigError(
+                field, f"{name} would advertise replicas and whole devices under one name; {hint}"
+            )
         advertised[name] = replicas
     ordered = {name: advertised[name] for name in sorted(advertised)}
     return AdvertisedResources(
-        MappingProxyType(ordered), MappingProxyType({n: shared[n] for n in sorted(shared)}), tuple(unmatched)
+        MappingProxyType(ordered),
+        MappingProxyType({n: shared[n] for n in sorted(shared)}),
+        tuple(unmatched),
     )
 
 
 def share_resource(
     name: str, devices: Sequence[Device], config: SharingConfig | TimeSlicingConfig | None
 ) -> Mapping[str, tuple[Device, ...]]:
-    """share_resources() for one base resource: the names it is advertised under -> their devices."""
+    """share_resources() for one base resource: the names it is advertised under -> their
+    devices."""
     return share_resources({name: devices}, config).devices
 
 
-def _select(spec: SharedResourceSpec, devices: Sequence[Device], claimed: Mapping[str, str]) -> list[Device]:
+def _select(
+    spec: SharedResourceSpec, devices: Sequence[Device], claimed: Mapping[str, str]
+) -> list[Device]:
     ordered = sorted(devices, key=device_sort_key)
     selection = spec.devices
     if selection.kind is SelectionKind.ALL:
@@ -151,7 +184,9 @@ def _select(spec: SharedResourceSpec, devices: Sequence[Device], claimed: Mappin
     elif selection.kind is SelectionKind.COUNT:
         if selection.count > len(ordered):
             raise ConfigError(
-                selection.field, f"asks for the first {selection.count} of {spec.name}, this node has {len(ordered)}"
+                selection.field,
+                f"asks for the first {selection.count} of {spec.name}, this node has "
+                f"{len(ordered)}",
             )
         chosen = ordered[: selection.count]
     else:
@@ -169,7 +204,9 @@ def _select(spec: SharedResourceSpec, devices: Sequence[Device], claimed: Mappin
         chosen.sort(key=device_sort_key)
     for device in chosen:
         if device.id in claimed:
-            raise ConfigError(selection.field, f"{device.id} is already shared by {claimed[device.id]}")
+            raise ConfigError(
+                selection.field, f"{device.id} is already shared by {claimed[device.id]}"
+            )
     return chosen
 
 
@@ -177,6 +214,7 @@ def _replicas_checked(device: Device, spec: SharedResourceSpec) -> tuple[Device,
     longest = format_replica_id(device.id, spec.replicas - 1)
     if len(longest) > MAX_DEVICE_ID_LENGTH:
         raise ConfigError(
-            f"{spec.field}.replicas", f"replica ID {longest} is longer than the kubelet's {MAX_DEVICE_ID_LENGTH}"
+            f"{spec.field}.replicas",
+            f"replica ID {longest} is longer than the kubelet's {MAX_DEVICE_ID_LENGTH}",
         )
     return replica_devices(device, spec.replicas)

@@ -50,17 +50,22 @@ class ReplicaResponseBuilder:
         replicas = [i for i in ids if parse_device_id(i).replica is not None]
         if self.fail_requests_greater_than_one and len(replicas) > 1:
             raise InvalidRequestError(
-                f"{self.resource_name}: failRequestsGreaterThanOne is set, so a container may request at most 1 "
-                f"replica of a time-sliced GPU; this one requested {len(replicas)} ({', '.join(replicas)})"
+                f"{self.resource_name}: failRequestsGreaterThanOne is set, so a container may "
+                "request at most 1 "
+                f"replica of a time-sliced GPU; this one requested {len(replicas)} "
+                f"({', '.join(replicas)})"
             )
         by_base: dict[str, list[str]] = {}
         for device_id in ids:
             by_base.setdefault(parse_device_id(device_id).base, []).append(device_id)
         shared = {base: members for base, members in by_base.items() if len(members) > 1}
         if shared and self.require_distinct_gpus:
-            detail = "; ".join(f"{', '.join(m)} are all on {base}" for base, m in sorted(shared.items()))
+            detail = "; ".join(
+                f"{', '.join(m)} are all on {base}" for base, m in sorted(shared.items())
+            )
             raise InvalidRequestError(
-                f"{self.resource_name}: requireDistinctGPUs is set, so each replica of a request must be on its own "
+                f"{self.resource_name}: requireDistinctGPUs is set, so each replica of a request "
+                "must be on its own "
                 f"GPU, but {detail}. {KUBELET_CHOSEN_ADVICE}"
             )
         if shared:

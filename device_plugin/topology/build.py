@@ -1,20 +1,21 @@
 """Build the Topology value from an NvmlBackend (real or fake), once, at start-up.
 
-The NVLink fabric is read as each GPU's active link count towards each far end, a GPU (`("gpu", index)`)
+The NVLink fabric is read as each GPU's active link count towards each far end, a GPU (`("gpu",
+index)`)
 or an NVSwitch (`("nvswitch", bus_id)`). From it, per GPU pair:
 - direct NVLinks: the weight of the GPU-GPU edge (the smaller of the two ends' counts, should a
   driver report them asymmetrically; NVIDIA's allocator panics there, we take the safe side);
 - NVLinks through NVSwitch: the switches both GPUs reach; each GPU's links into those switches are
   counted and the pair gets the smaller count (the slower end limits the pair);
 - PCIe common ancestor from the backend, NUMA from GpuInfo.
-PCIe paths: when the backend is also a NicSource (FakeNvml, RealNvml), the hardware layer hands up each
-GPU's path (the description's, or sysfs's on a real node); the Topology keeps them and derives each
-GPU's PCIe root from them. GPU-NIC levels rank each GPU's path and each NIC's by
-device_plugin.nvml.pcie_paths.pcie_level_of_paths, the rule the fake uses for GPU pairs. A GPU whose path
-is unknown gets just its socket, so it is NODE or SYS from every NIC. On a real node GPU-GPU levels are
-NVML's; tools/pcie_level_check.py shows where NVML and the path rule disagree.
-Links that are inactive, or whose far end is neither a GPU of this node nor an NVSwitch, are ignored.
-Beyond the node: each GPU's NVLink fabric registration (clique) as the backend reports it.
+PCIe paths: when the backend is also a NicSource (FakeNvml, RealNvml), the hardware layer hands up
+each GPU's path (the description's, or sysfs's on a real node); the Topology keeps them and derives
+each GPU's PCIe root from them. GPU-NIC levels rank each GPU's path and each NIC's by
+device_plugin.nvml.pcie_paths.pcie_level_of_paths, the rule the fake uses for GPU pairs. A GPU whose
+path is unknown gets just its socket, so it is NODE or SYS from every NIC. On a real node GPU-GPU
+levels are NVML's; tools/pcie_level_check.py shows where NVML and the path rule disagree.
+Links that are inactive, or whose far end is neither a GPU of this node nor an NVSwitch, are
+ignored. Beyond the node: each GPU's NVLink fabric registration (clique) as the backend reports it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ from dataclasses import dataclass
 from device_plugin.nvml.pcie_paths import pcie_level_of_paths, socket_name
 from device_plugin.nvml.protocol import NicSource, NvmlBackend
 from device_plugin.nvml.types import GpuInfo, PcieLevel, normalise_pci_bus_id
-from device_plugin.topology.facts import FALLBACK_NVLINK_PER_LINK_GBPS, nvlink_per_link_gbps, pcie_p2p_gbps
+from device_plugin.topology.facts import (
+    FALLBACK_NVLINK_PER_LINK_GBPS,
+    nvlink_per_link_gbps,
+    pcie_p2p_gbps,
+)
 from device_plugin.topology.model import PairLink, Topology
 
 log = logging.getLogger(__name__)
@@ -33,8 +38,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class NvlinkEnds:
-    """Active NVLinks as each GPU counts them (per end, see module doc): towards each other GPU of this
-    node (`to_gpu[a][b]`) and towards each NVSwitch, by its normalised PCI bus ID (`to_switch[a][bus]`)."""
+    """Active NVLinks as each GPU counts them (per end, see module doc): towards each other GPU of
+    this node (`to_gpu[a][b]`) and towards each NVSwitch, by its normalised PCI bus ID
+    (`to_switch[a][bus]`)."""
 
     to_gpu: dict[int, dict[int, int]]
     to_switch: dict[int, dict[str, int]]
@@ -51,7 +57,9 @@ class NvlinkEnds:
         shared = self.to_switch[a].keys() & self.to_switch[b].keys()
         through = 0
         if shared:
-            through = min(sum(self.to_switch[a][s] for s in shared), sum(self.to_switch[b][s] for s in shared))
+            through = min(
+                sum(self.to_switch[a][s] for s in shared), sum(self.to_switch[b][s] for s in shared)
+            )
         return direct + through, through > 0
 
 
@@ -61,7 +69,10 @@ def nvlink_ends(backend: NvmlBackend, gpus: tuple[GpuInfo, ...]) -> NvlinkEnds:
     to_gpu: dict[int, dict[int, int]] = {}
     to_switch: dict[int, dict[str, int]] = {}
     for gpu in gpus:
-        gpu_counts, switch_counts = to_gpu.setdefault(gpu.index, {}), to_switch.setdefault(gpu.index, {})
+        gpu_counts, switch_counts = (
+            to_gpu.setdefault(gpu.index, {}),
+            to_switch.setdefault(gpu.index, {}),
+        )
         for link in backend.nvlinks(gpu.index):
             if not link.active:
                 continue
@@ -86,8 +97,11 @@ def _per_link_gbps(gpu: GpuInfo) -> float:
     return gbps
 
 
-def gpu_pcie_paths(backend: NvmlBackend, gpus: tuple[GpuInfo, ...]) -> tuple[tuple[str, ...] | None, ...]:
-    """Each GPU's PCIe path from the hardware layer (None where unknown); empty for a backend without paths."""
+def gpu_pcie_paths(
+    backend: NvmlBackend, gpus: tuple[GpuInfo, ...]
+) -> tuple[tuple[str, ...] | None, ...]:
+    """Each GPU's PCIe path from the hardware layer (None where unknown); empty for a backend
+    without paths."""
     if not isinstance(backend, NicSource):
         return ()
     return tuple(backend.pcie_path(gpu.pci_bus_id) for gpu in gpus)
@@ -96,7 +110,8 @@ def gpu_pcie_paths(backend: NvmlBackend, gpus: tuple[GpuInfo, ...]) -> tuple[tup
 def nic_levels(
     backend: NvmlBackend, gpus: tuple[GpuInfo, ...], paths: tuple[tuple[str, ...] | None, ...]
 ) -> tuple[tuple[str, ...], tuple[tuple[PcieLevel, ...], ...]]:
-    """(NIC names, levels[gpu][nic]); both empty when the backend lists no NICs or is no NicSource."""
+    """(NIC names, levels[gpu][nic]); both empty when the backend lists no NICs or is no
+    NicSource."""
     if not isinstance(backend, NicSource):
         return (), ()
     nics = backend.nics()

@@ -1,8 +1,10 @@
-"""Graph facts over a node's GPUs: connected components and the largest clique, for any pair predicate.
+"""Graph facts over a node's GPUs: connected components and the largest clique, for any pair
+predicate.
 
-The one routine for connected components in the project: NVLink domains (pairs with any NVLink) and the
-allocator's bandwidth tiers (pairs at or above a speed) both come from `connected_components`, called
-once when a Topology is built. Pure functions on GPU indices 0..n-1; no I/O, no topology types.
+The one routine for connected components in the project: NVLink domains (pairs with any NVLink) and
+the allocator's bandwidth tiers (pairs at or above a speed) both come from `connected_components`,
+called once when a Topology is built. Pure functions on GPU indices 0..n-1; no I/O, no topology
+types.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ def connected_components(n: int, linked: Linked) -> tuple[tuple[int, ...], ...]:
     """The components of the graph on 0..n-1 whose edges are the `linked` pairs.
 
     Each component is ascending, and components are ordered by their lowest member, so the answer is
-    the same whatever order the graph is walked in. A GPU linked to nothing is a component of its own.
+    the same whatever order the graph is walked in. A GPU linked to nothing is a component of its
+    own.
     """
     seen = [False] * n
     components = []
@@ -37,10 +40,11 @@ def connected_components(n: int, linked: Linked) -> tuple[tuple[int, ...], ...]:
 
 
 def largest_clique_size(n: int, linked: Linked) -> int:
-    """Size of the largest set of GPUs that are all pairwise `linked`: 1 with no links, 0 without GPUs.
+    """Size of the largest set of GPUs that are all pairwise `linked`: 1 with no links, 0 without
+    GPUs.
 
-    Bron-Kerbosch with pivoting on bitmasks: exact, and fast on what NVLink fabrics look like (cliques
-    joined by few links), which is the only graph it is used on.
+    Bron-Kerbosch with pivoting on bitmasks: exact, and fast on what NVLink fabrics look like
+    (cliques joined by few links), which is the only graph it is used on.
     """
     neighbours = [sum(1 << b for b in range(n) if b != a and linked(a, b)) for a in range(n)]
     best = 0

@@ -20,9 +20,9 @@ per link (the figure of every data-centre generation from V100 to H200); the top
 that it did.
 
 PCIe peer-to-peer, by the closest common ancestor (nvidia-smi topo -m names). These are
-representative *achievable* peer-to-peer figures for PCIe Gen4 x16 (about 24-26 GB/s measured through
-one switch; every extra hop and especially the CPU interconnect costs more). What the allocator relies
-on is their order, closest fastest: BRD >= PIX > PXB > PHB > NODE > SYS.
+representative *achievable* peer-to-peer figures for PCIe Gen4 x16 (about 24-26 GB/s measured
+through one switch; every extra hop and especially the CPU interconnect costs more). What the
+allocator relies on is their order, closest fastest: BRD >= PIX > PXB > PHB > NODE > SYS.
 
 | level | path                                               | GB/s |
 |-------|----------------------------------------------------|------|
@@ -70,7 +70,8 @@ PCIE_P2P_GBPS = MappingProxyType(
 
 
 def nvlink_per_link_gbps(model_name: str) -> float | None:
-    """Per-link one-direction NVLink GB/s for a GPU model, or None when the table does not know it."""
+    """Per-link one-direction NVLink GB/s for a GPU model, or None when the table does not know
+    it."""
     upper = model_name.upper()
     for pattern, gbps in _NVLINK_PER_LINK:
         if pattern.search(upper):

@@ -1,11 +1,11 @@
 """The topology model: a frozen value holding, for every GPU pair, how it is connected and how fast.
 
 `Topology` is the one source of derived topology facts: the allocator, node labels and the DRA
-inventory read NVLink domains, PCIe paths and roots, GPU-NIC levels and bandwidth tiers from it, never
-from the backend again and never by a graph walk of their own. It is a pure value (no backend, no graph
-object), so the allocator stays a pure function; the derived facts are computed once, when it is built.
-`device_plugin.topology.build.build_topology` makes one from any NvmlBackend, real or fake. Bandwidth
-figures come from `device_plugin.topology.facts`.
+inventory read NVLink domains, PCIe paths and roots, GPU-NIC levels and bandwidth tiers from it,
+never from the backend again and never by a graph walk of their own. It is a pure value (no backend,
+no graph object), so the allocator stays a pure function; the derived facts are computed once, when
+it is built. `device_plugin.topology.build.build_topology` makes one from any NvmlBackend, real or
+fake. Bandwidth figures come from `device_plugin.topology.facts`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from device_plugin.nvml.pcie_paths import pcie_roots
 from device_plugin.nvml.types import PcieLevel
 from device_plugin.topology.components import connected_components, largest_clique_size
 
-# GPUDirect RDMA is fast when GPU and NIC meet below the host bridge (PIX or PXB in nvidia-smi topo -m).
+# GPUDirect RDMA is fast when GPU and NIC meet below the host bridge (PIX or PXB in nvidia-smi topo
+# -m).
 GPUDIRECT_CLOSE = PcieLevel.MULTIPLE_SWITCHES
 
 
@@ -40,7 +41,8 @@ class PairLink:
 
     @property
     def label(self) -> str:
-        """`nvidia-smi topo -m` style: NV<n> direct, NVS<n> through NVSwitch, else the PCIe level."""
+        """`nvidia-smi topo -m` style: NV<n> direct, NVS<n> through NVSwitch, else the PCIe
+        level."""
         if self.nvlinks:
             return f"{'NVS' if self.via_nvswitch else 'NV'}{self.nvlinks}"
         return self.pcie_level.short_name
@@ -60,13 +62,14 @@ class Topology:
 
     links[a][b] is the PairLink of GPUs a and b (symmetric), None on the diagonal.
     numa_nodes[i] is GPU i's NUMA node, None when the platform does not report one.
-    nic_names[k] is NIC k's RDMA device name (NICs in NicSource order); nic_levels[i][k] is the closest
-    common PCIe ancestor of GPU i and NIC k. A node without RDMA NICs has both empty.
-    gpu_pcie_paths[i] is GPU i's root-first PCIe path as the hardware layer hands it up (sysfs on a real
-    node, the description on a simulated one; device_plugin.nvml.pcie_paths), None where unknown; empty
-    when no path is known at all. nvswitch_seen: some GPU has an active NVLink into an NVSwitch.
-    gpu_fabric[i] is GPU i's NVLink fabric registration beyond the node (device_plugin.nvml.fabric_types;
-    the node's clique: device_plugin.topology.fabric); empty when not read.
+    nic_names[k] is NIC k's RDMA device name (NICs in NicSource order); nic_levels[i][k] is the
+    closest common PCIe ancestor of GPU i and NIC k. A node without RDMA NICs has both empty.
+    gpu_pcie_paths[i] is GPU i's root-first PCIe path as the hardware layer hands it up (sysfs on a
+    real node, the description on a simulated one; device_plugin.nvml.pcie_paths), None where
+    unknown; empty when no path is known at all. nvswitch_seen: some GPU has an active NVLink into
+    an NVSwitch. gpu_fabric[i] is GPU i's NVLink fabric registration beyond the node
+    (device_plugin.nvml.fabric_types; the node's clique: device_plugin.topology.fabric); empty when
+    not read.
     """
 
     gpu_names: tuple[str, ...]
@@ -96,7 +99,9 @@ class Topology:
         def at_least(speed: int) -> Callable[[int, int], bool]:
             return lambda a, b: bw[a][b] >= speed
 
-        tiers = tuple(BandwidthTier(speed, connected_components(n, at_least(speed))) for speed in speeds)
+        tiers = tuple(
+            BandwidthTier(speed, connected_components(n, at_least(speed))) for speed in speeds
+        )
         object.__setattr__(self, "_domains", tuple(domain_of[gpu] for gpu in range(n)))
         object.__setattr__(self, "_roots", pcie_roots(paths))
         object.__setattr__(self, "_tiers", tiers)
@@ -108,24 +113,42 @@ class Topology:
 
     def _validate(self) -> None:
         n = len(self.gpu_names)
-        if len(self.numa_nodes) != n or len(self.links) != n or any(len(row) != n for row in self.links):
-            raise MachineDescriptionError("topology", f"needs {n} NUMA entries and an {n}x{n} link matrix")
+        if (
+            len(self.numa_nodes) != n
+            or len(self.links) != n
+            or any(len(row) != n for row in self.links)
+        ):
+            raise MachineDescriptionError(
+                "topology", f"needs {n} NUMA entries and an {n}x{n} link matrix"
+            )
         for a in range(n):
             if self.links[a][a] is not None:
-                raise MachineDescriptionError(f"topology.links[{a}][{a}]", "a GPU has no link to itself")
+                raise MachineDescriptionError(
+                    f"topology.links[{a}][{a}]", "a GPU has no link to itself"
+                )
             for b in range(a + 1, n):
                 ab, ba = self.links[a][b], self.links[b][a]
                 if ab is None or ab != ba:
-                    raise MachineDescriptionError(f"topology.links[{a}][{b}]", "pair facts must exist and be symmetric")
+                    raise MachineDescriptionError(
+                        f"topology.links[{a}][{b}]", "pair facts must exist and be symmetric"
+                    )
                 if not ab.bandwidth_gbps > 0:
-                    raise MachineDescriptionError(f"topology.links[{a}][{b}]", "bandwidth must be positive")
-        shape_ok = len(self.nic_levels) == n and all(len(r) == len(self.nic_names) for r in self.nic_levels)
+                    raise MachineDescriptionError(
+                        f"topology.links[{a}][{b}]", "bandwidth must be positive"
+                    )
+        shape_ok = len(self.nic_levels) == n and all(
+            len(r) == len(self.nic_names) for r in self.nic_levels
+        )
         if self.nic_names and not shape_ok:
-            raise MachineDescriptionError("topology.nic_levels", f"needs a {n}x{len(self.nic_names)} GPU-NIC matrix")
+            raise MachineDescriptionError(
+                "topology.nic_levels", f"needs a {n}x{len(self.nic_names)} GPU-NIC matrix"
+            )
         if not self.nic_names and self.nic_levels:
             raise MachineDescriptionError("topology.nic_levels", "GPU-NIC levels without NICs")
         if self.gpu_pcie_paths and len(self.gpu_pcie_paths) != n:
-            raise MachineDescriptionError("topology.gpu_pcie_paths", f"needs {n} entries (None where unknown)")
+            raise MachineDescriptionError(
+                "topology.gpu_pcie_paths", f"needs {n} entries (None where unknown)"
+            )
         if self.gpu_fabric and len(self.gpu_fabric) != n:
             raise MachineDescriptionError("topology.gpu_fabric", f"needs {n} entries, one per GPU")
 
@@ -139,7 +162,8 @@ class Topology:
 
     @property
     def largest_nvlink_group(self) -> int:
-        """Size of the largest set of GPUs all pairwise NVLinked (directly or by NVSwitch); 1 when none are."""
+        """Size of the largest set of GPUs all pairwise NVLinked (directly or by NVSwitch); 1 when
+        none are."""
         return self._largest_group
 
     @property
@@ -152,18 +176,21 @@ class Topology:
         return self.gpu_pcie_paths[gpu] if self.gpu_pcie_paths else None
 
     def gpu_clique(self, gpu: int) -> str | None:
-        """`<clusterUUID>.<cliqueID>` of the NVLink clique GPU is registered in; None when it is in none (yet)."""
+        """`<clusterUUID>.<cliqueID>` of the NVLink clique GPU is registered in; None when it is in
+        none (yet)."""
         if not self.gpu_fabric or not self.gpu_fabric[gpu].attached:
             return None
         return self.gpu_fabric[gpu].clique
 
     def pcie_root(self, gpu: int) -> str | None:
-        """GPU's PCIe root complex as `pci<domain>:<bus>` (Kubernetes' pcieRoot); None when unknown."""
+        """GPU's PCIe root complex as `pci<domain>:<bus>` (Kubernetes' pcieRoot); None when
+        unknown."""
         return self._roots[gpu]
 
     @property
     def bandwidth_tiers(self) -> tuple[BandwidthTier, ...]:
-        """For each distinct pair bandwidth (integer MB/s), fastest first, the groups joined at >= it."""
+        """For each distinct pair bandwidth (integer MB/s), fastest first, the groups joined at >=
+        it."""
         return self._tiers
 
     @property
@@ -178,12 +205,16 @@ class Topology:
         return self.nic_levels[gpu][nic]
 
     def close_nics(self, gpu: int) -> tuple[int, ...]:
-        """NICs GPUDirect RDMA runs fast with from this GPU: PIX or PXB, no host bridge in between."""
+        """NICs GPUDirect RDMA runs fast with from this GPU: PIX or PXB, no host bridge in
+        between."""
         return tuple(k for k in range(self.nic_count) if self.nic_levels[gpu][k] <= GPUDIRECT_CLOSE)
 
     def close_nic_names(self) -> dict[int, tuple[str, ...]]:
         """GPU index -> names of its GPUDirect-close NICs, for the GPUs that have any."""
-        names = {gpu: tuple(self.nic_names[k] for k in self.close_nics(gpu)) for gpu in range(self.gpu_count)}
+        names = {
+            gpu: tuple(self.nic_names[k] for k in self.close_nics(gpu))
+            for gpu in range(self.gpu_count)
+        }
         return {gpu: nics for gpu, nics in names.items() if nics}
 
     def nearest_nic(self, gpu: int) -> int | None:
@@ -202,7 +233,9 @@ class Topology:
         return self.pair(a, b).bandwidth_gbps
 
     def bandwidth_mbps_matrix(self) -> tuple[tuple[int, ...], ...]:
-        """Integer MB/s per pair (0 on the diagonal): the allocator adds and compares these exactly."""
+        """Integer MB/s per pair (0 on the diagonal): the allocator adds and compares these
+        exactly."""
         return tuple(
-            tuple(0 if link is None else round(link.bandwidth_gbps * 1000) for link in row) for row in self.links
+            tuple(0 if link is None else round(link.bandwidth_gbps * 1000) for link in row)
+            for row in self.links
         )

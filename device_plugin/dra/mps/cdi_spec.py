@@ -1,16 +1,19 @@
-"""The CDI spec of one claim's MPS shares: what a container of the claim needs to reach its GPU's MPS daemon
-with its share's limits, written where the container runtime reads CDI specs, and removed on Unprepare.
+"""The CDI spec of one claim's MPS shares: what a container of the claim needs to reach its GPU's
+MPS daemon with its share's limits, written where the container runtime reads CDI specs, and removed
+on Unprepare.
 
-Boundary: the spec's content (pure) and its file (atomic write, remove, the sweep of ours); no daemon.
-One spec file per claim, `<own domain>-mps-<claim UID>.json`, kind `<own domain>/mps`, one CDI device per
+Boundary: the spec's content (pure) and its file (atomic write, remove, the sweep of ours); no
+daemon. One spec file per claim, `<own domain>-mps-<claim UID>.json`, kind `<own domain>/mps`, one
+CDI device per
 share (`<claim UID>-<index of the device in the claim>`). Each device's edits:
 - the GPU's pipe folder bind-mounted at /tmp/nvidia-mps, the folder CUDA looks in when
-  CUDA_MPS_PIPE_DIRECTORY is unset (so a process that clears its environment still finds the daemon);
+  CUDA_MPS_PIPE_DIRECTORY is unset (so a process that clears its environment still finds the
+  daemon);
 - CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps;
 - CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=<share MiB>M: the container sees its one GPU as device 0;
 - CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=<compute> when the share was charged compute.
-The host path is the daemon's folder as the driver sees it: the DaemonSet mounts the MPS root from the
-host at the same path (deploy/), or the mount would name a folder the runtime cannot find.
+The host path is the daemon's folder as the driver sees it: the DaemonSet mounts the MPS root from
+the host at the same path (deploy/), or the mount would name a folder the runtime cannot find.
 """
 
 from __future__ import annotations
@@ -50,7 +53,10 @@ def spec_file(folder: Path, own_domain: str, claim_uid: str) -> Path:
 
 
 def share_edits(pipe_dir: Path, memory_mib: int, compute_percent: int) -> dict[str, Any]:
-    env = [f"CUDA_MPS_PIPE_DIRECTORY={CONTAINER_PIPE_DIR}", f"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0={memory_mib}M"]
+    env = [
+        f"CUDA_MPS_PIPE_DIRECTORY={CONTAINER_PIPE_DIR}",
+        f"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0={memory_mib}M",
+    ]
     if compute_percent:
         env.append(f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={compute_percent}")
     mount = {
@@ -71,7 +77,8 @@ def spec(own_domain: str, devices: Iterable[tuple[str, dict[str, Any]]]) -> dict
 
 
 def write(path: Path, body: dict[str, Any]) -> None:
-    """Write atomically (the runtime may read the folder at any moment); unchanged content is not rewritten."""
+    """Write atomically (the runtime may read the folder at any moment); unchanged content is not
+    rewritten."""
     data = json.dumps(body, indent=2, sort_keys=True).encode() + b"\n"
     with contextlib.suppress(OSError):
         if path.read_bytes() == data:

@@ -1,18 +1,20 @@
-"""One GPU's MPS control daemon (`nvidia-cuda-mps-control`): its folders, start, liveness, commands, stop.
+"""One GPU's MPS control daemon (`nvidia-cuda-mps-control`): its folders, start, liveness, commands,
+stop.
 
-Boundary: processes and files only; no claims, no counting (dra/mps/gpu_daemons.py decides when a GPU
-needs its daemon). Each GPU gets its own pipe and log folders under the MPS root, named by its UUID, and
-its daemon sees that GPU only (CUDA_VISIBLE_DEVICES=<UUID>): so each GPU's daemon is separate, and a
-share's limits name the GPU by UUID. Facts of the real program this relies on (the project's double,
+Boundary: processes and files only; no claims, no counting (dra/mps/gpu_daemons.py decides when a
+GPU needs its daemon). Each GPU gets its own pipe and log folders under the MPS root, named by its
+UUID, and its daemon sees that GPU only (CUDA_VISIBLE_DEVICES=<UUID>): so each GPU's daemon is
+separate, and a share's limits name the GPU by UUID. Facts of the real program this relies on (the
+project's double,
 testbed/fake_mps_control.py, behaves the same):
 - `-d` starts the daemon in the background and returns; the daemon writes its pid into
-  `<pipe dir>/nvidia-cuda-mps-control.pid` and listens on `<pipe dir>/control` (a unix socket); the pid
-  file goes away when it stops, the socket file may stay;
-- the same program without `-d`, with the same CUDA_MPS_PIPE_DIRECTORY, sends the commands on its stdin
-  to the daemon (one a line) and prints the answers; `quit` stops the daemon;
+  `<pipe dir>/nvidia-cuda-mps-control.pid` and listens on `<pipe dir>/control` (a unix socket); the
+  pid file goes away when it stops, the socket file may stay;
+- the same program without `-d`, with the same CUDA_MPS_PIPE_DIRECTORY, sends the commands on its
+  stdin to the daemon (one a line) and prints the answers; `quit` stops the daemon;
 - a second `-d` on a pipe folder whose daemon runs refuses to start.
-A pid is only believed while that process has our pipe folder in its environment (a pid file left by a
-daemon killed with SIGKILL may name a pid the kernel has since reused).
+A pid is only believed while that process has our pipe folder in its environment (a pid file left by
+a daemon killed with SIGKILL may name a pid the kernel has since reused).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ _UUID = re.compile(r"(GPU|MIG)-[A-Za-z0-9-]{1,80}")
 
 
 def _alive(pid: int) -> bool:
-    """The process exists and is not a zombie (a killed daemon nobody reaped yet still has a pid)."""
+    """The process exists and is not a zombie (a killed daemon nobody reaped yet still has a
+    pid)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -42,7 +45,12 @@ def _alive(pid: int) -> bool:
     except OSError:
         return True  # another user's: it exists
     try:
-        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace").rpartition(")")[2].split()
+        state = (
+            Path(f"/proc/{pid}/stat")
+            .read_text(encoding="ascii", errors="replace")
+            .rpartition(")")[2]
+            .split()
+        )
     except OSError:
         return False
     return bool(state) and state[0] not in ("Z", "X")
@@ -112,15 +120,20 @@ class MpsControlDaemon:
         return pid if mine in environ else None
 
     def trouble(self) -> str:
-        """Why the daemon cannot serve clients now ("" when it can): not running, or its socket gone."""
+        """Why the daemon cannot serve clients now ("" when it can): not running, or its socket
+        gone."""
         if self.pid() is None:
             return f"the MPS control daemon of {self.uuid} is not running"
         if not (self.folders.pipe_dir / CONTROL_SOCKET).exists():
-            return f"the MPS control daemon of {self.uuid} runs, but its pipe folder {self.folders.pipe_dir} is gone"
+            return (
+                f"the MPS control daemon of {self.uuid} runs, but its pipe folder "
+                f"{self.folders.pipe_dir} is gone"
+            )
         return ""
 
     def start(self) -> int:
-        """Start the daemon (a running one is kept) and wait until it answers; its pid. MpsError: why not."""
+        """Start the daemon (a running one is kept) and wait until it answers; its pid. MpsError:
+        why not."""
         running = self.pid()
         if running is not None:
             return running
@@ -128,7 +141,9 @@ class MpsControlDaemon:
             try:
                 folder.mkdir(parents=True, exist_ok=True, mode=0o755)
             except OSError as error:
-                raise MpsError(f"GPU {self.uuid}: cannot make the MPS folder {folder}: {error}") from None
+                raise MpsError(
+                    f"GPU {self.uuid}: cannot make the MPS folder {folder}: {error}"
+                ) from None
         with contextlib.suppress(FileNotFoundError):
             self.folders.pid_file.unlink()  # a dead daemon's: the new one writes its own
         self._run(["-d"], "")
@@ -138,14 +153,17 @@ class MpsControlDaemon:
             if pid is not None and (self.folders.pipe_dir / CONTROL_SOCKET).exists():
                 return pid
             time.sleep(0.01)
-        raise MpsError(f"GPU {self.uuid}: the MPS control daemon did not come up within {self._timeout_s:g} s")
+        raise MpsError(
+            f"GPU {self.uuid}: the MPS control daemon did not come up within {self._timeout_s:g} s"
+        )
 
     def command(self, line: str) -> str:
         """Send one command to the running daemon; its answer. MpsError: it did not take it."""
         return self._run([], line + "\n")
 
     def stop(self) -> None:
-        """Stop the daemon (quit, then SIGTERM, then SIGKILL) and wait until it is gone. No-op when not running."""
+        """Stop the daemon (quit, then SIGTERM, then SIGKILL) and wait until it is gone. No-op when
+        not running."""
         pid = self.pid()
         if pid is None:
             return
@@ -181,8 +199,13 @@ class MpsControlDaemon:
                 check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as error:
-            raise MpsError(f"GPU {self.uuid}: {self._program} {' '.join(arguments)}: {error}") from None
+            raise MpsError(
+                f"GPU {self.uuid}: {self._program} {' '.join(arguments)}: {error}"
+            ) from None
         if done.returncode != 0:
-            said = one_line((done.stderr or done.stdout).strip(), 200) or f"exit status {done.returncode}"
+            said = (
+                one_line((done.stderr or done.stdout).strip(), 200)
+                or f"exit status {done.returncode}"
+            )
             raise MpsError(f"GPU {self.uuid}: {self._program} {' '.join(arguments)}: {said}")
         return done.stdout

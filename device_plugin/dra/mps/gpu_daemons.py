@@ -1,16 +1,16 @@
-"""One MPS control daemon per shared GPU, shared by every share on it: started with the first share, stopped
-after the last, restarted when it dies, adopted after a driver restart.
+"""One MPS control daemon per shared GPU, shared by every share on it: started with the first share,
+stopped after the last, restarted when it dies, adopted after a driver restart.
 
 Boundary: counting and lifecycle over dra/mps/control_daemon.py; the shares themselves come from the
-caller (dra/mps/share_setup.py: a share is a key, the claim UID and the share's index). Each GPU has a
-lock of its own, so a start on one GPU never waits for another, and two Unprepares racing on one GPU
-agree on which is the last: the count and the stop happen under that GPU's lock. The watch thread
-(`start()`) checks each daemon that has shares every `interval_s`; one that is gone (killed, or its pipe
-folder removed) is reported through `on_trouble(uuid, why)`, started again, and reported fine
-(`on_trouble(uuid, "")`) once it answers; a failed restart stays reported and is tried at the next check.
-`adopt` takes the shares of the checkpoint after a restart: each GPU's running daemon is kept, a missing
-one started, and a daemon under the MPS root that no share needs is stopped (none is left running without
-a share).
+caller (dra/mps/share_setup.py: a share is a key, the claim UID and the share's index). Each GPU has
+a lock of its own, so a start on one GPU never waits for another, and two Unprepares racing on one
+GPU agree on which is the last: the count and the stop happen under that GPU's lock. The watch
+thread (`start()`) checks each daemon that has shares every `interval_s`; one that is gone (killed,
+or its pipe folder removed) is reported through `on_trouble(uuid, why)`, started again, and reported
+fine (`on_trouble(uuid, "")`) once it answers; a failed restart stays reported and is tried at the
+next check. `adopt` takes the shares of the checkpoint after a restart: each GPU's running daemon is
+kept, a missing one started, and a daemon under the MPS root that no share needs is stopped (none is
+left running without a share).
 """
 
 from __future__ import annotations
@@ -43,8 +43,10 @@ class GpuDaemons:
         self._lock = threading.Lock()  # guards the two maps below, never held across a daemon call
         self._gpu_locks: dict[str, threading.Lock] = {}
         self._users: dict[str, set[str]] = {}  # GPU UUID -> the shares on it
-        self._troubled: set[str] = set()  # GPUs reported in trouble, until their daemon answers again
-        self.restarts_s: list[float] = []  # how long each restart after a death took (benchmarks read it)
+        # GPUs reported in trouble, until their daemon answers again
+        self._troubled: set[str] = set()
+        # how long each restart after a death took (benchmarks read it)
+        self.restarts_s: list[float] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -63,15 +65,16 @@ class GpuDaemons:
             return {uuid: frozenset(keys) for uuid, keys in self._users.items() if keys}
 
     def acquire(self, uuid: str, key: str) -> None:
-        """Share `key` is on GPU `uuid`: its daemon runs when this returns. MpsError: it cannot be started
-        (the share is not counted then)."""
+        """Share `key` is on GPU `uuid`: its daemon runs when this returns. MpsError: it cannot be
+        started (the share is not counted then)."""
         with self._gpu_lock(uuid):
             self.daemon(uuid).start()
             with self._lock:
                 self._users.setdefault(uuid, set()).add(key)
 
     def release(self, uuid: str, key: str) -> None:
-        """Share `key` left GPU `uuid`: the daemon stops when it was the last. Never raises (logged)."""
+        """Share `key` left GPU `uuid`: the daemon stops when it was the last. Never raises
+        (logged)."""
         with self._gpu_lock(uuid):
             with self._lock:
                 keys = self._users.get(uuid, set())
@@ -84,8 +87,9 @@ class GpuDaemons:
                 self._stop_quietly(uuid, "its last share left")
 
     def adopt(self, wanted: Mapping[str, Set[str]]) -> dict[str, str]:
-        """The shares of each GPU now (from the checkpoint): daemons made to match. GPU UUID -> why its
-        daemon could not be started (its shares are reported in trouble; the watch tries again)."""
+        """The shares of each GPU now (from the checkpoint): daemons made to match. GPU UUID -> why
+        its daemon could not be started (its shares are reported in trouble; the watch tries
+        again)."""
         failed = {}
         with self._lock:
             self._users = {uuid: set(keys) for uuid, keys in wanted.items() if keys}
@@ -104,13 +108,16 @@ class GpuDaemons:
 
     def _orphans(self, wanted: Set[str]) -> list[str]:
         try:
-            found = sorted(p.parent.parent.name for p in self.root.glob("*/pipe/nvidia-cuda-mps-control.pid"))
+            found = sorted(
+                p.parent.parent.name for p in self.root.glob("*/pipe/nvidia-cuda-mps-control.pid")
+            )
         except OSError:
             return []
         return [uuid for uuid in found if uuid not in wanted]
 
     def check(self) -> None:
-        """Each GPU with shares: its daemon restarted if it cannot serve (see the module docstring)."""
+        """Each GPU with shares: its daemon restarted if it cannot serve (see the module
+        docstring)."""
         for uuid in sorted(self.users()):
             with self._gpu_lock(uuid):
                 if uuid not in self.users():
@@ -120,11 +127,16 @@ class GpuDaemons:
                 if not why:
                     self._recovered(uuid)
                     continue
-                log.warning("GPU %s: %s: restarting it; its shares are reported unhealthy meanwhile", uuid, why)
+                log.warning(
+                    "GPU %s: %s: restarting it; its shares are reported unhealthy meanwhile",
+                    uuid,
+                    why,
+                )
                 self._report(uuid, why)
                 began = time.monotonic()
                 try:
-                    daemon.stop()  # a daemon whose pipe folder went: it still runs, and must go first
+                    # a daemon whose pipe folder went: it still runs, and must go first
+                    daemon.stop()
                     daemon.start()
                 except MpsError as error:
                     log.error("GPU %s: restarting the MPS control daemon failed: %s", uuid, error)
@@ -167,8 +179,8 @@ class GpuDaemons:
                 log.exception("checking the MPS control daemons failed")
 
     def stop(self) -> None:
-        """End the watch. The daemons stay: their shares' containers still use them (a restarted driver
-        adopts them)."""
+        """End the watch. The daemons stay: their shares' containers still use them (a restarted
+        driver adopts them)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5.0)

@@ -1,12 +1,14 @@
-"""What a claim's MPS shares need on the node, set up with its Prepare and taken down with its Unprepare.
+"""What a claim's MPS shares need on the node, set up with its Prepare and taken down with its
+Unprepare.
 
-Boundary: the per-claim side of per-process isolation, over dra/mps/gpu_daemons.py (one daemon per GPU)
-and dra/mps/cdi_spec.py (the claim's CDI spec); the helper calls it through the Driver protocol
+Boundary: the per-claim side of per-process isolation, over dra/mps/gpu_daemons.py (one daemon per
+GPU) and dra/mps/cdi_spec.py (the claim's CDI spec); the helper calls it through the Driver protocol
 (dra_helper/driver.py: apply, release, adopt) under the claim's lock, after the checkpoint has the
-claim (apply) or no longer has it (release). So the checkpoint is the truth after any crash: `adopt`,
-at start and whenever the checkpoint was read again, makes the daemons and specs match it (each claim's
-spec rewritten, a spec no claim owns removed, the daemons counted afresh). A share here is a device of
-the claim with a share that gets isolation (memory_shares.isolated); its key is "<claim UID>/<index>".
+claim (apply) or no longer has it (release). So the checkpoint is the truth after any crash:
+`adopt`, at start and whenever the checkpoint was read again, makes the daemons and specs match it
+(each claim's spec rewritten, a spec no claim owns removed, the daemons counted afresh). A share
+here is a device of the claim with a share that gets isolation (memory_shares.isolated); its key is
+"<claim UID>/<index>".
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ log = logging.getLogger(__name__)
 
 
 def gpu_uuid(device: PreparedDevice) -> str:
-    """The GPU's UUID, from the toolkit's CDI name the Prepare answered (`nvidia.com/gpu=<UUID>`)."""
+    """The GPU's UUID, from the toolkit's CDI name the Prepare answered
+    (`nvidia.com/gpu=<UUID>`)."""
     prefix = f"{CDI_KIND}="
     return next((i[len(prefix) :] for i in device.cdi_device_ids if i.startswith(prefix)), "")
 
@@ -39,7 +42,8 @@ def mps_shares(devices: Sequence[PreparedDevice]) -> list[tuple[int, PreparedDev
 
 
 def share_setup_for(config: Config) -> MpsShareSetup | None:
-    """The node's MPS set-up when its shares get per-process isolation (memoryShares on); else None."""
+    """The node's MPS set-up when its shares get per-process isolation (memoryShares on); else
+    None."""
     shares = config.daemon.shares
     if not config.daemon.memory_shares or shares.isolation != ISOLATION_PER_PROCESS:
         return None
@@ -54,7 +58,8 @@ class MpsShareSetup:
         self._own_domain = own_domain
 
     def cdi_device_id(self, claim_uid: str, index: int) -> str:
-        """The CDI device a share's Prepare answers beside the GPU's. SpecError: the UID cannot name one."""
+        """The CDI device a share's Prepare answers beside the GPU's. SpecError: the UID cannot name
+        one."""
         return f"{cdi_spec.kind(self._own_domain)}={cdi_spec.device_name(claim_uid, index)}"
 
     def apply(self, claim_uid: str, devices: Sequence[PreparedDevice]) -> str:
@@ -77,7 +82,8 @@ class MpsShareSetup:
         return ""
 
     def release(self, claim_uid: str, devices: Sequence[PreparedDevice]) -> None:
-        """The claim's spec removed and its shares let go (each GPU's daemon stops after its last)."""
+        """The claim's spec removed and its shares let go (each GPU's daemon stops after its
+        last)."""
         shares = mps_shares(devices)
         if not shares:
             return
@@ -99,7 +105,9 @@ class MpsShareSetup:
                 for index, device in shares:
                     wanted.setdefault(gpu_uuid(device), set()).add(f"{uid}/{index}")
         for uuid, why in self.daemons.adopt(wanted).items():
-            log.error("GPU %s: its MPS control daemon cannot be started after a restart: %s", uuid, why)
+            log.error(
+                "GPU %s: its MPS control daemon cannot be started after a restart: %s", uuid, why
+            )
         for uid, shares in sorted(owned.items()):
             try:
                 self._write(uid, shares)

@@ -1,4 +1,5 @@
-"""What the API server's failures are: an answer other than 2xx, no answer, one too big; and which are an outage.
+"""What the API server's failures are: an answer other than 2xx, no answer, one too big; and which
+are an outage.
 
 Boundary: the error types transport.py raises and their meaning; no I/O.
 """
@@ -11,7 +12,8 @@ from device_plugin.core.short_text import one_line
 
 
 class ApiUnreachable(RuntimeError):
-    """No answer: the server could not be reached, did not answer in time, or no token/TLS could be set up."""
+    """No answer: the server could not be reached, did not answer in time, or no token/TLS could be
+    set up."""
 
 
 class AnswerTooBig(RuntimeError):
@@ -19,11 +21,14 @@ class AnswerTooBig(RuntimeError):
 
 
 class ApiError(RuntimeError):
-    """The API server answered with a status other than 2xx; `body` is its answer (a Status, usually)."""
+    """The API server answered with a status other than 2xx; `body` is its answer (a Status,
+    usually)."""
 
     def __init__(self, status: int, reason: str, body: bytes = b"", what: str = "") -> None:
         self.status, self.reason, self.body = status, reason, body
-        super().__init__(one_line(f"HTTP {status} {reason}{f' ({what})' if what else ''}{_said(body)}", 600))
+        super().__init__(
+            one_line(f"HTTP {status} {reason}{f' ({what})' if what else ''}{_said(body)}", 600)
+        )
 
     def message(self) -> str:
         """The `message` of the Status it carries, else its reason; one line, bounded."""
@@ -31,10 +36,12 @@ class ApiError(RuntimeError):
 
 
 def is_transient(error: Exception) -> bool:
-    """Worth retrying: the server is unreachable, overloaded or failing (not: the request is wrong)."""
+    """Worth retrying: the server is unreachable, overloaded or failing (not: the request is
+    wrong)."""
     if isinstance(error, ApiError):
         return error.status == 429 or error.status >= 500
-    # No answer (refused, reset, timed out, no token). Anything else (a conflict loop, a bug of ours) is no outage.
+    # No answer (refused, reset, timed out, no token). Anything else (a conflict loop, a bug of
+    # ours) is no outage.
     return isinstance(error, ApiUnreachable | OSError)
 
 

@@ -1,7 +1,7 @@
 """Where and how to connect to the API server, as the `kubernetes` client's configuration says.
 
-Boundary: pure reading of a client Configuration into what aiohttp needs (an SSL context and server name,
-a proxy URL after the no_proxy rules); the connection itself is transport.py's.
+Boundary: pure reading of a client Configuration into what aiohttp needs (an SSL context and server
+name, a proxy URL after the no_proxy rules); the connection itself is transport.py's.
 """
 
 from __future__ import annotations
@@ -21,9 +21,11 @@ class TlsSettings:
 
 
 def tls_settings(configuration: k8s.Configuration) -> TlsSettings:
-    """The SSL context and server name the client's own urllib3 pool would use for this configuration."""
+    """The SSL context and server name the client's own urllib3 pool would use for this
+    configuration."""
     context = ssl.create_default_context(
-        cafile=configuration.ssl_ca_cert or None, cadata=getattr(configuration, "ca_cert_data", None) or None
+        cafile=configuration.ssl_ca_cert or None,
+        cadata=getattr(configuration, "ca_cert_data", None) or None,
     )
     if configuration.cert_file:
         context.load_cert_chain(configuration.cert_file, configuration.key_file or None)

@@ -1,12 +1,13 @@
-"""The API server's settings and the publisher's first questions: which version, which Node (UID, runtime).
+"""The API server's settings and the publisher's first questions: which version, which Node (UID,
+runtime).
 
-Boundary: the `kubernetes` client is where the connection settings come from (api_client: a kubeconfig or
-the pod's service account, with the client's token refresh); every request goes through transport.py.
-Discovery picks the newest resource.k8s.io version the server serves, so the slices stay plain dicts in
-exactly the shape `slices` builds and the server returns, for whichever version. The Node is read once,
-for its UID (the slices' owner reference), with one bounded GET, not the client's CoreV1Api: importing it
-builds the models of the whole core group, 0.36 s of CPU at every start (more on a slow node) before the
-first slice can be published, for one field.
+Boundary: the `kubernetes` client is where the connection settings come from (api_client: a
+kubeconfig or the pod's service account, with the client's token refresh); every request goes
+through transport.py. Discovery picks the newest resource.k8s.io version the server serves, so the
+slices stay plain dicts in exactly the shape `slices` builds and the server returns, for whichever
+version. The Node is read once, for its UID (the slices' owner reference), with one bounded GET, not
+the client's CoreV1Api: importing it builds the models of the whole core group, 0.36 s of CPU at
+every start (more on a slow node) before the first slice can be published, for one field.
 """
 
 from __future__ import annotations
@@ -28,16 +29,20 @@ MAX_NODE_BYTES = 16 * 1024 * 1024  # a Node with every image it holds listed is 
 
 
 class UnsupportedApiError(PluginError):
-    """The API server serves no resource.k8s.io version we can publish (Kubernetes older than 1.32)."""
+    """The API server serves no resource.k8s.io version we can publish (Kubernetes older than
+    1.32)."""
 
 
 def api_client(host: str | None = None) -> k8s.ApiClient:
-    """The settings for `host` (tests, plain http), else $KUBECONFIG, else the pod's service account."""
+    """The settings for `host` (tests, plain http), else $KUBECONFIG, else the pod's service
+    account."""
     if host is not None:
         configuration = k8s.Configuration(host=host)
     elif os.environ.get("KUBECONFIG"):
         configuration = k8s.Configuration()
-        k8s_config.load_kube_config(config_file=os.environ["KUBECONFIG"], client_configuration=configuration)
+        k8s_config.load_kube_config(
+            config_file=os.environ["KUBECONFIG"], client_configuration=configuration
+        )
     else:
         configuration = k8s.Configuration()
         k8s_config.load_incluster_config(client_configuration=configuration)
@@ -45,21 +50,23 @@ def api_client(host: str | None = None) -> k8s.ApiClient:
 
 
 def newest_resource_version(transport: ApiTransport) -> str:
-    """v1, else v1beta2, else v1beta1: the newest resource.k8s.io version the server serves (from a thread)."""
+    """v1, else v1beta2, else v1beta1: the newest resource.k8s.io version the server serves (from a
+    thread)."""
     return _served_version(transport.call("GET", f"/apis/{GROUP}"))
 
 
 async def newest_resource_version_on_loop(transport: ApiTransport) -> str:
-    """newest_resource_version, awaited on the serving loop: no thread of the loop's pool waits on the loop
-    (a read that blocked a pool thread on the loop starved the token read it needed, at every start with six
-    or more checkpointed claims)."""
+    """newest_resource_version, awaited on the serving loop: no thread of the loop's pool waits on
+    the loop (a read that blocked a pool thread on the loop starved the token read it needed, at
+    every start with six or more checkpointed claims)."""
     return _served_version(await transport.send("GET", f"/apis/{GROUP}"))
 
 
 def _served_version(answer: Answer) -> str:
     if answer.status == 404:
         raise UnsupportedApiError(
-            f"the API server does not serve {GROUP} at all; Dynamic Resource Allocation needs Kubernetes >= 1.32"
+            f"the API server does not serve {GROUP} at all; Dynamic Resource Allocation needs "
+            "Kubernetes >= 1.32"
         )
     group = answer.json(f"reading API group {GROUP}")
     versions = group.get("versions") if isinstance(group, dict) else None
@@ -68,7 +75,8 @@ def _served_version(answer: Answer) -> str:
         if version in served:
             return version
     raise UnsupportedApiError(
-        f"the API server serves {GROUP} versions {sorted(str(v) for v in served)}; this driver needs one of "
+        f"the API server serves {GROUP} versions {sorted(str(v) for v in served)}; this driver "
+        "needs one of "
         f"{', '.join(API_VERSIONS)} (Kubernetes >= 1.32)"
     )
 
@@ -76,15 +84,18 @@ def _served_version(answer: Answer) -> str:
 @dataclass(frozen=True)
 class NodeFacts:
     uid: str  # metadata.uid: the slices' owner reference
-    container_runtime: str  # status.nodeInfo.containerRuntimeVersion ("containerd://1.7.2"), "" if not reported
+    # status.nodeInfo.containerRuntimeVersion ("containerd://1.7.2"), "" if not reported
+    container_runtime: str
 
 
 def read_node(transport: ApiTransport, node_name: str) -> NodeFacts:
-    """The Node's metadata.uid and container runtime (from a thread). ApiError for an answer other than the
-    Node (a 5xx or 429 is transient), ApiUnreachable for no answer (api_errors.py); PluginError for a Node
-    without a UID or past the bound."""
+    """The Node's metadata.uid and container runtime (from a thread). ApiError for an answer other
+    than the Node (a 5xx or 429 is transient), ApiUnreachable for no answer (api_errors.py);
+    PluginError for a Node without a UID or past the bound."""
     try:
-        answer = transport.call("GET", f"/api/v1/nodes/{quote(node_name, safe='')}", limit_bytes=MAX_NODE_BYTES)
+        answer = transport.call(
+            "GET", f"/api/v1/nodes/{quote(node_name, safe='')}", limit_bytes=MAX_NODE_BYTES
+        )
     except AnswerTooBig as error:
         raise PluginError(f"node {short(node_name)}: {error}: not a Node we read") from None
     try:
@@ -94,7 +105,9 @@ def read_node(transport: ApiTransport, node_name: str) -> NodeFacts:
     metadata = node.get("metadata") if isinstance(node, dict) else None
     uid = metadata.get("uid") if isinstance(metadata, dict) else None
     if not isinstance(uid, str) or not uid:
-        raise PluginError(f"node {short(node_name)} has no metadata.uid: cannot own our ResourceSlices")
+        raise PluginError(
+            f"node {short(node_name)} has no metadata.uid: cannot own our ResourceSlices"
+        )
     status = node.get("status") if isinstance(node, dict) else None
     info = status.get("nodeInfo") if isinstance(status, dict) else None
     runtime = info.get("containerRuntimeVersion") if isinstance(info, dict) else None

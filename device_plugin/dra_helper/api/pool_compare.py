@@ -1,10 +1,10 @@
 """What the API server holds of our pool against what we wrote: pure comparisons of slice dicts.
 
 Boundary: no I/O; the publisher (dra_helper/api/publisher.py) decides what to do with the answers.
-A pool is in sync when the server holds exactly our slices (names, specs, owner); a write's answer is
-the object as stored, so a spec other than the one sent means the server changed or kept something.
-Device taints are compared apart: a server with the DRADeviceTaints gate off drops them on write, which
-is a known behaviour to fall back from, not a failed write.
+A pool is in sync when the server holds exactly our slices (names, specs, owner); a write's answer
+is the object as stored, so a spec other than the one sent means the server changed or kept
+something. Device taints are compared apart: a server with the DRADeviceTaints gate off drops them
+on write, which is a known behaviour to fall back from, not a failed write.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ def same_pool(existing: Mapping[str, Mapping[str, Any]], desired: list[dict[str,
 
 
 def held_summary(held: Mapping[str, Mapping[str, Any]], desired: list[dict[str, Any]]) -> str:
-    """What differs, slice by slice, for /readyz: missing, at another generation, or another content."""
+    """What differs, slice by slice, for /readyz: missing, at another generation, or another
+    content."""
     parts = []
     for obj in desired:
         name = obj["metadata"]["name"]
@@ -50,7 +51,8 @@ def held_summary(held: Mapping[str, Mapping[str, Any]], desired: list[dict[str, 
 
 
 def taints_dropped(sent: Mapping[str, Any], stored: object) -> bool:
-    """We sent device taints and the stored object holds fewer (the server does not keep the field)."""
+    """We sent device taints and the stored object holds fewer (the server does not keep the
+    field)."""
     if not isinstance(stored, dict) or not isinstance(stored.get("spec"), dict):
         return False
     return taint_count(sent["spec"]) > taint_count(stored["spec"])
@@ -59,7 +61,8 @@ def taints_dropped(sent: Mapping[str, Any], stored: object) -> bool:
 def taint_count(spec: Mapping[str, Any]) -> int:
     count = 0
     for device in spec.get("devices") or ():
-        body = device.get("basic", device) if isinstance(device, dict) else {}  # v1beta1 nests under `basic`
+        # v1beta1 nests under `basic`
+        body = device.get("basic", device) if isinstance(device, dict) else {}
         taints = body.get("taints") if isinstance(body, dict) else None
         count += len(taints) if isinstance(taints, list) else 0
     return count

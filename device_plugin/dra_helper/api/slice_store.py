@@ -1,18 +1,19 @@
 """Our ResourceSlices in the API server: list, write, delete, and only ever ours.
 
-Boundary: the HTTP calls on resourceslices for one driver on one node (through transport.py, from the
+Boundary: the HTTP calls on resourceslices for one driver on one node (through transport.py, from
+the
 publisher's thread); what to write is the publisher's job. Rules kept here:
-- every LIST asks the server for `spec.nodeName=<node>,spec.driver=<driver>` and then filters the items
-  again itself: a server or proxy that ignores the field selector (or a selector bug) must never make us
-  update or delete another node's slices, or another driver's;
-- an update carries the resourceVersion it read; a 409 Conflict (or a 404: deleted meanwhile) re-reads
-  and tries again, a few times; a success whose answer is no object, or carries the resourceVersion the
-  update replaced, was not stored (UnconfirmedWrite), whatever its status said;
+- every LIST asks the server for `spec.nodeName=<node>,spec.driver=<driver>` and then filters the
+  items again itself: a server or proxy that ignores the field selector (or a selector bug) must
+  never make us update or delete another node's slices, or another driver's;
+- an update carries the resourceVersion it read; a 409 Conflict (or a 404: deleted meanwhile)
+  re-reads and tries again, a few times; a success whose answer is no object, or carries the
+  resourceVersion the update replaced, was not stored (UnconfirmedWrite), whatever its status said;
 - what we write (name -> spec and owner, remembered before the request goes out: the watch event can
-  arrive before the answer) and what we delete is remembered, so the watch (dra_helper/api/slice_watch.py) can
-  tell our own changes from someone else's; the resourceVersions our writes produced are kept too (a few
-  per slice), because the event of an earlier write of ours can arrive after we wrote the slice again,
-  when its content no longer matches what we remember.
+  arrive before the answer) and what we delete is remembered, so the watch
+  (dra_helper/api/slice_watch.py) can tell our own changes from someone else's; the resourceVersions
+  our writes produced are kept too (a few per slice), because the event of an earlier write of ours
+  can arrive after we wrote the slice again, when its content no longer matches what we remember.
 """
 
 from __future__ import annotations
@@ -32,19 +33,26 @@ from device_plugin.dra_helper.api.transport import ApiTransport
 
 PLURAL = "resourceslices"
 CONFLICT_RETRIES = 5
-VERSIONS_KEPT = 8  # resourceVersions of our own writes remembered per slice (events arrive late under load)
+# resourceVersions of our own writes remembered per slice (events arrive late under load)
+VERSIONS_KEPT = 8
 
 
 class UnconfirmedWrite(Exception):
-    """A write answered as a success that its answer, or a read after it, shows the server did not store."""
+    """A write answered as a success that its answer, or a read after it, shows the server did not
+    store."""
 
 
 def is_ours(obj: object, *, driver_name: str, node_name: str) -> bool:
-    """A ResourceSlice of this driver on this node (anything else, whatever the server sent, is not)."""
+    """A ResourceSlice of this driver on this node (anything else, whatever the server sent, is
+    not)."""
     if not isinstance(obj, Mapping):
         return False
     spec, metadata = obj.get("spec"), obj.get("metadata")
-    if not isinstance(spec, Mapping) or not isinstance(metadata, Mapping) or not isinstance(metadata.get("name"), str):
+    if (
+        not isinstance(spec, Mapping)
+        or not isinstance(metadata, Mapping)
+        or not isinstance(metadata.get("name"), str)
+    ):
         return False
     return spec.get("driver") == driver_name and spec.get("nodeName") == node_name
 
@@ -56,22 +64,28 @@ class SliceStore:
         self.node = node_name
         self.selector = f"spec.nodeName={node_name},spec.driver={driver_name}"
         self._lock = threading.Lock()
-        self._written: dict[str, object] = {}  # name -> what our last write of it said (spec and owner)
-        self._deleted: set[str] = set()  # names we deleted whose DELETED event has not been seen yet
-        self._versions: dict[str, deque[str]] = {}  # name -> resourceVersions our writes of it produced
-        self._recent: dict[str, deque[object]] = {}  # name -> our last writes of it with taints, without them
+        # name -> what our last write of it said (spec and owner)
+        self._written: dict[str, object] = {}
+        # names we deleted whose DELETED event has not been seen yet
+        self._deleted: set[str] = set()
+        # name -> resourceVersions our writes of it produced
+        self._versions: dict[str, deque[str]] = {}
+        # name -> our last writes of it with taints, without them
+        self._recent: dict[str, deque[object]] = {}
         self.listed = threading.Condition()
         self.list_count = 0  # LISTs answered so far
-        self.list_version = ""  # the collection resourceVersion of the latest LIST ("" if the server sent none)
+        # the collection resourceVersion of the latest LIST ("" if the server sent none)
+        self.list_version = ""
 
     def ours(self, obj: object) -> bool:
         return is_ours(obj, driver_name=self.driver, node_name=self.node)
 
     def list(self, version: str) -> list[dict[str, Any]]:
-        """Our slices: asked for with field selectors, then filtered here (never trust the selector)."""
-        body = self.transport.call("GET", path(version), query={"fieldSelector": self.selector}).json(
-            "listing our ResourceSlices"
-        )
+        """Our slices: asked for with field selectors, then filtered here (never trust the
+        selector)."""
+        body = self.transport.call(
+            "GET", path(version), query={"fieldSelector": self.selector}
+        ).json("listing our ResourceSlices")
         items = body.get("items") if isinstance(body, dict) else None
         metadata = body.get("metadata") if isinstance(body, dict) else None
         list_version = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
@@ -82,11 +96,17 @@ class SliceStore:
         return [o for o in items or () if self.ours(o)]
 
     def write(
-        self, version: str, obj: dict[str, Any], current: dict[str, Any] | None, *, dry_run: bool = False
+        self,
+        version: str,
+        obj: dict[str, Any],
+        current: dict[str, Any] | None,
+        *,
+        dry_run: bool = False,
     ) -> object:
-        """Create `obj`, or update it over `current` (the object as read); conflicts are re-read and retried.
-        Returns the server's answer: the object as stored (a server may drop fields it does not keep).
-        `dry_run`: the server checks the write and answers what it would store, and stores nothing."""
+        """Create `obj`, or update it over `current` (the object as read); conflicts are re-read and
+        retried. Returns the server's answer: the object as stored (a server may drop fields it does
+        not keep). `dry_run`: the server checks the write and answers what it would store, and
+        stores nothing."""
         name = obj["metadata"]["name"]
         dry = {"dryRun": "All"} if dry_run else None
         if not dry_run:
@@ -94,10 +114,14 @@ class SliceStore:
                 self._deleted.discard(name)
                 self._written[name] = _content(obj)
                 if taint_count(obj["spec"]):  # how it looks stored by a server that drops taints
-                    self._recent.setdefault(name, deque(maxlen=VERSIONS_KEPT)).append(_content(obj, taints=False))
+                    self._recent.setdefault(name, deque(maxlen=VERSIONS_KEPT)).append(
+                        _content(obj, taints=False)
+                    )
         for _ in range(CONFLICT_RETRIES):
             try:
-                replaced = _version_of(current).get("resourceVersion") if current is not None else None
+                replaced = (
+                    _version_of(current).get("resourceVersion") if current is not None else None
+                )
                 if current is None:
                     sent = self.transport.call("POST", path(version), query=dry, body=obj)
                 else:
@@ -106,23 +130,40 @@ class SliceStore:
                 answer = sent.json(f"writing ResourceSlice {name}")
                 if dry_run:
                     return answer
-                stored = _version_of(answer).get("resourceVersion") if isinstance(answer, Mapping) else None
+                stored = (
+                    _version_of(answer).get("resourceVersion")
+                    if isinstance(answer, Mapping)
+                    else None
+                )
                 if stored is None or stored == replaced:
-                    what = "no object" if stored is None else f"resourceVersion {stored}, the one it replaced"
-                    raise UnconfirmedWrite(f"slice {name}: the API server answered the write with {what}: not stored")
+                    what = (
+                        "no object"
+                        if stored is None
+                        else f"resourceVersion {stored}, the one it replaced"
+                    )
+                    raise UnconfirmedWrite(
+                        f"slice {name}: the API server answered the write with {what}: not stored"
+                    )
                 self._remember_version(name, answer)
                 return answer
             except ApiError as error:
                 if error.status not in (404, 409):
                     raise
-                # 409: someone else wrote it (or it exists already); 404: it was deleted. Read and retry.
+                # 409: someone else wrote it (or it exists already); 404: it was deleted. Read and
+                # retry.
                 current = self.get(version, name)
                 if current is not None and not self.ours(current):
-                    raise RuntimeError(f"ResourceSlice {name} exists but belongs to another driver or node") from None
-        raise RuntimeError(f"ResourceSlice {name}: still conflicting after {CONFLICT_RETRIES} attempts")
+                    raise RuntimeError(
+                        f"ResourceSlice {name} exists but belongs to another driver or node"
+                    ) from None
+        raise RuntimeError(
+            f"ResourceSlice {name}: still conflicting after {CONFLICT_RETRIES} attempts"
+        )
 
     def _remember_version(self, name: str, answer: object) -> None:
-        written_version = _version_of(answer).get("resourceVersion") if isinstance(answer, Mapping) else None
+        written_version = (
+            _version_of(answer).get("resourceVersion") if isinstance(answer, Mapping) else None
+        )
         if isinstance(written_version, str):
             with self._lock:
                 self._versions.setdefault(name, deque(maxlen=VERSIONS_KEPT)).append(written_version)
@@ -135,7 +176,8 @@ class SliceStore:
         return obj if isinstance(obj, dict) else None
 
     def delete(self, version: str, name: str) -> None:
-        """Delete one of our slices (the caller took `name` from list(): it is ours); gone already is fine."""
+        """Delete one of our slices (the caller took `name` from list(): it is ours); gone already
+        is fine."""
         with self._lock:
             self._written.pop(name, None)
             self._deleted.add(name)
@@ -144,8 +186,9 @@ class SliceStore:
             answer.check(f"deleting ResourceSlice {name}")
 
     def delete_all(self, version: str, names: Sequence[str], deadline: float) -> tuple[str, ...]:
-        """Delete these slices of ours all at once (one round trip, not one per slice: a slow API server must
-        not eat a stop's budget); what failed or had no answer by `deadline` (time.monotonic()), or []."""
+        """Delete these slices of ours all at once (one round trip, not one per slice: a slow API
+        server must not eat a stop's budget); what failed or had no answer by `deadline`
+        (time.monotonic()), or []."""
         failures: list[str] = []
 
         def delete(name: str) -> None:
@@ -154,7 +197,10 @@ class SliceStore:
             except Exception as error:
                 failures.append(f"{name}: {one_line(f'{type(error).__name__}: {error}', 300)}")
 
-        threads = [threading.Thread(target=delete, args=(n,), name="dra-unpublish", daemon=True) for n in names]
+        threads = [
+            threading.Thread(target=delete, args=(n,), name="dra-unpublish", daemon=True)
+            for n in names
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -164,7 +210,8 @@ class SliceStore:
         return tuple(failures)
 
     def adopt(self, objects: Iterable[Mapping[str, Any]]) -> None:
-        """Remember listed slices that hold what we would write (an earlier run's) as written by us."""
+        """Remember listed slices that hold what we would write (an earlier run's) as written by
+        us."""
         with self._lock:
             for obj in objects:
                 self._written[obj["metadata"]["name"]] = _content(obj)
@@ -188,11 +235,14 @@ class SliceStore:
             return name in self._written and self._written[name] == _content(obj)
 
     def taints_dropped_from_ours(self, obj: Mapping[str, Any]) -> bool:
-        """Whether `obj` (an ADDED or MODIFIED event) is one of our recent writes, as stored by a server that
-        dropped its device taints: no one else's change, and the publisher sees the drop in the answer."""
+        """Whether `obj` (an ADDED or MODIFIED event) is one of our recent writes, as stored by a
+        server that dropped its device taints: no one else's change, and the publisher sees the drop
+        in the answer."""
         name = obj["metadata"]["name"]
         with self._lock:
-            return taint_count(obj.get("spec") or {}) == 0 and _content(obj, taints=False) in self._recent.get(name, ())
+            return taint_count(obj.get("spec") or {}) == 0 and _content(
+                obj, taints=False
+            ) in self._recent.get(name, ())
 
 
 def path(version: str, name: str | None = None) -> str:
@@ -208,8 +258,8 @@ def _version_of(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _content(obj: Mapping[str, Any], *, taints: bool = True) -> object:
-    """What makes a slice ours as we wrote it: its spec and its owner (not its resourceVersion or status);
-    with taints=False, the spec without the devices' taints."""
+    """What makes a slice ours as we wrote it: its spec and its owner (not its resourceVersion or
+    status); with taints=False, the spec without the devices' taints."""
     metadata = obj.get("metadata")
     owners = metadata.get("ownerReferences") if isinstance(metadata, Mapping) else None
     spec = obj.get("spec")

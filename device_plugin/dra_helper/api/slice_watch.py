@@ -1,20 +1,21 @@
 """Notice when our ResourceSlices are changed or deleted behind our back, and ask for a reconcile.
 
 Boundary: one thread and one HTTP watch on resourceslices (reads only); what to publish is the
-publisher's job. The kubelet deletes every slice of its node when it starts, in the background and at
-the moment it registers the running driver again; an admin or another controller may edit or delete
-a slice. Without a watch such a change lasts until the devices change (possibly forever).
+publisher's job. The kubelet deletes every slice of its node when it starts, in the background and
+at the moment it registers the running driver again; an admin or another controller may edit or
+delete a slice. Without a watch such a change lasts until the devices change (possibly forever).
 
 How: the watch starts from the resourceVersion of the publisher's latest LIST (SliceStore.list), so
-nothing between that list and the watch is missed, and no second LIST is spent. Each event is filtered
-like a LIST item (our driver, our node); events about our own writes and deletes are skipped (one of ours
-stored without the taints we sent is logged as such: the publisher falls back on the write's answer); any other
-calls `changed()` (the publisher's resync, which writes nothing when the pool is as it should be). A
-watch that ends normally (after WATCH_S, server side) is resumed from the last event (after a backoff
-when it lasted under MIN_WATCH_S: a proxy closing streams must not make a request loop); one that fails
-(410 Gone, a broken stream, a server down) asks for a resync, which lists again, and resumes from that
-list, after a backoff. Each watch is one stream through transport.py, read on the serving loop while this
-thread waits for it; stop() cancels it there, so the thread ends at once.
+nothing between that list and the watch is missed, and no second LIST is spent. Each event is
+filtered like a LIST item (our driver, our node); events about our own writes and deletes are
+skipped (one of ours stored without the taints we sent is logged as such: the publisher falls back
+on the write's answer); any other calls `changed()` (the publisher's resync, which writes nothing
+when the pool is as it should be). A watch that ends normally (after WATCH_S, server side) is
+resumed from the last event (after a backoff when it lasted under MIN_WATCH_S: a proxy closing
+streams must not make a request loop); one that fails (410 Gone, a broken stream, a server down)
+asks for a resync, which lists again, and resumes from that list, after a backoff. Each watch is one
+stream through transport.py, read on the serving loop while this thread waits for it; stop() cancels
+it there, so the thread ends at once.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ RETRY = Backoff(initial_s=0.1, max_s=5.0)  # between failed watches (the publish
 
 
 class WatchEnded(Exception):
-    """The stream ended in a way that needs a new LIST (410 Gone, an error event, a line too long)."""
+    """The stream ended in a way that needs a new LIST (410 Gone, an error event, a line too
+    long)."""
 
 
 class SliceWatch:
@@ -59,8 +61,8 @@ class SliceWatch:
         backoff: Backoff = RETRY,
         repairs: Callable[[], bool] = lambda: True,
     ) -> None:
-        """`repairs()`: whether this instance repairs the pool now (not while another instance publishes it:
-        then its writes are expected, and are neither logged nor acted on)."""
+        """`repairs()`: whether this instance repairs the pool now (not while another instance
+        publishes it: then its writes are expected, and are neither logged nor acted on)."""
         self._repairs = repairs
         self._store = store
         self._api_version = api_version
@@ -69,7 +71,8 @@ class SliceWatch:
         self._backoff = backoff
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._following: concurrent.futures.Future[str] | None = None  # the watch in progress, on the loop
+        # the watch in progress, on the loop
+        self._following: concurrent.futures.Future[str] | None = None
         self._thread: threading.Thread | None = None
         self.events_seen = 0  # someone else's changes noticed (a figure for tests and logs)
 
@@ -110,7 +113,8 @@ class SliceWatch:
             started = time.monotonic()
             try:
                 since = self._watch(version, since)
-                if time.monotonic() - started < MIN_WATCH_S:  # ended at once (a proxy closing streams): no spin
+                # ended at once (a proxy closing streams): no spin
+                if time.monotonic() - started < MIN_WATCH_S:
                     self._stop.wait(next(delays))
                 else:
                     delays.reset()
@@ -119,22 +123,29 @@ class SliceWatch:
                 if self._stop.is_set():
                     return
                 if isinstance(error, ApiError) and error.status in REFUSALS:
-                    if not refused:  # once per run of refusals: the same words every few seconds help nobody
+                    # once per run of refusals: the same words every few seconds help nobody
+                    if not refused:
                         log.warning(
-                            "the API server refuses our watch on ResourceSlices (%s): grant the verb `watch` on "
-                            "resourceslices (deploy/dra/driver/rbac.yaml); until then a pool deleted by others is "
+                            "the API server refuses our watch on ResourceSlices (%s): grant the "
+                            "verb `watch` on "
+                            "resourceslices (deploy/dra/driver/rbac.yaml); until then a pool "
+                            "deleted by others is "
                             "repaired only every few seconds, by listing",
                             _reason(error),
                         )
                     refused = True
                 else:
-                    log.info("the watch on our ResourceSlices ended (%s); listing them again", _reason(error))
+                    log.info(
+                        "the watch on our ResourceSlices ended (%s); listing them again",
+                        _reason(error),
+                    )
                 since = None
                 self._changed()  # the resync lists again (and repairs what we may have missed)
                 self._stop.wait(next(delays))
 
     def _watch(self, version: str, since: str) -> str:
-        """Follow one watch from `since`; returns the resourceVersion to resume from when it ends normally."""
+        """Follow one watch from `since`; returns the resourceVersion to resume from when it ends
+        normally."""
         following = event_loop.submit(self._follow(version, since))
         with self._lock:
             self._following = following
@@ -160,7 +171,9 @@ class SliceWatch:
             **({"resourceVersion": since} if since else {}),
         }
         lines = EventLines()
-        stream = self._store.transport.stream(path(version), query, read_timeout_s=self._watch_s + READ_SLACK_S)
+        stream = self._store.transport.stream(
+            path(version), query, read_timeout_s=self._watch_s + READ_SLACK_S
+        )
         async with stream as body:
             async for chunk in body.iter_any():
                 for event in lines.feed(chunk):
@@ -174,14 +187,23 @@ class SliceWatch:
         if not isinstance(obj, dict):
             raise WatchEnded(f"an event without an object: {one_line(str(event), 200)}")
         if kind == "ERROR":  # 410 Gone: our resourceVersion is too old; anything else: relist too
-            raise WatchEnded(f"error event {obj.get('code')}: {one_line(str(obj.get('message')), 200)}")
+            raise WatchEnded(
+                f"error event {obj.get('code')}: {one_line(str(obj.get('message')), 200)}"
+            )
         metadata = obj.get("metadata")
         version = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
-        if kind in ("ADDED", "MODIFIED", "DELETED") and self._store.ours(obj) and not self._store.was_ours(kind, obj):
+        if (
+            kind in ("ADDED", "MODIFIED", "DELETED")
+            and self._store.ours(obj)
+            and not self._store.was_ours(kind, obj)
+        ):
             name = one_line(str(metadata.get("name") if isinstance(metadata, dict) else ""), 300)
             if kind != "DELETED" and self._store.taints_dropped_from_ours(obj):
-                log.info("ResourceSlice %s: the server dropped the taints (device taints off?)", name)
-                return version if isinstance(version, str) and version else None  # the publisher sees it too
+                log.info(
+                    "ResourceSlice %s: the server dropped the taints (device taints off?)", name
+                )
+                # the publisher sees it too
+                return version if isinstance(version, str) and version else None
             if not self._repairs():
                 return version if isinstance(version, str) and version else None
             self.events_seen += 1

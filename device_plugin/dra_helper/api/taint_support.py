@@ -1,13 +1,16 @@
-"""Whether the API server keeps device taints, as the publisher found out, and the words that say so.
+"""Whether the API server keeps device taints, as the publisher found out, and the words that say
+so.
 
 Boundary: state and log lines only; the publisher (dra_helper/api/publisher.py) finds out from the
 server's answers and builds the slices accordingly (dra_helper/api/slices.py: `taints_kept`). Taints
 are written until the server shows it does not keep them: it drops them from what it stores (the
-DRADeviceTaints gate off, or Kubernetes older than 1.33), or refuses a write that has them with 400 (a
-server without the field that decodes strictly). The publisher asks with a dry run of its first write
-that has a taint, before any sick device is stored. Either is logged once and remembered for the process:
-from then on a device that a taint keeps from scheduling leaves the pool instead, and `note` says so for
-/readyz (which stays green: the pool is published, the sick GPUs are just left out).
+DRADeviceTaints gate off, or Kubernetes older than 1.33), or refuses a write that has them with 400
+(a server without the field that decodes strictly). The publisher asks with a dry run of its first
+write
+that has a taint, before any sick device is stored. Either is logged once and remembered for the
+process: from then on a device that a taint keeps from scheduling leaves the pool instead, and
+`note` says so for /readyz (which stays green: the pool is published, the sick GPUs are just left
+out).
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ HOW = {
 
 class TaintSupport:
     def __init__(self) -> None:
-        self.kept: bool | None = None  # None: not known yet (no write with a taint has been answered)
+        # None: not known yet (no write with a taint has been answered)
+        self.kept: bool | None = None
         self.note = ""  # for /readyz once the server keeps no taints
 
     @property
@@ -42,14 +46,16 @@ class TaintSupport:
         self.kept = True
 
     def found_off(self, how: str, slice_name: str, detail: str) -> None:
-        """The server `how` ("dropped" or "refused") the taints of a write of `slice_name`; logged once."""
+        """The server `how` ("dropped" or "refused") the taints of a write of `slice_name`; logged
+        once."""
         if self.kept is False:
             return
         self.kept = False
         words = HOW[how]
         self.note = f"the API server {words}{f' ({detail})' if detail else ''}: {FALLBACK}"
         log.warning(
-            "the API server %s of slice %s (%sfeature gate DRADeviceTaints off, or Kubernetes older than 1.33): "
+            "the API server %s of slice %s (%sfeature gate DRADeviceTaints off, or Kubernetes "
+            "older than 1.33): "
             "%s until the driver restarts",
             words,
             slice_name,
@@ -67,9 +73,9 @@ def write_checked(
     *,
     dry_run: bool = False,
 ) -> bool:
-    """Write one slice (or dry-run it) and check the answer; False when it shows that the server keeps no
-    taints (the pool must be built again without the tainted devices). UnconfirmedWrite: the answer holds
-    another spec than the one sent."""
+    """Write one slice (or dry-run it) and check the answer; False when it shows that the server
+    keeps no taints (the pool must be built again without the tainted devices). UnconfirmedWrite:
+    the answer holds another spec than the one sent."""
     name = obj["metadata"]["name"]
     try:
         stored = store.write(version, obj, existing.get(name), dry_run=dry_run)

@@ -33,8 +33,9 @@ class GroupSync:
         self.syncs = 0  # fsyncs run (successful or not): fewer than calls when calls overlap
 
     def sync(self) -> None:
-        """Return after a successful fsync that began after this call; raise if the one this caller ran
-        failed (a waiter whose leader failed runs its own, so every caller sees its own error)."""
+        """Return after a successful fsync that began after this call; raise if the one this caller
+        ran failed (a waiter whose leader failed runs its own, so every caller sees its own
+        error)."""
         with self._cond:
             self._asked += 1
             ticket = self._asked
@@ -57,20 +58,28 @@ class GroupSync:
 
 
 def replace_files(
-    folder: ClaimsFolder, group: GroupSync, files: Mapping[str, bytes], previous: Mapping[str, bytes | None]
+    folder: ClaimsFolder,
+    group: GroupSync,
+    files: Mapping[str, bytes],
+    previous: Mapping[str, bytes | None],
 ) -> None:
-    """Write `files` (name -> bytes) and sync; on failure put back `previous` (None or absent: no file
-    was there, so the write may place it before its fsync) and raise."""
+    """Write `files` (name -> bytes) and sync; on failure put back `previous` (None or absent: no
+    file was there, so the write may place it before its fsync) and raise."""
     replaced: list[str] = []
     try:
-        folder.write_all([(name, data, previous.get(name) is None) for name, data in files.items()], replaced.append)
+        folder.write_all(
+            [(name, data, previous.get(name) is None) for name, data in files.items()],
+            replaced.append,
+        )
         group.sync()
     except BaseException:
         _put_back(folder, replaced, previous)
         raise
 
 
-def _put_back(folder: ClaimsFolder, replaced: list[str], previous: Mapping[str, bytes | None]) -> None:
+def _put_back(
+    folder: ClaimsFolder, replaced: list[str], previous: Mapping[str, bytes | None]
+) -> None:
     for name in replaced:
         try:
             data = previous.get(name)
@@ -78,10 +87,15 @@ def _put_back(folder: ClaimsFolder, replaced: list[str], previous: Mapping[str, 
                 folder.remove(name)
             else:
                 folder.write(name, data)
-        except OSError as error:  # the disk is failing: say which claim may be wrong after a restart
+        # the disk is failing: say which claim may be wrong after a restart
+        except OSError as error:
             log.error("DRA checkpoint: cannot undo the failed change of %s: %s", name, error)
     if replaced:
         try:
             folder.sync()
         except OSError as error:
-            log.error("DRA checkpoint: cannot sync %s after undoing a failed change: %s", folder.path, error)
+            log.error(
+                "DRA checkpoint: cannot sync %s after undoing a failed change: %s",
+                folder.path,
+                error,
+            )

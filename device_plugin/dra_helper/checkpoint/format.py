@@ -1,20 +1,22 @@
-"""The DRA checkpoint's on-disk shapes: one file per claim (version 2) and the old single file (version 1).
+"""The DRA checkpoint's on-disk shapes: one file per claim (version 2) and the old single file
+(version 1).
 
 Boundary: values <-> JSON-ready values and file names; no file access, no locks. Every shape check
 says what is wrong in a bounded line (EntryError), so a broken entry is set aside with a reason and
 never raises anything else (a list where a mapping belongs, a number where a string belongs).
 
-One claim file holds {"version": 2, "uid": ..., "claim": {namespace, name, devices: [...]}}; its name
-is the claim UID plus ".json" when the UID is a plain token (Kubernetes UIDs are), and "_" plus a hash
-of the UID otherwise, so no UID can name a path outside the folder, a temp file or a set-aside file.
-The old format is {"version": 1, "claims": {uid: claim, ...}} in one checkpoint.json.
+One claim file holds {"version": 2, "uid": ..., "claim": {namespace, name, devices: [...]}}; its
+name is the claim UID plus ".json" when the UID is a plain token (Kubernetes UIDs are), and "_" plus
+a hash of the UID otherwise, so no UID can name a path outside the folder, a temp file or a
+set-aside file. The old format is {"version": 1, "claims": {uid: claim, ...}} in one
+checkpoint.json.
 
-Every entry written (a claim file, a journal record) ends in "crc32": the CRC-32 of the entry's other
-keys as encode writes them (sorted keys, no spaces), so a torn or edited entry is told from a good one
-even when it is still JSON of the right shape: verify() raises EntryError and the loader sets the entry
-aside. An entry without "crc32" was written by the release before (it wrote none): it is taken unchecked
-as long as it holds only that release's keys (a bit flipped in the "crc32" key itself does not pass),
-and gains a checksum when its claim is next written.
+Every entry written (a claim file, a journal record) ends in "crc32": the CRC-32 of the entry's
+other keys as encode writes them (sorted keys, no spaces), so a torn or edited entry is told from a
+good one even when it is still JSON of the right shape: verify() raises EntryError and the loader
+sets the entry aside. An entry without "crc32" was written by the release before (it wrote none): it
+is taken unchecked as long as it holds only that release's keys (a bit flipped in the "crc32" key
+itself does not pass), and gains a checksum when its claim is next written.
 """
 
 from __future__ import annotations
@@ -31,19 +33,22 @@ from device_plugin.core.short_text import short
 FORMAT_VERSION = 2
 LEGACY_VERSION = 1
 SUFFIX = ".json"
-MAX_ENTRY_BYTES = 64 * 1024  # one claim: a few hundred bytes; a claim has at most 32 results upstream
+# one claim: a few hundred bytes; a claim has at most 32 results upstream
+MAX_ENTRY_BYTES = 64 * 1024
 MAX_LEGACY_BYTES = 32 * 1024 * 1024  # the old single file: ~300 bytes a claim, 100,000 claims
 
 CHECKSUM = "crc32"
-_UNCHECKED_KEYS = (frozenset({"version", "uid", "claim"}), frozenset({"version", "uid", "deleted"}))  # before crc32
+# before crc32
+_UNCHECKED_KEYS = (frozenset({"version", "uid", "claim"}), frozenset({"version", "uid", "deleted"}))
 _PLAIN_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 
 @dataclass(frozen=True)
 class Share:
-    """One share of a device several claims hold (consumable capacity): the scheduler's shareID, how much
-    of the device's memory it was charged, of how much (MiB, as the device was published then), and the
-    percent of its compute (0: none asked; written only when not 0, so older entries read as 0)."""
+    """One share of a device several claims hold (consumable capacity): the scheduler's shareID, how
+    much of the device's memory it was charged, of how much (MiB, as the device was published then),
+    and the percent of its compute (0: none asked; written only when not 0, so older entries read as
+    0)."""
 
     share_id: str
     memory_mib: int
@@ -57,7 +62,8 @@ class PreparedDevice:
     pool_name: str
     device_name: str
     cdi_device_ids: tuple[str, ...]
-    admin_access: bool = False  # the allocation's adminAccess (claims/exclusion.py: such a holder shares the device)
+    # the allocation's adminAccess (claims/exclusion.py: such a holder shares the device)
+    admin_access: bool = False
     share: Share | None = None  # a share of the device, not all of it (dra/memory_shares.py)
 
 
@@ -84,22 +90,27 @@ def encode(uid: str, claim: PreparedClaim) -> bytes:
 
 
 def sealed(body: dict[str, Any]) -> bytes:
-    """`body` as one line of JSON (ASCII: non-ASCII is escaped), its checksum appended as the last key."""
+    """`body` as one line of JSON (ASCII: non-ASCII is escaped), its checksum appended as the last
+    key."""
     raw = _canonical(body)
     return b'%s,"%s":"%08x"}' % (raw[:-1], CHECKSUM.encode(), zlib.crc32(raw))
 
 
 def verify(body: dict[str, Any]) -> None:
-    """EntryError unless `body` (an entry's parsed JSON) carries the checksum of the rest of it, or is an
-    entry of the release before checksums (see the module docstring)."""
+    """EntryError unless `body` (an entry's parsed JSON) carries the checksum of the rest of it, or
+    is an entry of the release before checksums (see the module docstring)."""
     if CHECKSUM not in body:
         if frozenset(body) not in _UNCHECKED_KEYS:
-            raise EntryError(f"no {CHECKSUM} and keys {short(sorted(body))}: neither a checked nor an old entry")
+            raise EntryError(
+                f"no {CHECKSUM} and keys {short(sorted(body))}: neither a checked nor an old entry"
+            )
         return
     stated = body[CHECKSUM]
     actual = f"{zlib.crc32(_canonical({k: v for k, v in body.items() if k != CHECKSUM})):08x}"
     if stated != actual:
-        raise EntryError(f"{CHECKSUM} {short(stated)} does not match its content ({actual}): torn or edited")
+        raise EntryError(
+            f"{CHECKSUM} {short(stated)} does not match its content ({actual}): torn or edited"
+        )
 
 
 def _canonical(body: dict[str, Any]) -> bytes:
@@ -107,8 +118,8 @@ def _canonical(body: dict[str, Any]) -> bytes:
 
 
 def _claim_value(claim: PreparedClaim) -> dict[str, Any]:
-    """dataclasses.asdict(claim), written out: asdict deep-copies every field, and encode runs once per
-    put, on the prepare path (a third of a put's CPU went there)."""
+    """dataclasses.asdict(claim), written out: asdict deep-copies every field, and encode runs once
+    per put, on the prepare path (a third of a put's CPU went there)."""
     devices = []
     for d in claim.devices:
         device: dict[str, Any] = {
@@ -118,9 +129,14 @@ def _claim_value(claim: PreparedClaim) -> dict[str, Any]:
             "cdi_device_ids": list(d.cdi_device_ids),
             "admin_access": d.admin_access,
         }
-        if d.share is not None:  # only then: a whole device's entry is what the release before wrote
+        # only then: a whole device's entry is what the release before wrote
+        if d.share is not None:
             share = d.share
-            device["share"] = {"share_id": share.share_id, "memory_mib": share.memory_mib, "of_mib": share.of_mib}
+            device["share"] = {
+                "share_id": share.share_id,
+                "memory_mib": share.memory_mib,
+                "of_mib": share.of_mib,
+            }
             if share.compute_percent:
                 device["share"]["compute_percent"] = share.compute_percent
         devices.append(device)
@@ -137,7 +153,8 @@ def decode(value: Any) -> tuple[str, PreparedClaim]:
 
 
 def decode_legacy(value: Any) -> tuple[dict[str, PreparedClaim], list[str]]:
-    """The old file's good claims and a problem line for each bad one; EntryError if the file is unusable."""
+    """The old file's good claims and a problem line for each bad one; EntryError if the file is
+    unusable."""
     body = _mapping(value, "the file")
     if body.get("version") != LEGACY_VERSION:
         raise EntryError(f"version {short(body.get('version'))}, expected {LEGACY_VERSION}")

@@ -1,37 +1,38 @@
-"""The DRA checkpoint's journal: changes appended to one file, a whole batch made durable by one write, and
-the group commit that forms the batches.
+"""The DRA checkpoint's journal: changes appended to one file, a whole batch made durable by one
+write, and the group commit that forms the batches.
 
-Boundary: bytes of records in and out of `journal-<n>.log` files in the claims folder, and who commits
-what when; what the records mean for the map is store.py's. A record is one line: a claim file's JSON
-(format.encode) for a put, {"version": 2, "uid": .., "deleted": true} for a delete. The file is opened
-O_DSYNC: a write returns once its data is durable (a write and an fdatasync in one system call, so one
-wait per round, not two). A line is acknowledged only after the write that carries it returned, so a
-crash can leave at most a torn last line of a batch nobody was answered for: replay ignores it. A failed
-append is cut back off the file (ftruncate + fdatasync) before the error is raised, so a claim answered
-with an error is not replayed after a restart (best effort when the disk keeps failing: logged, as the
-per-file undo is).
+Boundary: bytes of records in and out of `journal-<n>.log` files in the claims folder, and who
+commits what when; what the records mean for the map is store.py's. A record is one line: a claim
+file's JSON (format.encode) for a put, {"version": 2, "uid": .., "deleted": true} for a delete. The
+file is opened O_DSYNC: a write returns once its data is durable (a write and an fdatasync in one
+system call, so one wait per round, not two). A line is acknowledged only after the write that
+carries it returned, so a crash can leave at most a torn last line of a batch nobody was answered
+for: replay ignores it. A failed append is cut back off the file (ftruncate + fdatasync) before the
+error is raised, so a claim answered with an error is not replayed after a restart (best effort when
+the disk keeps failing: logged, as the per-file undo is).
 
 A new journal's name is made durable (folder fsync) before the first record goes in. The `.log` name
-invites log cleaners: a journal removed, renamed (logrotate), replaced or truncated (copytruncate) while
-open would take every later record into a file no restart reads. So each append first checks that the
-name still leads to our file at the size we wrote (an fstat and an lstat), and if not writes the journal
-again from the copy of its records kept in memory (at most about a journal's rotation size) under its
-name, fsynced, before the new records go in: a change is acknowledged only once it is in the named file.
-Journals are read at start with the config reader's limits (a regular file only, O_NONBLOCK,
-MAX_JOURNAL_BYTES) and each line with a depth cap; a bad complete line (not JSON, the wrong shape, a
-checksum that does not match: format.verify) is skipped and counted, never fatal, and the claim it names,
-when a uid can still be read from it, is reported to the caller as spoiled: its state from that record on
-is unknown.
+invites log cleaners: a journal removed, renamed (logrotate), replaced or truncated (copytruncate)
+while open would take every later record into a file no restart reads. So each append first checks
+that the name still leads to our file at the size we wrote (an fstat and an lstat), and if not
+writes the journal again from the copy of its records kept in memory (at most about a journal's
+rotation size) under its name, fsynced, before the new records go in: a change is acknowledged only
+once it is in the named file. Journals are read at start with the config reader's limits (a regular
+file only, O_NONBLOCK, MAX_JOURNAL_BYTES) and each line with a depth cap; a bad complete line (not
+JSON, the wrong shape, a checksum that does not match: format.verify) is skipped and counted, never
+fatal, and the claim it names, when a uid can still be read from it, is reported to the caller as
+spoiled: its state from that record on is unknown.
 
-Group commit (CommitQueue): whoever asks while a commit runs is committed with everyone else waiting, in
-one round. A caller submits one item and blocks until the round that carried it has finished. The first
-caller that finds no round running becomes the leader: it takes every item queued at that moment (from
-any thread, any request), hands them to `commit` in the order they were submitted, wakes exactly their
-callers, and hands the lead to the first caller queued meanwhile. No thread of its own, so nothing to
-start or stop, and no pool to deadlock. Waking only the callers concerned matters under load: a woken
-thread must win the interpreter's lock before it can go on, and a crowd of them woken at once delays the
-next round's leader. `commit` returns one outcome per item, so an item can fail alone; an exception
-raised by `commit` itself fails every item of its round.
+Group commit (CommitQueue): whoever asks while a commit runs is committed with everyone else
+waiting, in one round. A caller submits one item and blocks until the round that carried it has
+finished. The first caller that finds no round running becomes the leader: it takes every item
+queued at that moment (from any thread, any request), hands them to `commit` in the order they were
+submitted, wakes exactly their callers, and hands the lead to the first caller queued meanwhile. No
+thread of its own, so nothing to start or stop, and no pool to deadlock. Waking only the callers
+concerned matters under load: a woken thread must win the interpreter's lock before it can go on,
+and a crowd of them woken at once delays the next round's leader. `commit` returns one outcome per
+item, so an item can fail alone; an exception raised by `commit` itself fails every item of its
+round.
 """
 
 from __future__ import annotations
@@ -63,12 +64,14 @@ from device_plugin.dra_helper.checkpoint.format import (
 log = logging.getLogger(__name__)
 
 PREFIX, SUFFIX = "journal-", ".log"
-MAX_JOURNAL_BYTES = 64 * 1024 * 1024  # read at start; a journal is rotated past checkpoint.COMPACT_AFTER_BYTES
+# read at start; a journal is rotated past checkpoint.COMPACT_AFTER_BYTES
+MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 MAX_RECORD_BYTES = MAX_ENTRY_BYTES  # a claim's record is what its file would hold, and as bounded
 
 _FLAGS = os.O_WRONLY | os.O_APPEND | os.O_DSYNC | os.O_NOFOLLOW | os.O_CLOEXEC
 _NAME = re.compile(rf"{PREFIX}([0-9]{{1,12}}){re.escape(SUFFIX)}")
-_UID_IN_LINE = re.compile(rb'"uid":"((?:[^"\\]|\\.){1,256})"')  # a bad line's claim, if it still says
+# a bad line's claim, if it still says
+_UID_IN_LINE = re.compile(rb'"uid":"((?:[^"\\]|\\.){1,256})"')
 
 Change = tuple[str, PreparedClaim | None]  # (uid, claim) for a put, (uid, None) for a delete
 
@@ -88,21 +91,24 @@ def delete_record(uid: str) -> bytes:
 
 
 class FolderGone(FileNotFoundError):
-    """The claims folder itself was removed: no journal can be written in it until it is made again."""
+    """The claims folder itself was removed: no journal can be written in it until it is made
+    again."""
 
     def __init__(self, folder: ClaimsFolder) -> None:
         super().__init__(errno.ENOENT, f"the claims folder {folder.path} was removed")
 
 
 class Journal:
-    """One journal file open for appending; `uids` are the claims it has records of (compaction's work)."""
+    """One journal file open for appending; `uids` are the claims it has records of (compaction's
+    work)."""
 
     def __init__(self, folder: ClaimsFolder, number: int) -> None:
         self.number = number
         self.path = folder.path / journal_name(number)
         self._folder = folder
         self._fd = os.open(self.path, _FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
-        self._closer = weakref.finalize(self, os.close, self._fd)  # a Checkpoint dropped unclosed leaks no fd
+        # a Checkpoint dropped unclosed leaks no fd
+        self._closer = weakref.finalize(self, os.close, self._fd)
         try:
             folder.sync()  # the name must survive a crash before any acknowledged record in it does
         except BaseException:
@@ -111,13 +117,16 @@ class Journal:
             raise
         self.size = 0
         self.uids: set[str] = set()
-        self._kept = bytearray()  # every record in the file: written again from here if the file is lost
+        # every record in the file: written again from here if the file is lost
+        self._kept = bytearray()
 
     def append(self, data: bytes, uids: Iterable[str]) -> None:
-        """Write `data` (whole lines), durable on return (O_DSYNC); on failure cut it off again and raise.
-        The journal is first written again if its file was removed or replaced (see the module docstring)."""
+        """Write `data` (whole lines), durable on return (O_DSYNC); on failure cut it off again and
+        raise. The journal is first written again if its file was removed or replaced (see the
+        module docstring)."""
         if self._lost():
-            if not self._folder.exists():  # only now: a journal still at its name shows the folder is there
+            # only now: a journal still at its name shows the folder is there
+            if not self._folder.exists():
                 raise FolderGone(self._folder)
             self._write_again()
         good = self.size
@@ -139,11 +148,15 @@ class Journal:
             named = os.lstat(self.path)
         except FileNotFoundError:
             return True
-        return (named.st_ino, named.st_dev) != (ours.st_ino, ours.st_dev) or ours.st_size != self.size
+        return (named.st_ino, named.st_dev) != (
+            ours.st_ino,
+            ours.st_dev,
+        ) or ours.st_size != self.size
 
     def _write_again(self) -> None:
         """Put the records kept in memory back under the journal's name (fsynced, name durable), and
-        append to that file from now on; raises OSError (the round fails, the next one tries again)."""
+        append to that file from now on; raises OSError (the round fails, the next one tries
+        again)."""
         self._folder.write(self.path.name, bytes(self._kept))
         fd = os.open(self.path, _FLAGS)
         self.close()
@@ -160,7 +173,8 @@ class Journal:
         try:
             os.ftruncate(self._fd, good)
             os.fdatasync(self._fd)
-        except OSError as error:  # the disk is failing: the unanswered batch may be replayed at the next start
+        # the disk is failing: the unanswered batch may be replayed at the next start
+        except OSError as error:
             log.error("DRA checkpoint: cannot cut a failed batch off %s: %s", self.path.name, error)
 
     def close(self) -> None:
@@ -171,13 +185,16 @@ class Journal:
 def replay(
     path: Path, apply: Callable[[str, PreparedClaim | None], None], spoiled: Callable[[str], None]
 ) -> tuple[set[str], int]:
-    """apply() every complete record of the journal at `path`, in order, and spoiled(uid) in its place
-    for a bad record whose uid can be read; (uids it names, bad lines). Raises ConfigError when the file
-    is not a regular file or is too large (the caller sets it aside)."""
+    """apply() every complete record of the journal at `path`, in order, and spoiled(uid) in its
+    place for a bad record whose uid can be read; (uids it names, bad lines). Raises ConfigError
+    when the file is not a regular file or is too large (the caller sets it aside)."""
     data = read_regular_file(path, limit=MAX_JOURNAL_BYTES, field="DRA checkpoint")
     lines = data.split(b"\n")
-    if lines[-1]:  # no newline after the last record: a batch cut short by a crash, never acknowledged
-        log.warning("DRA checkpoint: %s ends in a torn record (a crash during a write); ignored", path.name)
+    # no newline after the last record: a batch cut short by a crash, never acknowledged
+    if lines[-1]:
+        log.warning(
+            "DRA checkpoint: %s ends in a torn record (a crash during a write); ignored", path.name
+        )
     uids: set[str] = set()
     bad = 0
     for line in lines[:-1]:
@@ -227,7 +244,9 @@ def _too_deep(value: Any) -> bool:
         item, depth = stack.pop()
         if depth > MAX_DEPTH:
             return True
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        )
         stack.extend((child, depth + 1) for child in children)
     return False
 
@@ -254,7 +273,8 @@ class CommitQueue(Generic[T, R]):
         self.rounds = 0  # commits run: fewer than items when callers overlap
 
     def submit(self, item: T) -> R:
-        """`item`'s outcome, once the round that carried it has been committed (its exception raised)."""
+        """`item`'s outcome, once the round that carried it has been committed (its exception
+        raised)."""
         slot = _Slot(item)
         with self._lock:
             self._waiting.append(slot)
@@ -275,7 +295,9 @@ class CommitQueue(Generic[T, R]):
         try:
             outcomes: Sequence[R | BaseException] = self._commit([slot.item for slot in batch])
             if len(outcomes) != len(batch):
-                raise RuntimeError(f"commit answered {len(outcomes)} outcomes for {len(batch)} items")
+                raise RuntimeError(
+                    f"commit answered {len(outcomes)} outcomes for {len(batch)} items"
+                )
         except BaseException as error:  # the whole round failed: each caller gets the error
             outcomes = [error] * len(batch)
         for slot, outcome in zip(batch, outcomes, strict=True):

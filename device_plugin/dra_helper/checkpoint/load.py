@@ -1,18 +1,19 @@
-"""Read the DRA checkpoint at start: the claims folder, its journals, the old single file (migrated), stale temp files.
+"""Read the DRA checkpoint at start: the claims folder, its journals, the old single file
+(migrated), stale temp files.
 
 Boundary: disk -> {uid: PreparedClaim}, once, before the driver serves. Every file is read with the
-config reader's limits (core.bounded_json: a regular file only, O_NONBLOCK, a size cap, a depth cap),
-so a FIFO, a symlink to /dev/zero or `[` x 100,000 is refused at once. A bad entry is not fatal: it is
-renamed to `<name>.bad` (kept for whoever investigates) and logged, and the driver starts without it;
-the kubelet's next NodePrepareResources for that claim prepares it afresh. A claim file whose checksum
-does not match (format.verify: torn or edited) is such a bad entry. The journals are replayed over
-the files, oldest first (a torn last line ignored); they are handed to the Checkpoint, which compacts
-them. A bad complete line is skipped and counted, the journal is kept aside as `<journal>.bad` (a hard
-link: the original still replays and is compacted), and the claim the line names is set aside unless a
-later good record settles it: dropped from the claims, its file (if any) renamed `.bad`. Temp files left by a crash
-(ours, and the old format's `.checkpoint-*`) are removed. Fatal (ConfigError) only when the folder
-itself cannot be made or listed, or the old file's claims cannot be written out: starting then would
-forget prepared claims.
+config reader's limits (core.bounded_json: a regular file only, O_NONBLOCK, a size cap, a depth
+cap), so a FIFO, a symlink to /dev/zero or `[` x 100,000 is refused at once. A bad entry is not
+fatal: it is renamed to `<name>.bad` (kept for whoever investigates) and logged, and the driver
+starts without it; the kubelet's next NodePrepareResources for that claim prepares it afresh. A
+claim file whose checksum does not match (format.verify: torn or edited) is such a bad entry. The
+journals are replayed over the files, oldest first (a torn last line ignored); they are handed to
+the Checkpoint, which compacts them. A bad complete line is skipped and counted, the journal is kept
+aside as `<journal>.bad` (a hard link: the original still replays and is compacted), and the claim
+the line names is set aside unless a later good record settles it: dropped from the claims, its file
+(if any) renamed `.bad`. Temp files left by a crash (ours, and the old format's `.checkpoint-*`) are
+removed. Fatal (ConfigError) only when the folder itself cannot be made or listed, or the old file's
+claims cannot be written out: starting then would forget prepared claims.
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ from device_plugin.core.bounded_json import load_json_file
 from device_plugin.core.errors import ConfigError
 from device_plugin.core.short_text import one_line, short_path
 from device_plugin.dra_helper.checkpoint.commit import GroupSync, replace_files
-from device_plugin.dra_helper.checkpoint.files import BAD_SUFFIX, TEMP_PREFIX, ClaimsFolder, keep_aside, set_aside
+from device_plugin.dra_helper.checkpoint.files import (
+    BAD_SUFFIX,
+    TEMP_PREFIX,
+    ClaimsFolder,
+    keep_aside,
+    set_aside,
+)
 from device_plugin.dra_helper.checkpoint.format import (
     MAX_ENTRY_BYTES,
     MAX_LEGACY_BYTES,
@@ -63,25 +70,35 @@ class Loaded(NamedTuple):
 
 
 def load(folder: ClaimsFolder, group: GroupSync, legacy: Path) -> Loaded:
-    """The checkpointed claims, the journals replayed (to compact), the next journal's number and how much
-    was set aside; the folder made if missing, `legacy` (checkpoint.json) migrated into it."""
+    """The checkpointed claims, the journals replayed (to compact), the next journal's number and
+    how much was set aside; the folder made if missing, `legacy` (checkpoint.json) migrated into
+    it."""
     try:
         folder.open()
         claims, bad_files = _read_folder(folder)
         leftovers, number, bad_records = _replay_journals(folder, claims)
     except OSError as error:
-        raise ConfigError(FIELD, f"cannot use {short_path(folder.path)}: {error.strerror or error}") from error
+        raise ConfigError(
+            FIELD, f"cannot use {short_path(folder.path)}: {error.strerror or error}"
+        ) from error
     _remove_legacy_temps(legacy.parent)
     _migrate(folder, group, legacy, claims)
     return Loaded(claims, leftovers, number, bad_files + bad_records)
 
 
-def _replay_journals(folder: ClaimsFolder, claims: dict[str, PreparedClaim]) -> tuple[list[Leftover], int, int]:
+def _replay_journals(
+    folder: ClaimsFolder, claims: dict[str, PreparedClaim]
+) -> tuple[list[Leftover], int, int]:
     with os.scandir(folder.path) as entries:
-        found = sorted((n, e.name, e.is_symlink()) for e in entries if (n := journal_number(e.name)) is not None)
+        found = sorted(
+            (n, e.name, e.is_symlink())
+            for e in entries
+            if (n := journal_number(e.name)) is not None
+        )
     leftovers = []
     damaged = 0
-    spoiled: dict[str, str] = {}  # uid -> the journal of its last record, a bad one: its state is unknown
+    # uid -> the journal of its last record, a bad one: its state is unknown
+    spoiled: dict[str, str] = {}
 
     def apply(uid: str, claim: PreparedClaim | None) -> None:
         spoiled.pop(uid, None)
@@ -117,8 +134,8 @@ def _replay_journals(folder: ClaimsFolder, claims: dict[str, PreparedClaim]) -> 
 
 
 def _set_aside_spoiled(folder: ClaimsFolder, spoiled: dict[str, str]) -> None:
-    """The claims whose last record was bad: not loaded (the kubelet's next Prepare prepares them afresh),
-    their older files set aside, each named in the log (the first LOGGED_PROBLEMS)."""
+    """The claims whose last record was bad: not loaded (the kubelet's next Prepare prepares them
+    afresh), their older files set aside, each named in the log (the first LOGGED_PROBLEMS)."""
     for count, (uid, journal) in enumerate(sorted(spoiled.items())):
         path = folder.path / file_name(uid)
         kept = path.exists() and set_aside(path, "", logged=False) != path
@@ -130,7 +147,9 @@ def _set_aside_spoiled(folder: ClaimsFolder, spoiled: dict[str, str]) -> None:
                 f" (its older file as {path.name}{BAD_SUFFIX})" if kept else "",
             )
     if len(spoiled) > LOGGED_PROBLEMS:
-        log.warning("DRA checkpoint: %d claims set aside for bad journal records in all", len(spoiled))
+        log.warning(
+            "DRA checkpoint: %d claims set aside for bad journal records in all", len(spoiled)
+        )
 
 
 def _read_folder(folder: ClaimsFolder) -> tuple[dict[str, PreparedClaim], int]:
@@ -149,7 +168,11 @@ def _read_folder(folder: ClaimsFolder) -> tuple[dict[str, PreparedClaim], int]:
                 set_aside(path, problem, logged=bad < LOGGED_PROBLEMS)
                 bad += 1
     if bad > LOGGED_PROBLEMS:
-        log.warning("DRA checkpoint: %d bad entries set aside in all (the first %d logged)", bad, LOGGED_PROBLEMS)
+        log.warning(
+            "DRA checkpoint: %d bad entries set aside in all (the first %d logged)",
+            bad,
+            LOGGED_PROBLEMS,
+        )
     if stale:
         log.info("DRA checkpoint: removed %d temp files left by an interrupted write", stale)
     log.info("DRA checkpoint: %d prepared claims in %s", len(claims), short_path(folder.path))
@@ -170,8 +193,11 @@ def _problem_or_claim(path: Path, is_symlink: bool, claims: dict[str, PreparedCl
     return ""
 
 
-def _migrate(folder: ClaimsFolder, group: GroupSync, legacy: Path, claims: dict[str, PreparedClaim]) -> None:
-    """Write the old file's claims (those the folder lacks) to the folder, then remove the old file."""
+def _migrate(
+    folder: ClaimsFolder, group: GroupSync, legacy: Path, claims: dict[str, PreparedClaim]
+) -> None:
+    """Write the old file's claims (those the folder lacks) to the folder, then remove the old
+    file."""
     try:
         mode = os.lstat(legacy).st_mode
     except FileNotFoundError:
@@ -195,16 +221,24 @@ def _migrate(folder: ClaimsFolder, group: GroupSync, legacy: Path, claims: dict[
         raise ConfigError(FIELD, f"cannot migrate {where}: {error.strerror or error}") from error
     claims.update(fresh)
     for problem in problems[:LOGGED_PROBLEMS]:
-        log.warning("DRA checkpoint: %s: a bad claim was not migrated: %s", short_path(legacy), problem)
+        log.warning(
+            "DRA checkpoint: %s: a bad claim was not migrated: %s", short_path(legacy), problem
+        )
     if problems:
         set_aside(legacy, f"is migrated except {len(problems)} bad claims")
     else:
         _unlink(legacy)
-    log.info("DRA checkpoint: migrated %d claims from %s to %s", len(fresh), legacy.name, folder.path.name)
+    log.info(
+        "DRA checkpoint: migrated %d claims from %s to %s",
+        len(fresh),
+        legacy.name,
+        folder.path.name,
+    )
 
 
 def _why(path: Path, error: ConfigError | EntryError) -> str:
-    """What is wrong, as "is ...": bounded_json's messages start with the path, which the log names."""
+    """What is wrong, as "is ...": bounded_json's messages start with the path, which the log
+    names."""
     if isinstance(error, EntryError):
         return f"is malformed: {error}"
     return error.message.removeprefix(f"{short_path(path)} ")
@@ -216,9 +250,15 @@ def _remove_legacy_temps(directory: Path) -> None:
             entries = [e for e in listing if e.name.startswith(LEGACY_TEMP_PREFIX)]
     except OSError:
         return
-    removed = sum(_unlink(Path(e.path)) for e in entries if e.is_file(follow_symlinks=False) or e.is_symlink())
+    removed = sum(
+        _unlink(Path(e.path)) for e in entries if e.is_file(follow_symlinks=False) or e.is_symlink()
+    )
     if removed:
-        log.info("DRA checkpoint: removed %d temp files of the old format in %s", removed, short_path(directory))
+        log.info(
+            "DRA checkpoint: removed %d temp files of the old format in %s",
+            removed,
+            short_path(directory),
+        )
 
 
 def _unlink(path: Path) -> int:

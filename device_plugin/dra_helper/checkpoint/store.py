@@ -1,7 +1,7 @@
 """Prepared claims on disk: what NodePrepareResources answered, per claim UID.
 
-Boundary: the in-memory map and its API (get, uids, put, remove, put_many, delete_many, compact); the
-file formats, the folder, the journal, the group commit and the start-up read are the other
+Boundary: the in-memory map and its API (get, uids, put, remove, put_many, delete_many, compact);
+the file formats, the folder, the journal, the group commit and the start-up read are the other
 modules. A change costs O(1) in the number of claims checkpointed: its records are appended to the
 journal (`claims/journal-<n>.log`), and every change waiting at that moment, from any thread, shares
 one write and one fdatasync (journal.py, group commit); put and delete return only once their
@@ -11,12 +11,12 @@ removed. A restart reads the files and replays the journals over them (compacted
 change), so a claim
 prepared before the restart is answered from here (not prepared twice) and can still be unprepared.
 
-Memory follows the disk: a change is applied to the map only after its round is durable, in the order
-of the journal, so a failed put is not remembered and a failed delete forgets nothing (the failed
-round is cut off the journal again). Compaction reads the map only after it has closed the journal it
-compacts, and writes a claim's newest state; a later journal replays anything newer. A folder removed
-behind our back (`rm -rf <kubelet>/plugins`) is recreated, with every claim in memory, at the next
-change.
+Memory follows the disk: a change is applied to the map only after its round is durable, in the
+order of the journal, so a failed put is not remembered and a failed delete forgets nothing (the
+failed round is cut off the journal again). Compaction reads the map only after it has closed the
+journal it compacts, and writes a claim's newest state; a later journal replays anything newer. A
+folder removed behind our back (`rm -rf <kubelet>/plugins`) is recreated, with every claim in
+memory, at the next change.
 """
 
 from __future__ import annotations
@@ -31,7 +31,13 @@ from pathlib import Path
 from device_plugin.core.short_text import one_line
 from device_plugin.dra_helper.checkpoint.commit import GroupSync, replace_files
 from device_plugin.dra_helper.checkpoint.files import ClaimsFolder
-from device_plugin.dra_helper.checkpoint.format import PreparedClaim, PreparedDevice, Share, encode, file_name
+from device_plugin.dra_helper.checkpoint.format import (
+    PreparedClaim,
+    PreparedDevice,
+    Share,
+    encode,
+    file_name,
+)
 from device_plugin.dra_helper.checkpoint.journal import (
     MAX_RECORD_BYTES,
     CommitQueue,
@@ -41,7 +47,14 @@ from device_plugin.dra_helper.checkpoint.journal import (
 )
 from device_plugin.dra_helper.checkpoint.load import Leftover, load
 
-__all__ = ["CLAIMS_FOLDER", "COMPACT_AFTER_BYTES", "Checkpoint", "PreparedClaim", "PreparedDevice", "Share"]
+__all__ = [
+    "CLAIMS_FOLDER",
+    "COMPACT_AFTER_BYTES",
+    "Checkpoint",
+    "PreparedClaim",
+    "PreparedDevice",
+    "Share",
+]
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +64,8 @@ COMPACT_AFTER_BYTES = 1024 * 1024  # ~3,500 changes; a restart compacts at most 
 
 @dataclass(frozen=True)
 class _Changes:
-    """One caller's changes: the journal lines, and (uid, claim or None for a delete) in the same order."""
+    """One caller's changes: the journal lines, and (uid, claim or None for a delete) in the same
+    order."""
 
     records: bytes
     changes: tuple[tuple[str, PreparedClaim | None], ...]
@@ -61,19 +75,21 @@ class Checkpoint:
     """Thread-safe map claim UID -> PreparedClaim, persisted on every change.
 
     `path` is the old single-file checkpoint (`plugins/<driver>/checkpoint.json`): migrated at start
-    into the `claims/` folder beside it, then removed. `deferred`: nothing is read until open(), and no
-    change is accepted before it. `shared` (rolling-update mode): every change is made under a lock the
-    caller holds across instances, so compaction runs in the change's round, never in the background, and
-    reload() reads what the other instance wrote.
+    into the `claims/` folder beside it, then removed. `deferred`: nothing is read until open(), and
+    no change is accepted before it. `shared` (rolling-update mode): every change is made under a
+    lock the caller holds across instances, so compaction runs in the change's round, never in the
+    background, and reload() reads what the other instance wrote.
     """
 
     def __init__(self, path: Path, *, deferred: bool = False, shared: bool = False) -> None:
         self.legacy_path = path
-        self.shared = shared  # another instance writes too (under the call lock): compaction runs inline
+        # another instance writes too (under the call lock): compaction runs inline
+        self.shared = shared
         self.folder = ClaimsFolder(path.parent / CLAIMS_FOLDER)
         self._group = GroupSync(self.folder.sync)
         self._lock = threading.Lock()  # guards _claims, held only for dict operations
-        self._journal_lock = threading.Lock()  # the open journal, _closed, _next; taken before _lock
+        # the open journal, _closed, _next; taken before _lock
+        self._journal_lock = threading.Lock()
         self._compacting = threading.Lock()  # one compaction (or folder rewrite) at a time
         self._background: threading.Thread | None = None
         self._journal: Journal | None = None  # opened by the first change
@@ -88,16 +104,22 @@ class Checkpoint:
             self.open()
 
     def open(self) -> None:
-        """Read the folder (migrating the old file): at construction, or, `deferred`, once the caller owns
-        the sockets (so nothing in another live driver's folder is read, renamed or compacted). Once only.
-        ConfigError: the folder cannot be made or listed (checkpoint/load.py)."""
+        """Read the folder (migrating the old file): at construction, or, `deferred`, once the
+        caller owns the sockets (so nothing in another live driver's folder is read, renamed or
+        compacted). Once only. ConfigError: the folder cannot be made or listed
+        (checkpoint/load.py)."""
         if self.opened:
             return
         loaded = load(self.folder, self._group, self.legacy_path)
-        self._claims, self._closed, self._next = loaded.claims, loaded.leftovers, loaded.next_journal
-        self.damaged = loaded.damaged  # entries set aside: claims the API server may have to restore
-        # The journals found are compacted at the first change, in the background: a Checkpoint that only
-        # reads (a tool, a test reading back what a live driver wrote) removes nothing.
+        self._claims, self._closed, self._next = (
+            loaded.claims,
+            loaded.leftovers,
+            loaded.next_journal,
+        )
+        # entries set aside: claims the API server may have to restore
+        self.damaged = loaded.damaged
+        # The journals found are compacted at the first change, in the background: a Checkpoint that
+        # only reads (a tool, a test reading back what a live driver wrote) removes nothing.
         self._compact_soon = bool(self._closed)
         self.opened = True
 
@@ -108,7 +130,8 @@ class Checkpoint:
 
     @property
     def rounds(self) -> int:
-        """Journal rounds (one write + one fdatasync each) run so far: fewer than changes when they overlap."""
+        """Journal rounds (one write + one fdatasync each) run so far: fewer than changes when they
+        overlap."""
         return self._queue.rounds
 
     def get(self, uid: str) -> PreparedClaim | None:
@@ -131,23 +154,28 @@ class Checkpoint:
         return uid in self.delete_many((uid,))
 
     def put_many(self, claims: Mapping[str, PreparedClaim]) -> None:
-        """Checkpoint every claim, all or none: raises OSError (and remembers none) when the disk fails."""
+        """Checkpoint every claim, all or none: raises OSError (and remembers none) when the disk
+        fails."""
         if not claims:
             return
         self._check_open()
         records = []
         for uid, claim in claims.items():
             record = encode(uid, claim)
-            if len(record) > MAX_RECORD_BYTES:  # it could not be read back: refused now, not lost later
+            # it could not be read back: refused now, not lost later
+            if len(record) > MAX_RECORD_BYTES:
                 what = f"claim {one_line(uid, 64)} needs {len(record)} bytes"
-                raise OSError(errno.EFBIG, f"{what}; the checkpoint holds at most {MAX_RECORD_BYTES} a claim")
+                raise OSError(
+                    errno.EFBIG, f"{what}; the checkpoint holds at most {MAX_RECORD_BYTES} a claim"
+                )
             records.append(record + b"\n")
         self._queue.submit(_Changes(b"".join(records), tuple(claims.items())))
 
     def delete_many(self, uids: Collection[str]) -> frozenset[str]:
-        """Forget `uids`; the ones that were checkpointed. Raises OSError (and forgets none) when the disk
-        fails."""
-        self._check_open()  # before it, an unknown claim may be one on disk: never "nothing to forget"
+        """Forget `uids`; the ones that were checkpointed. Raises OSError (and forgets none) when
+        the disk fails."""
+        # before it, an unknown claim may be one on disk: never "nothing to forget"
+        self._check_open()
         with self._lock:
             present = [uid for uid in dict.fromkeys(uids) if uid in self._claims]
         if not present:
@@ -157,7 +185,8 @@ class Checkpoint:
 
     def reload(self) -> None:
         """Read the folder again (another instance changed it; the caller holds the lock both take):
-        our open journal is closed (it is durable), the journals found are compacted at our next change."""
+        our open journal is closed (it is durable), the journals found are compacted at our next
+        change."""
         with self._compacting, self._journal_lock:
             if self._journal is not None:
                 self._journal.close()
@@ -171,12 +200,14 @@ class Checkpoint:
             self.opened = True
 
     def _check_open(self) -> None:
-        if not self.opened:  # a bug of ours: a write before the read would compact away what is on disk
+        # a bug of ours: a write before the read would compact away what is on disk
+        if not self.opened:
             raise OSError(errno.EAGAIN, f"the checkpoint in {self.folder.path} is not read yet")
 
     def compact(self) -> None:
-        """Write every claim the journals name as its own file (fsynced), then remove those journals; the
-        next change opens a new journal. Raises OSError (the journals are kept: a restart replays them)."""
+        """Write every claim the journals name as its own file (fsynced), then remove those
+        journals; the next change opens a new journal. Raises OSError (the journals are kept: a
+        restart replays them)."""
         with self._compacting:
             with self._journal_lock:
                 if self._journal is not None and self._journal.size:
@@ -187,8 +218,11 @@ class Checkpoint:
             if not closed:
                 return
             with self._lock:  # after the close: every change in `closed` is in the map by now
-                states = {uid: self._claims.get(uid) for leftover in closed for uid in leftover.uids}
-            for uid, claim in states.items():  # one file at a time: a background job, not a burst of fsyncs
+                states = {
+                    uid: self._claims.get(uid) for leftover in closed for uid in leftover.uids
+                }
+            # one file at a time: a background job, not a burst of fsyncs
+            for uid, claim in states.items():
                 if claim is None:  # beside the prepares that wait for the journal
                     self.folder.remove(file_name(uid))
                 else:
@@ -201,8 +235,9 @@ class Checkpoint:
                 self._closed = [leftover for leftover in self._closed if leftover not in closed]
 
     def _commit(self, batch: Sequence[_Changes]) -> list[frozenset[str]]:
-        """One round (the queue's leader): append every caller's records, then apply them, in order. When
-        the folder was removed, it is made again with every claim and the round tried once more."""
+        """One round (the queue's leader): append every caller's records, then apply them, in order.
+        When the folder was removed, it is made again with every claim and the round tried once
+        more."""
         try:
             return self._commit_round(batch)
         except FolderGone:
@@ -210,7 +245,8 @@ class Checkpoint:
             return self._commit_round(batch)
 
     def _commit_round(self, batch: Sequence[_Changes]) -> list[frozenset[str]]:
-        """FolderGone (nothing appended, nothing applied): the folder is not there for the journal."""
+        """FolderGone (nothing appended, nothing applied): the folder is not there for the
+        journal."""
         uids = [uid for changes in batch for uid, _ in changes.changes]
         removed: list[frozenset[str]] = []
         with self._journal_lock:
@@ -221,7 +257,8 @@ class Checkpoint:
                 self._next += 1
             self._journal.append(b"".join(changes.records for changes in batch), uids)
             full = self._journal.size >= COMPACT_AFTER_BYTES
-            with self._lock:  # under the journal lock: a compaction that closes this journal sees these
+            # under the journal lock: a compaction that closes this journal sees these
+            with self._lock:
                 for changes in batch:
                     gone = set()
                     for uid, claim in changes.changes:
@@ -233,19 +270,23 @@ class Checkpoint:
             inline = self.shared and (full or self._compact_soon)
             if inline:
                 self._compact_soon = False
-            elif (full or self._compact_soon) and (self._background is None or not self._background.is_alive()):
+            elif (full or self._compact_soon) and (
+                self._background is None or not self._background.is_alive()
+            ):
                 self._compact_soon = False
                 self._background = threading.Thread(
                     target=self._compact_logged, name="dra-checkpoint-compact", daemon=True
                 )
                 self._background.start()
-        if inline:  # under the caller's cross-instance lock: the other instance never sees it half done
+        # under the caller's cross-instance lock: the other instance never sees it half done
+        if inline:
             self._compact_logged()
         return removed
 
     def settle(self, timeout_s: float) -> bool:
-        """Wait for a background compaction to finish (at stop, once no change can come): a clean stop
-        leaves whole claim files, never a temp file for the next start to remove. False if cut short."""
+        """Wait for a background compaction to finish (at stop, once no change can come): a clean
+        stop leaves whole claim files, never a temp file for the next start to remove. False if cut
+        short."""
         background = self._background
         if background is not None:
             background.join(timeout=max(0.0, timeout_s))
@@ -256,18 +297,23 @@ class Checkpoint:
         try:
             self.compact()
         except OSError as error:  # retried when the journal is full again, and at the next start
-            if error.errno == errno.ENOENT or not self.folder.exists():  # removed (or being removed) meanwhile:
+            # removed (or being removed) meanwhile:
+            if error.errno == errno.ENOENT or not self.folder.exists():
                 log.warning(  # the next change writes every claim again if the folder is gone
-                    "DRA checkpoint: %s was removed while being compacted: %s", self.folder.path, error
+                    "DRA checkpoint: %s was removed while being compacted: %s",
+                    self.folder.path,
+                    error,
                 )
                 return
-            log.error("DRA checkpoint: cannot compact the journal into %s: %s", self.folder.path, error)
+            log.error(
+                "DRA checkpoint: cannot compact the journal into %s: %s", self.folder.path, error
+            )
 
     def _recreate_if_removed(self) -> None:
-        """The folder is gone (someone removed the kubelet's plugins/): make it and write every claim we
-        hold again, with no compaction running (the leader calls this, so no change runs either). The
-        journal tells: one still at its name shows the folder is there, so a round looks at the folder
-        only when its journal is lost or a new one is opened."""
+        """The folder is gone (someone removed the kubelet's plugins/): make it and write every
+        claim we hold again, with no compaction running (the leader calls this, so no change runs
+        either). The journal tells: one still at its name shows the folder is there, so a round
+        looks at the folder only when its journal is lost or a new one is opened."""
         if self.folder.exists():
             return
         with self._compacting:
@@ -275,10 +321,20 @@ class Checkpoint:
                 return
             with self._lock:
                 claims = dict(self._claims)
-            log.warning("DRA checkpoint: %s was removed; writing its %d claims again", self.folder.path, len(claims))
+            log.warning(
+                "DRA checkpoint: %s was removed; writing its %d claims again",
+                self.folder.path,
+                len(claims),
+            )
             self.folder.open()
-            replace_files(self.folder, self._group, {file_name(u): encode(u, c) for u, c in claims.items()}, {})
-            with self._journal_lock:  # the journals went with the folder: the files now hold everything
+            replace_files(
+                self.folder,
+                self._group,
+                {file_name(u): encode(u, c) for u, c in claims.items()},
+                {},
+            )
+            # the journals went with the folder: the files now hold everything
+            with self._journal_lock:
                 if self._journal is not None:
                     self._journal.close()
                     self._journal = None

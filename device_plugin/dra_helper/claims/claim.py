@@ -1,12 +1,12 @@
-"""A claim as the helper sees it: the kubelet's reference, one read of its ResourceClaim, the allocation in
-the body, what a Prepare answers; and the fetcher the Preparer reads through.
+"""A claim as the helper sees it: the kubelet's reference, one read of its ResourceClaim, the
+allocation in the body, what a Prepare answers; and the fetcher the Preparer reads through.
 
-Boundary: value types and pure data in, frozen values out; no I/O. The body is whatever the API server
-(or whatever answers in its place) sent, so any part may be missing, null, or of another type: a results
-item that is a string, a `status` that is a string, `metadata` that is a list, `request: null`, a
-`device` that is a list. Every shape ends in an Allocation or a ClaimBodyError whose message names the
-field (values are quoted cut short); nothing else is raised, and the work is bounded (MAX_RESULTS items
-at most). How the values are used: claims/prepare.py.
+Boundary: value types and pure data in, frozen values out; no I/O. The body is whatever the API
+server (or whatever answers in its place) sent, so any part may be missing, null, or of another
+type: a results item that is a string, a `status` that is a string, `metadata` that is a list,
+`request: null`, a `device` that is a list. Every shape ends in an Allocation or a ClaimBodyError
+whose message names the field (values are quoted cut short); nothing else is raised, and the work is
+bounded (MAX_RESULTS items at most). How the values are used: claims/prepare.py.
 """
 
 from __future__ import annotations
@@ -34,10 +34,12 @@ class ClaimBodyError(ValueError):
 
 @dataclass(frozen=True)
 class AllocatedDevice:
-    request: str  # the claim's request name ("<request>" of a firstAvailable "<request>/<subrequest>")
+    # the claim's request name ("<request>" of a firstAvailable "<request>/<subrequest>")
+    request: str
     pool: str
     device: str
-    admin_access: bool  # the result's adminAccess: monitoring access beside the claim that owns the device
+    # the result's adminAccess: monitoring access beside the claim that owns the device
+    admin_access: bool
     share_id: str = ""  # the result's shareID: one share of a device several claims may hold
     consumed: tuple[tuple[str, str], ...] = ()  # the result's consumedCapacity: (name, quantity)
     asked: tuple[tuple[str, str], ...] = ()  # its request's capacity.requests: (name, quantity)
@@ -65,18 +67,25 @@ def json_object(value: object, where: str, *, optional: bool = True) -> Mapping[
 def text_field(item: Mapping[str, Any], key: str, where: str) -> str:
     value = item.get(key)
     if not isinstance(value, str) or not value:
-        raise ClaimBodyError(f"{where}.{key} is {short(value)} ({kind_of(value)}), not a non-empty string")
-    try:  # it goes into the answer's protobuf strings, which must be UTF-8 (a lone surrogate is not)
+        raise ClaimBodyError(
+            f"{where}.{key} is {short(value)} ({kind_of(value)}), not a non-empty string"
+        )
+    # it goes into the answer's protobuf strings, which must be UTF-8 (a lone surrogate is not)
+    try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise ClaimBodyError(f"{where}.{key} is {short(value)}, not valid UTF-8") from None
     return value
 
 
-def _device(item: Mapping[str, Any], where: str, asked: Mapping[str, tuple[tuple[str, str], ...]]) -> AllocatedDevice:
+def _device(
+    item: Mapping[str, Any], where: str, asked: Mapping[str, tuple[tuple[str, str], ...]]
+) -> AllocatedDevice:
     admin = item.get("adminAccess")
     if admin is not None and not isinstance(admin, bool):
-        raise ClaimBodyError(f"{where}.adminAccess is {short(admin)} ({kind_of(admin)}), not a boolean")
+        raise ClaimBodyError(
+            f"{where}.adminAccess is {short(admin)} ({kind_of(admin)}), not a boolean"
+        )
     request = text_field(item, "request", where)
     share = item.get("shareID")
     return AllocatedDevice(
@@ -94,12 +103,15 @@ def quantities(value: object, where: str) -> tuple[tuple[str, str], ...]:
     """A map of capacity name -> quantity string (none when absent), sorted by name."""
     found = json_object(value, where)
     if len(found) > MAX_CAPACITIES:
-        raise ClaimBodyError(f"{where} holds {len(found)} entries, more than a device can have ({MAX_CAPACITIES})")
+        raise ClaimBodyError(
+            f"{where} holds {len(found)} entries, more than a device can have ({MAX_CAPACITIES})"
+        )
     return tuple(sorted((str(name), text_field(found, name, where)) for name in found))
 
 
 def _asked(claim: Mapping[str, Any]) -> dict[str, tuple[tuple[str, str], ...]]:
-    """Request name ("<request>" or "<request>/<subrequest>") -> its capacity.requests, for those that ask."""
+    """Request name ("<request>" or "<request>/<subrequest>") -> its capacity.requests, for those
+    that ask."""
     spec = json_object(json_object(claim.get("spec"), "spec").get("devices"), "spec.devices")
     requests = spec.get("requests")
     out: dict[str, tuple[tuple[str, str], ...]] = {}
@@ -127,9 +139,12 @@ def _asked(claim: Mapping[str, Any]) -> dict[str, tuple[tuple[str, str], ...]]:
     return out
 
 
-def allocation_items(claim: Mapping[str, Any], key: str, limit: int) -> list[tuple[str, Mapping[str, Any]]]:
-    """The objects of `status.allocation.devices.<key>` (none when absent), each with the name a message
-    gives it. ClaimBodyError: a part has the wrong shape, or the list holds more than `limit` items."""
+def allocation_items(
+    claim: Mapping[str, Any], key: str, limit: int
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """The objects of `status.allocation.devices.<key>` (none when absent), each with the name a
+    message gives it. ClaimBodyError: a part has the wrong shape, or the list holds more than
+    `limit` items."""
     status = json_object(claim.get("status"), "status")
     allocation = json_object(status.get("allocation"), "status.allocation")
     items = json_object(allocation.get("devices"), "status.allocation.devices").get(key)
@@ -140,16 +155,24 @@ def allocation_items(claim: Mapping[str, Any], key: str, limit: int) -> list[tup
         raise ClaimBodyError(f"{field} is a {kind_of(items)} ({short(items)}), not a list")
     if len(items) > limit:
         raise ClaimBodyError(f"{field} holds {len(items)} items, more than a claim can ({limit})")
-    return [(f"{field}[{i}]", json_object(raw, f"{field}[{i}]", optional=False)) for i, raw in enumerate(items)]
+    return [
+        (f"{field}[{i}]", json_object(raw, f"{field}[{i}]", optional=False))
+        for i, raw in enumerate(items)
+    ]
 
 
 def read_allocation(body: object, driver: str) -> Allocation:
-    """The claim's UID and `driver`'s allocated devices. ClaimBodyError: a part has the wrong shape."""
+    """The claim's UID and `driver`'s allocated devices. ClaimBodyError: a part has the wrong
+    shape."""
     claim = json_object(body, "the ResourceClaim", optional=False)
     uid = json_object(claim.get("metadata"), "metadata").get("uid", "")
     if not isinstance(uid, str):
         raise ClaimBodyError(f"metadata.uid is a {kind_of(uid)} ({short(uid)}), not a string")
-    items = [(w, i) for w, i in allocation_items(claim, "results", MAX_RESULTS) if text_field(i, "driver", w) == driver]
+    items = [
+        (w, i)
+        for w, i in allocation_items(claim, "results", MAX_RESULTS)
+        if text_field(i, "driver", w) == driver
+    ]
     asked = _asked(claim) if items else {}
     devices = [_device(item, where, asked) for where, item in items]
     return Allocation(uid, tuple(devices))
@@ -157,7 +180,8 @@ def read_allocation(body: object, driver: str) -> Allocation:
 
 class ClaimFetcher(Protocol):
     async def fetch_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        """The ResourceClaim object as a dict, or None when it does not exist (404). Awaited on the loop."""
+        """The ResourceClaim object as a dict, or None when it does not exist (404). Awaited on the
+        loop."""
         ...
 
 
@@ -170,7 +194,8 @@ class ClaimRef:
 
 @dataclass(frozen=True)
 class ClaimRead:
-    """What reading one ResourceClaim gave: its body (None: there is no such claim), or why it failed."""
+    """What reading one ResourceClaim gave: its body (None: there is no such claim), or why it
+    failed."""
 
     body: Mapping[str, Any] | None = None
     failure: str = ""  # "" when the read did not fail
@@ -183,9 +208,15 @@ class PrepareResult:
 
 
 def check_claim_name(namespace: str, name: str) -> None:
-    """ValueError (short) unless `namespace` is a DNS label and `name` a DNS subdomain, as the API server
-    requires: a name from the kubelet's request goes into a URL only when an object can have it."""
+    """ValueError (short) unless `namespace` is a DNS label and `name` a DNS subdomain, as the API
+    server requires: a name from the kubelet's request goes into a URL only when an object can have
+    it."""
     if len(namespace) > MAX_NAMESPACE_CHARS or not _DNS_LABEL.fullmatch(namespace):
-        raise ValueError(f"namespace {short(namespace)} is not a valid namespace name (a DNS label)")
+        raise ValueError(
+            f"namespace {short(namespace)} is not a valid namespace name (a DNS label)"
+        )
     if len(name) > MAX_NAME_CHARS or not _DNS_SUBDOMAIN.fullmatch(name):
-        raise ValueError(f"name {short(name)} is not a valid object name (a DNS subdomain of at most 253 characters)")
+        raise ValueError(
+            f"name {short(name)} is not a valid object name (a DNS subdomain of at most 253 "
+            "characters)"
+        )

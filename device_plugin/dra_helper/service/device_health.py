@@ -1,12 +1,13 @@
 """The health of every device in our pool as the kubelet's DRAResourceHealth watchers read it.
 
-Boundary: state and wake-ups only, no gRPC. The DRA front-end sets the whole list whenever the runtime's
-one health delivery (node/health_routing.py -> DraFrontEnd.on_health) or a new inventory changes it; each
-kubelet watcher (health_service.py, one stream each) takes the newest list when woken. Wake-ups are
-coalesced: a watcher that was busy sending sees only the newest list, never a queue, so a slow or stuck
-kubelet costs one list, not a backlog. Watchers run on the serving loop (asyncio): set() is called from
-other threads and wakes them through their loop. At most MAX_WATCHERS watch at once (the kubelet opens
-one per registration; more is someone else, refused by the service).
+Boundary: state and wake-ups only, no gRPC. The DRA front-end sets the whole list whenever the
+runtime's one health delivery (node/health_routing.py -> DraFrontEnd.on_health) or a new inventory
+changes it; each kubelet watcher (health_service.py, one stream each) takes the newest list when
+woken. Wake-ups are coalesced: a watcher that was busy sending sees only the newest list, never a
+queue, so a slow or stuck kubelet costs one list, not a backlog. Watchers run on the serving loop
+(asyncio): set() is called from other threads and wakes them through their loop. At most
+MAX_WATCHERS watch at once (the kubelet opens one per registration; more is someone else, refused by
+the service).
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ class DeviceHealthReport:
 def device_reports(
     devices: Iterable[tuple[str, int]], reasons: Mapping[int, str], *, checked: bool
 ) -> tuple[DeviceHealthReport, ...]:
-    """Each (device name, GPU index): Unhealthy with its GPU's reason when in `reasons`, else Healthy; Unknown
-    for all when health checks are off (`checked` False): nothing watches them."""
+    """Each (device name, GPU index): Unhealthy with its GPU's reason when in `reasons`, else
+    Healthy; Unknown for all when health checks are off (`checked` False): nothing watches them."""
     if not checked:
         return tuple(
-            DeviceHealthReport(n, DeviceHealthStatus.UNKNOWN, "health checks are disabled") for n, _ in devices
+            DeviceHealthReport(n, DeviceHealthStatus.UNKNOWN, "health checks are disabled")
+            for n, _ in devices
         )
     return tuple(
         DeviceHealthReport(n, DeviceHealthStatus.UNHEALTHY, reasons[g])
@@ -66,7 +68,8 @@ class _Watcher:
             self.loop.call_soon_threadsafe(self.changed.set)
 
     async def next_change(self, timeout_s: float) -> None:
-        """Return when the list changed, or after `timeout_s` (the caller then sends it again anyway)."""
+        """Return when the list changed, or after `timeout_s` (the caller then sends it again
+        anyway)."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.changed.wait(), timeout_s)
         self.changed.clear()
@@ -99,7 +102,8 @@ class DeviceHealthFeed:
 
     @contextlib.contextmanager
     def watching(self) -> Iterator[_Watcher]:
-        """A watcher on the running loop for the life of one stream. TooManyWatchers past MAX_WATCHERS."""
+        """A watcher on the running loop for the life of one stream. TooManyWatchers past
+        MAX_WATCHERS."""
         watcher = _Watcher(asyncio.get_running_loop())
         with self._lock:
             if len(self._watchers) >= MAX_WATCHERS:

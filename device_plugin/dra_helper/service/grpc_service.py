@@ -1,17 +1,20 @@
-"""The DRA driver's two kubelet sockets, served and kept: the DRAPlugin endpoint and the registration socket.
+"""The DRA driver's two kubelet sockets, served and kept: the DRAPlugin endpoint and the
+registration socket.
 
 Boundary: keeping the sockets served (where they go: service/socket_paths.py); the servicers
-(service/servicers.py) do the talking, device_plugin.serving does the binding. GetInfo lists every served
-version as "<proto package>.DRAPlugin", and "<package>.DRAResourceHealth" for the device-health service
-(service/health_service.py) served on the same endpoint when the driver hands a DeviceHealthFeed.
+(service/servicers.py) do the talking, device_plugin.serving does the binding. GetInfo lists every
+served version as "<proto package>.DRAPlugin", and "<package>.DRAResourceHealth" for the
+device-health service (service/health_service.py) served on the same endpoint when the driver hands
+a DeviceHealthFeed.
 
 Both are served by grpc.aio on the process's one serving loop, bound 0600 whatever the umask. A
-foreign file at either path is refused and left untouched (logged; serving() says so); a path another
-process serves is waited for, not bound over (serving/taken_socket.py; socket_taken() says so). A thread
-looks every `poll_s`: a socket (or its folder) that was removed is served afresh, the endpoint
-first; the registration socket reappearing makes the kubelet register us again, so its `status` is
-forgotten then. The registration socket is served only while the endpoint is: the kubelet must not
-be sent to an endpoint we cannot serve. stop() removes only sockets that are still ours.
+foreign file at either path is refused and left untouched (logged; serving() says so); a path
+another process serves is waited for, not bound over (serving/taken_socket.py; socket_taken() says
+so). A thread looks every `poll_s`: a socket (or its folder) that was removed is served afresh, the
+endpoint first; the registration socket reappearing makes the kubelet register us again, so its
+`status` is forgotten then. The registration socket is served only while the endpoint is: the
+kubelet must not be sent to an endpoint we cannot serve. stop() removes only sockets that are still
+ours.
 """
 
 from __future__ import annotations
@@ -29,10 +32,19 @@ from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.core.errors import ConfigError
 from device_plugin.dra_helper.claims.prepare import Preparer
 from device_plugin.dra_helper.service.device_health import DeviceHealthFeed
-from device_plugin.dra_helper.service.health_service import HEALTH_VERSIONS, HEARTBEAT_S, add_health_servicers
+from device_plugin.dra_helper.service.health_service import (
+    HEALTH_VERSIONS,
+    HEARTBEAT_S,
+    add_health_servicers,
+)
 from device_plugin.dra_helper.service.instance_lock import INSTANCE_LOCK, CallLock, FileLock
 from device_plugin.dra_helper.service.offload import WEDGED_AFTER_S, Offload
-from device_plugin.dra_helper.service.servicers import SERVED, SUPPORTED_VERSIONS, Registration, dra_servicer
+from device_plugin.dra_helper.service.servicers import (
+    SERVED,
+    SUPPORTED_VERSIONS,
+    Registration,
+    dra_servicer,
+)
 from device_plugin.dra_helper.service.socket_paths import SocketPaths, check_socket_paths
 from device_plugin.serving.kept_socket import KeptSocket
 from device_plugin.serving.probe import SocketProbe
@@ -52,12 +64,14 @@ def _get_info(channel: grpc.Channel, timeout_s: float) -> object:
 
 
 def _empty_unprepare(channel: grpc.Channel, timeout_s: float) -> object:
-    request = dra_v1_pb2.NodeUnprepareResourcesRequest()  # no claims: answered on the loop, no Preparer call
+    # no claims: answered on the loop, no Preparer call
+    request = dra_v1_pb2.NodeUnprepareResourcesRequest()
     return dra_v1_pb2_grpc.DRAPluginStub(channel).NodeUnprepareResources(request, timeout=timeout_s)
 
 
 class DraGrpcServer:
-    """Both sockets; start() serves them and keeps them served, stop() removes them (the kubelet deregisters)."""
+    """Both sockets; start() serves them and keeps them served, stop() removes them (the kubelet
+    deregisters)."""
 
     def __init__(
         self,
@@ -73,11 +87,11 @@ class DraGrpcServer:
         calls: CallLock | None = None,
         on_open: Callable[[], None] | None = None,
     ) -> None:
-        """`calls`: rolling-update mode (per-instance socket names): the instance lock held shared (beside
-        the other rolling-update instance, never beside a fixed-name one); the checkpoint is read, and each
-        claim change made, under this lock shared with the other instance. `on_open`: called once the
-        checkpoint is read, before claim calls are taken and the kubelet is sent to us (a failure is
-        logged; serving goes on)."""
+        """`calls`: rolling-update mode (per-instance socket names): the instance lock held shared
+        (beside the other rolling-update instance, never beside a fixed-name one); the checkpoint is
+        read, and each claim change made, under this lock shared with the other instance. `on_open`:
+        called once the checkpoint is read, before claim calls are taken and the kubelet is sent to
+        us (a failure is logged; serving goes on)."""
         self.driver_name = driver_name
         self._paths = paths
         self._poll_s = poll_s
@@ -88,11 +102,15 @@ class DraGrpcServer:
         self._opened = False  # the checkpoint read and the claim pools open: claims are served
         self._open_problem = ""  # why the checkpoint could not be read (the keeper tries again)
         self._lock_problem = ""  # why the instance lock could not be made
-        self._lost = False  # another instance took the instance lock while we served: never serve again
+        # another instance took the instance lock while we served: never serve again
+        self._lost = False
         served = SUPPORTED_VERSIONS + (HEALTH_VERSIONS if health is not None else ())
         self.registration = Registration(driver_name, str(paths.endpoint), on_registered, served)
         self._offload = Offload(wedged_after_s=wedged_after_s)
-        versions = [(pb_grpc, dra_servicer(pb, pb_grpc, preparer, self._offload)) for pb, pb_grpc, _ in SERVED]
+        versions = [
+            (pb_grpc, dra_servicer(pb, pb_grpc, preparer, self._offload))
+            for pb, pb_grpc, _ in SERVED
+        ]
 
         def add_dra(server: grpc.aio.Server) -> None:
             for pb_grpc, servicer in versions:
@@ -102,19 +120,27 @@ class DraGrpcServer:
 
         add_registration = partial(reg_grpc.add_RegistrationServicer_to_server, self.registration)
         taken_by = (  # who else serves our paths, when one does (the one ERROR names them)
-            f"NVIDIA's DRA driver for GPUs, or a second copy of this driver, with driver name {driver_name}",
-            "Run one DRA driver per driver name on a node, or set another gpuDevicePlugin.driverName.",
+            "NVIDIA's DRA driver for GPUs, or a second copy of this driver, with driver name "
+            f"{driver_name}",
+            "Run one DRA driver per driver name on a node, or set another "
+            "gpuDevicePlugin.driverName.",
         )
-        self._endpoint = KeptSocket(paths.endpoint, f"DRA driver {driver_name}", add_dra, taken_by=taken_by)
+        self._endpoint = KeptSocket(
+            paths.endpoint, f"DRA driver {driver_name}", add_dra, taken_by=taken_by
+        )
         self._registrar = KeptSocket(
-            paths.registration, f"DRA registration {driver_name}", add_registration, taken_by=taken_by
+            paths.registration,
+            f"DRA registration {driver_name}",
+            add_registration,
+            taken_by=taken_by,
         )
         self._probe = SocketProbe(PROBE_TIMEOUT_S, PROBE_MAX_AGE_S)
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        """Serve both sockets now (the endpoint first) and keep them served. ConfigError: a path too long."""
+        """Serve both sockets now (the endpoint first) and keep them served. ConfigError: a path too
+        long."""
         check_socket_paths(self.driver_name, self._paths)
         self._stopping.clear()
         self._keep()
@@ -143,17 +169,20 @@ class DraGrpcServer:
         return self._opened
 
     def socket_taken(self) -> str:
-        """Why we wait instead of serving: another instance holds the instance lock, or another process
-        serves one of our paths; "" when neither is so."""
+        """Why we wait instead of serving: another instance holds the instance lock, or another
+        process serves one of our paths; "" when neither is so."""
         if self._thread is not None and not self._opened and not self._instance.held():
             return self._instance.waiting()
         return self._endpoint.taken() or self._registrar.taken()
 
     def serving(self) -> tuple[bool, str]:
-        """Liveness: both sockets are ours, at their paths, and answer (GetInfo; an empty Unprepare), and no
-        Prepare or Unprepare work has been stuck past the offload's limit."""
+        """Liveness: both sockets are ours, at their paths, and answer (GetInfo; an empty
+        Unprepare), and no Prepare or Unprepare work has been stuck past the offload's limit."""
         if self._thread is None or not self._thread.is_alive():
-            return False, f"the DRA sockets of {self.driver_name} are not kept (not started, or stopped)"
+            return (
+                False,
+                f"the DRA sockets of {self.driver_name} are not kept (not started, or stopped)",
+            )
         for problem in (self._lost_problem(), self._lock_problem, self._open_problem):
             if problem:
                 return False, problem
@@ -179,21 +208,27 @@ class DraGrpcServer:
         while not self._stopping.wait(self._poll_s):
             try:
                 self._keep()
-            except Exception:  # the keeper must outlive a surprise; serving() reports what it left undone
-                log.exception("keeping the DRA sockets of %s failed; trying again", self.driver_name)
+            # the keeper must outlive a surprise; serving() reports what it left undone
+            except Exception:
+                log.exception(
+                    "keeping the DRA sockets of %s failed; trying again", self.driver_name
+                )
 
     def _keep(self) -> None:
-        """The instance lock, then the endpoint, then the checkpoint (read only once both are ours), then
-        the registration socket: the kubelet is sent to us only once claims can be answered."""
+        """The instance lock, then the endpoint, then the checkpoint (read only once both are ours),
+        then the registration socket: the kubelet is sent to us only once claims can be answered."""
         if not self._own_instance():
             return
         self._endpoint.keep()
         if not self._endpoint.intact():
             if self._registrar.intact():
                 log.warning(
-                    "%s: withdrawing the registration socket while the endpoint is not served", self.driver_name
+                    "%s: withdrawing the registration socket while the endpoint is not served",
+                    self.driver_name,
                 )
-            self._registrar.stop(0.0, problem="not registering while the DRA endpoint is not served")
+            self._registrar.stop(
+                0.0, problem="not registering while the DRA endpoint is not served"
+            )
             return
         if not self._opened and not self._open():
             return
@@ -203,16 +238,20 @@ class DraGrpcServer:
     def _lost_problem(self) -> str:
         if not self._lost:
             return ""
-        return f"another instance took {self._instance.path} while we served; restart to read the checkpoint afresh"
+        return (
+            f"another instance took {self._instance.path} while we served; restart to read the "
+            "checkpoint afresh"
+        )
 
     def _open(self) -> bool:
-        """Read the checkpoint and open the claim pools. The first attempt (in start()) raises ConfigError;
-        later ones log it once and are tried again at the next poll."""
+        """Read the checkpoint and open the claim pools. The first attempt (in start()) raises
+        ConfigError; later ones log it once and are tried again at the next poll."""
         try:
             if self._calls is None:
                 self._preparer.open()
             else:
-                self._paths.endpoint.parent.mkdir(parents=True, exist_ok=True)  # the endpoint is bound there
+                # the endpoint is bound there
+                self._paths.endpoint.parent.mkdir(parents=True, exist_ok=True)
                 with self._calls.held():
                     self._preparer.open()
         except ConfigError as error:
@@ -226,15 +265,20 @@ class DraGrpcServer:
         if self._on_open is not None:
             try:
                 self._on_open()
-            except Exception:  # what the helper does on open (publish, clean up) must not keep claims unserved
-                log.exception("%s: the work after reading the checkpoint failed; serving anyway", self.driver_name)
+            # what the helper does on open (publish, clean up) must not keep claims unserved
+            except Exception:
+                log.exception(
+                    "%s: the work after reading the checkpoint failed; serving anyway",
+                    self.driver_name,
+                )
         self._offload.open()
         self._opened = True
         return True
 
     def _own_instance(self) -> bool:
-        """We hold the instance lock (taken now if free). Lost while serving (its file removed and locked
-        afresh by a newcomer): the sockets are withdrawn for good, since what we hold may be stale by now."""
+        """We hold the instance lock (taken now if free). Lost while serving (its file removed and
+        locked afresh by a newcomer): the sockets are withdrawn for good, since what we hold may be
+        stale by now."""
         if self._lost:
             return False
         was_open = self._opened
@@ -242,13 +286,17 @@ class DraGrpcServer:
             if self._instance.try_acquire():
                 self._lock_problem = ""
                 return True
-        except OSError as error:  # e.g. a file where plugins/ was: the sockets could not be bound either
-            problem = f"cannot take the instance lock {self._instance.path}: {describe_os_error(error)}"
+        # e.g. a file where plugins/ was: the sockets could not be bound either
+        except OSError as error:
+            problem = (
+                f"cannot take the instance lock {self._instance.path}: {describe_os_error(error)}"
+            )
             if problem != self._lock_problem:
                 log.error("%s: %s", self.driver_name, problem)
             self._lock_problem = problem
             return False
-        if was_open:  # another instance holds the fresh lock file now: it reads the checkpoint afresh
+        # another instance holds the fresh lock file now: it reads the checkpoint afresh
+        if was_open:
             self._lost = True
             log.error(
                 "%s: %s was locked afresh by another instance; withdrawing our sockets",

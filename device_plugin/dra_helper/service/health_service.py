@@ -1,13 +1,14 @@
-"""The DRAResourceHealth service (KEP-4680; v1 and v1alpha1) for grpc.aio: device health for pod status.
+"""The DRAResourceHealth service (KEP-4680; v1 and v1alpha1) for grpc.aio: device health for pod
+status.
 
-Boundary: turns the DeviceHealthFeed (service/device_health.py) into NodeWatchResources streams, nothing more;
-what the health is comes from the runtime's one health delivery through the front-end. The kubelet opens
-one stream per registration and shows the health in the status of pods whose claims hold the devices
-(`containerStatuses[].allocatedResourcesStatus`). Each stream sends the complete list of our devices at
-once, again whenever it changes, and again every HEARTBEAT_S: the kubelet makes a device Unknown when it
-hears nothing of it for the timeout each device carries (HEALTH_TIMEOUT_S). A stream runs until the kubelet
-goes away or the server stops (grpc.aio cancels it). More than MAX_WATCHERS streams at once are refused
-with RESOURCE_EXHAUSTED.
+Boundary: turns the DeviceHealthFeed (service/device_health.py) into NodeWatchResources streams,
+nothing more; what the health is comes from the runtime's one health delivery through the front-end.
+The kubelet opens one stream per registration and shows the health in the status of pods whose
+claims hold the devices (`containerStatuses[].allocatedResourcesStatus`). Each stream sends the
+complete list of our devices at once, again whenever it changes, and again every HEARTBEAT_S: the
+kubelet makes a device Unknown when it hears nothing of it for the timeout each device carries
+(HEALTH_TIMEOUT_S). A stream runs until the kubelet goes away or the server stops (grpc.aio cancels
+it). More than MAX_WATCHERS streams at once are refused with RESOURCE_EXHAUSTED.
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ from typing import Any
 
 import grpc
 
-from api import dra_health_v1_pb2, dra_health_v1_pb2_grpc, dra_health_v1alpha1_pb2, dra_health_v1alpha1_pb2_grpc
+from api import (
+    dra_health_v1_pb2,
+    dra_health_v1_pb2_grpc,
+    dra_health_v1alpha1_pb2,
+    dra_health_v1alpha1_pb2_grpc,
+)
 from device_plugin.dra_helper.service.device_health import DeviceHealthFeed, TooManyWatchers
 
 log = logging.getLogger(__name__)
@@ -49,11 +55,16 @@ def watch_response(pb: ModuleType, feed: DeviceHealthFeed, now_unix_s: float) ->
     return response
 
 
-def health_servicer(pb: ModuleType, pb_grpc: ModuleType, feed: DeviceHealthFeed, heartbeat_s: float) -> Any:
-    """The DRAResourceHealth servicer of one API version (`pb`, `pb_grpc`: its generated modules)."""
+def health_servicer(
+    pb: ModuleType, pb_grpc: ModuleType, feed: DeviceHealthFeed, heartbeat_s: float
+) -> Any:
+    """The DRAResourceHealth servicer of one API version (`pb`, `pb_grpc`: its generated
+    modules)."""
 
     class Servicer(pb_grpc.DRAResourceHealthServicer):  # type: ignore[name-defined,misc]
-        async def NodeWatchResources(self, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        async def NodeWatchResources(
+            self, request: Any, context: grpc.aio.ServicerContext
+        ) -> AsyncIterator[Any]:
             try:
                 with feed.watching() as watcher:
                     log.info("a kubelet watches device health (%s)", pb.DESCRIPTOR.package)
@@ -66,6 +77,10 @@ def health_servicer(pb: ModuleType, pb_grpc: ModuleType, feed: DeviceHealthFeed,
     return Servicer()
 
 
-def add_health_servicers(server: grpc.aio.Server, feed: DeviceHealthFeed, heartbeat_s: float = HEARTBEAT_S) -> None:
+def add_health_servicers(
+    server: grpc.aio.Server, feed: DeviceHealthFeed, heartbeat_s: float = HEARTBEAT_S
+) -> None:
     for pb, pb_grpc, _ in HEALTH_SERVED:
-        pb_grpc.add_DRAResourceHealthServicer_to_server(health_servicer(pb, pb_grpc, feed, heartbeat_s), server)
+        pb_grpc.add_DRAResourceHealthServicer_to_server(
+            health_servicer(pb, pb_grpc, feed, heartbeat_s), server
+        )

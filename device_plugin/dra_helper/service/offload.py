@@ -1,16 +1,19 @@
-"""The worker threads that the DRA servicers hand blocking work to, and how long that work has been running.
+"""The worker threads that the DRA servicers hand blocking work to, and how long that work has been
+running.
 
-Boundary: thread pools and bookkeeping; what runs in them is the Preparer's. Two pools, so that neither
+Boundary: thread pools and bookkeeping; what runs in them is the Preparer's. Two pools, so that
+neither
 kind of work waits for the other:
-- prepare workers run one claim each (its ResourceClaim read from the API server, then its checkpoint
-  write), so the claims of one call are read concurrently, and all calls together hold at most
-  PREPARE_WORKERS reads in flight (further claims queue);
+- prepare workers run one claim each (its ResourceClaim read from the API server, then its
+  checkpoint write), so the claims of one call are read concurrently, and all calls together hold at
+  most PREPARE_WORKERS reads in flight (further claims queue);
 - unprepare workers run whole Unprepare calls, which never touch the API server.
-A task running longer than WEDGED_AFTER_S means the service is wedged (a read that ignores its timeout,
-a checkpoint write stuck on a dead disk): `wedged()` says which, and the liveness probe turns red on it,
-as the device-plugin mode's does when its servicer stops answering. Queued work is not counted: a long
-queue is load, not a wedge. Finished work is handed back to the loop in batches (Answers), not one
-loop wake-up per task as run_in_executor does; a call cancelled while its work is queued never starts it.
+A task running longer than WEDGED_AFTER_S means the service is wedged (a read that ignores its
+timeout, a checkpoint write stuck on a dead disk): `wedged()` says which, and the liveness probe
+turns red on it, as the device-plugin mode's does when its servicer stops answering. Queued work is
+not counted: a long queue is load, not a wedge. Finished work is handed back to the loop in batches
+(Answers), not one loop wake-up per task as run_in_executor does; a call cancelled while its work is
+queued never starts it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-PREPARE_WORKERS = 16  # claim reads in flight at once, all calls together (each may wait REQUEST_TIMEOUT_S)
+# claim reads in flight at once, all calls together (each may wait REQUEST_TIMEOUT_S)
+PREPARE_WORKERS = 16
 UNPREPARE_WORKERS = 2  # Unprepare calls at once: checkpoint removals only, no API calls
 WEDGED_AFTER_S = 60.0  # a task running longer is stuck: the kubelet's own deadline is shorter
 
@@ -65,9 +69,12 @@ class Offload:
     def running(self) -> bool:
         return self._prepare is not None
 
-    async def prepare(self, what: str, work: Callable[[], T], after: Callable[[], None] = _nothing) -> T:
-        """`work`'s result, run in a prepare worker. `after()` runs once `work` is over or will never run
-        (refused, dropped), also when the caller was cancelled meanwhile: what `work` holds is let go then."""
+    async def prepare(
+        self, what: str, work: Callable[[], T], after: Callable[[], None] = _nothing
+    ) -> T:
+        """`work`'s result, run in a prepare worker. `after()` runs once `work` is over or will
+        never run (refused, dropped), also when the caller was cancelled meanwhile: what `work`
+        holds is let go then."""
         return await self._run(self._prepare, what, work, after)
 
     async def unprepare(self, what: str, work: Callable[[], T]) -> T:
@@ -80,11 +87,18 @@ class Offload:
             running = sorted(self._running.values())
         if running and now - running[0][0] > self._wedged_after_s:
             started, what = running[0]
-            return f"{what} has been running for {now - started:.0f} s (limit {self._wedged_after_s:g} s): wedged"
+            return (
+                f"{what} has been running for {now - started:.0f} s (limit "
+                f"{self._wedged_after_s:g} s): wedged"
+            )
         return None
 
     async def _run(
-        self, pool: ThreadPoolExecutor | None, what: str, work: Callable[[], T], after: Callable[[], None]
+        self,
+        pool: ThreadPoolExecutor | None,
+        what: str,
+        work: Callable[[], T],
+        after: Callable[[], None],
     ) -> T:
         if pool is None:
             after()
@@ -114,39 +128,51 @@ class Offload:
         try:
             return await future
         except asyncio.CancelledError:
-            queued.cancel()  # not started yet: it never will be (a running one finishes; its answer is dropped)
+            # not started yet: it never will be (a running one finishes; its answer is dropped)
+            queued.cancel()
             raise
 
 
 def _finished(
-    queued: Future[None], loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], after: Callable[[], None]
+    queued: Future[None],
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Any],
+    after: Callable[[], None],
 ) -> None:
-    """The task ran, or was dropped (its caller left, or close()): `after()`, and a dropped task's caller's
-    future is cancelled, since it never answers."""
+    """The task ran, or was dropped (its caller left, or close()): `after()`, and a dropped task's
+    caller's future is cancelled, since it never answers."""
     try:
         after()
     finally:
         _cancel_if_dropped(queued, loop, future)
 
 
-def _cancel_if_dropped(queued: Future[None], loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
+def _cancel_if_dropped(
+    queued: Future[None], loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]
+) -> None:
     if queued.cancelled():
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
             loop.call_soon_threadsafe(future.cancel)
 
 
 class Answers:
-    """Finished work handed back to its loop in batches: the first answer of a batch wakes the loop (one
-    call_soon_threadsafe: a write to its self-pipe, a system call that lets go of the interpreter lock),
-    the answers that come while that wake-up is pending ride along. run_in_executor wakes the loop once
-    per task; under a burst of one-claim Prepares that was a write and a wake-up per claim."""
+    """Finished work handed back to its loop in batches: the first answer of a batch wakes the loop
+    (one call_soon_threadsafe: a write to its self-pipe, a system call that lets go of the
+    interpreter lock), the answers that come while that wake-up is pending ride along.
+    run_in_executor wakes the loop once per task; under a burst of one-claim Prepares that was a
+    write and a wake-up per claim."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pending: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], tuple[bool, object]]]] = {}
+        self._pending: dict[
+            asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], tuple[bool, object]]]
+        ] = {}
 
     def deliver(
-        self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], outcome: tuple[bool, object]
+        self,
+        loop: asyncio.AbstractEventLoop,
+        future: asyncio.Future[Any],
+        outcome: tuple[bool, object],
     ) -> None:
         with self._lock:
             batch = self._pending.setdefault(loop, [])
@@ -170,5 +196,6 @@ class Answers:
                 continue
             try:
                 future.set_exception(value)  # type: ignore[arg-type]
-            except TypeError:  # StopIteration, which a future refuses: still that caller's failure, not a hang
+            # StopIteration, which a future refuses: still that caller's failure, not a hang
+            except TypeError:
                 future.set_exception(RuntimeError(f"{type(value).__name__} raised: {value}"))

@@ -1,16 +1,17 @@
-"""The kubelet-facing gRPC servicers of the DRA driver, for grpc.aio: DRAPlugin (v1, v1beta1) and Registration
-(DRAResourceHealth is dra_helper/service/health_service.py's).
+"""The kubelet-facing gRPC servicers of the DRA driver, for grpc.aio: DRAPlugin (v1, v1beta1) and
+Registration (DRAResourceHealth is dra_helper/service/health_service.py's).
 
 Boundary: translates protobuf messages to Preparer calls and back, nothing more. They run on the
 process's one serving loop (device_plugin.serving.event_loop), which must never block: the Preparer
-may block, so its blocking work runs in the Offload's pools (service/offload.py): each claim of a Prepare
-is read on the loop (the ClaimFetcher: the API server, ApiClaimFetcher in claims/api_read.py) and then settled (decided,
-checkpointed) in a prepare worker; the claims of a call are read concurrently. A whole Unprepare is one
-task of its own pool, so it never queues behind Prepares. A request without claims is answered on the
-loop (the liveness probe sends one). Every claim of a request is answered: a claim whose task failed
-gets that failure as its error. Only a stopped driver fails a whole call (INTERNAL, bounded message).
-When the kubelet gives up on a Prepare (its deadline, a cancel), the claims still running write nothing
-and the queued ones are not started.
+may block, so its blocking work runs in the Offload's pools (service/offload.py): each claim of a
+Prepare is read on the loop (the ClaimFetcher: the API server, ApiClaimFetcher in
+claims/api_read.py) and then settled (decided, checkpointed) in a prepare worker; the claims of a
+call are read concurrently. A whole Unprepare is one task of its own pool, so it never queues behind
+Prepares. A request without claims is answered on the loop (the liveness probe sends one). Every
+claim of a request is answered: a claim whose task failed gets that failure as its error. Only a
+stopped driver fails a whole call (INTERNAL, bounded message). When the kubelet gives up on a
+Prepare (its deadline, a cancel), the claims still running write nothing and the queued ones are not
+started.
 """
 
 from __future__ import annotations
@@ -32,10 +33,23 @@ from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.core.call_log import CallLog
 from device_plugin.core.short_text import bounded_text, one_line
 from device_plugin.dra_helper.checkpoint.format import PreparedDevice
-from device_plugin.dra_helper.claims.prepare import ERROR_CHARS, ClaimRef, Preparer, PrepareResult, claim_label
+from device_plugin.dra_helper.claims.prepare import (
+    ERROR_CHARS,
+    ClaimRef,
+    Preparer,
+    PrepareResult,
+    claim_label,
+)
 from device_plugin.dra_helper.service.offload import PREPARE_WORKERS, UNPREPARE_WORKERS, Offload
 
-__all__ = ["PREPARE_WORKERS", "SERVED", "SUPPORTED_VERSIONS", "UNPREPARE_WORKERS", "Registration", "dra_servicer"]
+__all__ = [
+    "PREPARE_WORKERS",
+    "SERVED",
+    "SUPPORTED_VERSIONS",
+    "UNPREPARE_WORKERS",
+    "Registration",
+    "dra_servicer",
+]
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +69,15 @@ def _claims(request: Any) -> list[ClaimRef]:
 async def _abort(context: grpc.aio.ServicerContext, method: str, error: BaseException) -> NoReturn:
     log.error("%s failed: %s: %s", method, type(error).__name__, error, exc_info=error)
     await context.abort(
-        grpc.StatusCode.INTERNAL, bounded_text(f"{method}: internal error: {type(error).__name__}: {error}")
+        grpc.StatusCode.INTERNAL,
+        bounded_text(f"{method}: internal error: {type(error).__name__}: {error}"),
     )
     raise AssertionError("unreachable: abort raises")
 
 
-def _caller_gone(context: grpc.aio.ServicerContext, cancelled: threading.Event) -> Callable[[], bool]:
+def _caller_gone(
+    context: grpc.aio.ServicerContext, cancelled: threading.Event
+) -> Callable[[], bool]:
     """True once the call was cancelled or its deadline passed (checked from the worker threads)."""
     remaining = context.time_remaining()
     deadline = None if remaining is None else time.monotonic() + remaining
@@ -68,22 +85,27 @@ def _caller_gone(context: grpc.aio.ServicerContext, cancelled: threading.Event) 
 
 
 async def _settled(work: Awaitable[PrepareResult]) -> PrepareResult | BaseException:
-    """`work`'s result or exception, as gather(return_exceptions=True) gives it, without gather's task and
-    future (~40 us of loop time a call): only the cancellation of this call itself propagates."""
+    """`work`'s result or exception, as gather(return_exceptions=True) gives it, without gather's
+    task and future (~40 us of loop time a call): only the cancellation of this call itself
+    propagates."""
     try:
         return await work
     except asyncio.CancelledError as error:
         task = asyncio.current_task()
-        if task is not None and task.cancelling():  # the kubelet left (or the server stops): not the claim's
+        # the kubelet left (or the server stops): not the claim's
+        if task is not None and task.cancelling():
             raise
-        return error  # the work alone was cancelled (its pool closed): that claim's error, as gather says
+        # the work alone was cancelled (its pool closed): that claim's error, as gather says
+        return error
     except Exception as error:
         return error
 
 
 def _failed(claim: ClaimRef, error: BaseException) -> PrepareResult:
     label = claim_label(claim.namespace, claim.name, claim.uid)
-    return PrepareResult(error=one_line(f"{label}: not prepared: {type(error).__name__}: {error}", ERROR_CHARS))
+    return PrepareResult(
+        error=one_line(f"{label}: not prepared: {type(error).__name__}: {error}", ERROR_CHARS)
+    )
 
 
 async def _prepare_one(
@@ -94,20 +116,28 @@ async def _prepare_one(
     what = f"NodePrepareResources of {claim_label(claim.namespace, claim.name, claim.uid)}"
     ticket = preparer.ticket(claim.uid)
     try:
-        if gone():  # the kubelet left before this claim's turn: no API read for an answer nobody waits for
+        # the kubelet left before this claim's turn: no API read for an answer nobody waits for
+        if gone():
             read = None
         else:
             read = await preparer.fetch(claim)
     except BaseException:
         ticket.release()
         raise
-    return await offload.prepare(what, partial(preparer.settle, claim, ticket, read, gone), after=ticket.release)
+    return await offload.prepare(
+        what, partial(preparer.settle, claim, ticket, read, gone), after=ticket.release
+    )
 
 
 def _log_call(
-    calls: CallLog, method: str, claims: list[ClaimRef], results: list[PrepareResult], started: float
+    calls: CallLog,
+    method: str,
+    claims: list[ClaimRef],
+    results: list[PrepareResult],
+    started: float,
 ) -> None:
-    """Who asked (the claims), what they got (pool/device, or "failed": the warning below says why), how long."""
+    """Who asked (the claims), what they got (pool/device, or "failed": the warning below says why),
+    how long."""
     took_ms = (time.perf_counter() - started) * 1000
     parts = []
     for claim, result in zip(claims, results, strict=True):
@@ -131,8 +161,8 @@ def _held_as(device: PreparedDevice) -> str:
 
 
 def _add_devices(entry: Any, devices: Sequence[PreparedDevice], carries_shares: bool) -> None:
-    """The prepared devices into one claim's answer; a share's ID where the API version has the field
-    (v1; v1beta1 has none, and no API server that serves only v1beta1 allocates shares)."""
+    """The prepared devices into one claim's answer; a share's ID where the API version has the
+    field (v1; v1beta1 has none, and no API server that serves only v1beta1 allocates shares)."""
     for d in devices:
         device = entry.devices.add(
             request_names=d.request_names,
@@ -147,30 +177,41 @@ def _add_devices(entry: Any, devices: Sequence[PreparedDevice], carries_shares: 
 def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offload: Offload) -> Any:
     """The DRAPlugin servicer of one API version (`pb`, `pb_grpc`: its generated modules)."""
     carries_shares = "share_id" in pb.Device.DESCRIPTOR.fields_by_name
-    calls = CallLog(log)  # one INFO line per call that prepared or unprepared something, rate-limited
+    # one INFO line per call that prepared or unprepared something, rate-limited
+    calls = CallLog(log)
 
-    async def prepare_all(claims: list[ClaimRef], context: grpc.aio.ServicerContext) -> list[PrepareResult]:
+    async def prepare_all(
+        claims: list[ClaimRef], context: grpc.aio.ServicerContext
+    ) -> list[PrepareResult]:
         cancelled = threading.Event()
         gone = _caller_gone(context, cancelled)
         tasks = [_prepare_one(preparer, offload, c, gone) for c in claims]
         try:
-            if len(tasks) == 1:  # the kubelet's usual call: awaited here, not wrapped in a task and a gather
+            # the kubelet's usual call: awaited here, not wrapped in a task and a gather
+            if len(tasks) == 1:
                 outcomes: list[Any] = [await _settled(tasks[0])]
             else:
                 outcomes = await asyncio.gather(*tasks, return_exceptions=True)
         except asyncio.CancelledError:  # the kubelet left: running claims must not write
             cancelled.set()
             raise
-        return [o if isinstance(o, PrepareResult) else _failed(c, o) for c, o in zip(claims, outcomes, strict=True)]
+        return [
+            o if isinstance(o, PrepareResult) else _failed(c, o)
+            for c, o in zip(claims, outcomes, strict=True)
+        ]
 
     class Servicer(pb_grpc.DRAPluginServicer):  # type: ignore[name-defined,misc]
-        async def NodePrepareResources(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        async def NodePrepareResources(
+            self, request: Any, context: grpc.aio.ServicerContext
+        ) -> Any:
             response = pb.NodePrepareResourcesResponse()
             claims = _claims(request)
             if not claims:
                 return response
             if not offload.running():
-                not_serving = RuntimeError("the DRA driver is not serving claims (starting or stopping)")
+                not_serving = RuntimeError(
+                    "the DRA driver is not serving claims (starting or stopping)"
+                )
                 await _abort(context, "NodePrepareResources", not_serving)
             started = time.perf_counter()
             results = await prepare_all(claims, context)
@@ -183,15 +224,20 @@ def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offloa
                     log.warning("NodePrepareResources: %s", result.error)
             return response
 
-        async def NodeUnprepareResources(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        async def NodeUnprepareResources(
+            self, request: Any, context: grpc.aio.ServicerContext
+        ) -> Any:
             response = pb.NodeUnprepareResourcesResponse()
             claims = _claims(request)
             if not claims:
                 return response
             started = time.perf_counter()
             try:
-                errors = await offload.unprepare("NodeUnprepareResources", lambda: preparer.unprepare(claims))
-            except Exception as failure:  # a stopped pool or a bug of ours: the kubelet retries on INTERNAL
+                errors = await offload.unprepare(
+                    "NodeUnprepareResources", lambda: preparer.unprepare(claims)
+                )
+            # a stopped pool or a bug of ours: the kubelet retries on INTERNAL
+            except Exception as failure:
                 await _abort(context, "NodeUnprepareResources", failure)
             unprepared = [PrepareResult(error=errors.get(c.uid, "")) for c in claims]
             _log_call(calls, "NodeUnprepareResources", claims, unprepared, started)
@@ -205,7 +251,8 @@ def dra_servicer(pb: ModuleType, pb_grpc: ModuleType, preparer: Preparer, offloa
 
 
 class Registration(reg_grpc.RegistrationServicer):  # type: ignore[misc]
-    """What the kubelet's plugin watcher calls on the registration socket; `status` is its last word."""
+    """What the kubelet's plugin watcher calls on the registration socket; `status` is its last
+    word."""
 
     def __init__(
         self,
@@ -217,15 +264,21 @@ class Registration(reg_grpc.RegistrationServicer):  # type: ignore[misc]
         self._driver = driver_name
         self._endpoint = endpoint
         self._on_registered = on_registered
-        self.supported_versions = supported_versions  # every service the endpoint serves, "<package>.<service>"
+        # every service the endpoint serves, "<package>.<service>"
+        self.supported_versions = supported_versions
         self.status: tuple[bool, str] | None = None  # what the kubelet last told us
 
     async def GetInfo(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         return reg_pb2.PluginInfo(
-            type=PLUGIN_TYPE, name=self._driver, endpoint=self._endpoint, supported_versions=self.supported_versions
+            type=PLUGIN_TYPE,
+            name=self._driver,
+            endpoint=self._endpoint,
+            supported_versions=self.supported_versions,
         )
 
-    async def NotifyRegistrationStatus(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def NotifyRegistrationStatus(
+        self, request: Any, context: grpc.aio.ServicerContext
+    ) -> Any:
         self.status = (request.plugin_registered, request.error)
         if request.plugin_registered:
             log.info("DRA driver %s registered with the kubelet", self._driver)

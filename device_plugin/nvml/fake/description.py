@@ -6,9 +6,10 @@ naming the offending field with a dotted path ("gpus[3].numa_node"). It knows no
 calls; device_plugin.nvml.fake.machine turns a description into backend answers.
 The `nvlinks:`/`nvswitch:` keys are parsed in link_description.py, `mig:` in mig_description.py,
 `nics:` in nic_description.py, `fabric:` and `imex_channels:` in fabric_description.py;
-files are read with the config file's limits (core/bounded_file.py, core/bounded_yaml.py: a regular file,
-never blocking, at most MAX_MACHINE_BYTES; no anchors, at most 32 levels of nesting, no duplicate keys);
-description_fields.py holds the typed readers this module and link_description.py use.
+files are read with the config file's limits (core/bounded_file.py, core/bounded_yaml.py: a regular
+file, never blocking, at most MAX_MACHINE_BYTES; no anchors, at most 32 levels of nesting, no
+duplicate keys); description_fields.py holds the typed readers this module and link_description.py
+use.
 
 Extending the schema (for example a per-GPU `mig:` key): add the key to `_GPU_KEYS`, a field with a
 default to `GpuDescription`, and parse it in `_parse_gpu`. Unknown keys stay errors.
@@ -28,7 +29,11 @@ from device_plugin.core.bounded_yaml import load_yaml_text
 from device_plugin.core.errors import ConfigError, MachineDescriptionError
 from device_plugin.nvml.fabric_types import NO_FABRIC, FabricInfo
 from device_plugin.nvml.fake import description_fields as read
-from device_plugin.nvml.fake.fabric_description import gpu_fabric, parse_fabric_keys, parse_imex_channels
+from device_plugin.nvml.fake.fabric_description import (
+    gpu_fabric,
+    parse_fabric_keys,
+    parse_imex_channels,
+)
 from device_plugin.nvml.fake.link_description import (
     NvLinkBundle,
     NvSwitchDomain,
@@ -43,12 +48,17 @@ from device_plugin.nvml.types import NicInfo, normalise_pci_bus_id
 DEFAULT_DRIVER_VERSION = "550.54.15"
 MAX_MACHINE_BYTES = 1024 * 1024  # the largest shipped description is a few KiB
 _MAX_NUMA_NODE = 1023  # Linux's default CONFIG_NODES_SHIFT allows 1024 nodes at most
-_UUID_NAMESPACE = uuid_lib.UUID("6f1d3c0e-9a43-4b1e-8f1e-2d5c1f0a7b11")  # fixed: defaults must be stable
+# fixed: defaults must be stable
+_UUID_NAMESPACE = uuid_lib.UUID("6f1d3c0e-9a43-4b1e-8f1e-2d5c1f0a7b11")
 _PCI_BUS_ID = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
 _UUID = re.compile(r"^GPU-[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\Z")
 
-_TOP_KEYS = frozenset({"name", "driver_version", "gpus", "nvlinks", "nvswitch", "nics", "fabric", "imex_channels"})
-_GPU_KEYS = frozenset({"model", "memory_mib", "uuid", "pci_bus_id", "numa_node", "pcie", "mig", "fabric"})
+_TOP_KEYS = frozenset(
+    {"name", "driver_version", "gpus", "nvlinks", "nvswitch", "nics", "fabric", "imex_channels"}
+)
+_GPU_KEYS = frozenset(
+    {"model", "memory_mib", "uuid", "pci_bus_id", "numa_node", "pcie", "mig", "fabric"}
+)
 
 
 @dataclass(frozen=True)
@@ -61,9 +71,12 @@ class GpuDescription:
     uuid: str
     pci_bus_id: str  # normalised like device_plugin.nvml.types.normalise_pci_bus_id
     numa_node: int | None
-    pcie: tuple[str, ...]  # [0] CPU socket, [1] host bridge / root port, [2:] PCIe switches, root first
-    mig: MigLayout | None = None  # the `mig:` key (device_plugin/nvml/fake/mig_description.py); None: not given
-    fabric: FabricInfo = NO_FABRIC  # the `fabric:` keys, machine-wide and the GPU's own (fabric_description.py)
+    # [0] CPU socket, [1] host bridge / root port, [2:] PCIe switches, root first
+    pcie: tuple[str, ...]
+    # the `mig:` key (device_plugin/nvml/fake/mig_description.py); None: not given
+    mig: MigLayout | None = None
+    # the `fabric:` keys, machine-wide and the GPU's own (fabric_description.py)
+    fabric: FabricInfo = NO_FABRIC
 
 
 @dataclass(frozen=True)
@@ -73,8 +86,10 @@ class MachineDescription:
     gpus: tuple[GpuDescription, ...]
     nvlinks: tuple[NvLinkBundle, ...]  # sorted by (gpu_a, gpu_b)
     nvswitch: tuple[NvSwitchDomain, ...]  # in file order: the position is the domain number
-    nics: tuple[NicInfo, ...] = ()  # the `nics:` list in file order (device_plugin/nvml/fake/nic_description.py)
-    imex_channels: tuple[int, ...] = ()  # IMEX channel device nodes the node has (fabric_description.py)
+    # the `nics:` list in file order (device_plugin/nvml/fake/nic_description.py)
+    nics: tuple[NicInfo, ...] = ()
+    # IMEX channel device nodes the node has (fabric_description.py)
+    imex_channels: tuple[int, ...] = ()
 
 
 def default_uuid(machine_name: str, index: int) -> str:
@@ -88,22 +103,25 @@ def default_pci_bus_id(index: int) -> str:
 
 
 def load_machine_file(path: Path) -> MachineDescription:
-    """Read and validate one machine-description file, with the config file's limits (a regular file only,
-    never blocking, MAX_MACHINE_BYTES, the YAML limits of core/bounded_yaml.py)."""
+    """Read and validate one machine-description file, with the config file's limits (a regular file
+    only, never blocking, MAX_MACHINE_BYTES, the YAML limits of core/bounded_yaml.py)."""
     try:
         data = read_regular_file(path, limit=MAX_MACHINE_BYTES, field="machine")
         text = data.decode("utf-8")
     except ConfigError as exc:
         raise MachineDescriptionError(exc.field, exc.message) from None
     except UnicodeDecodeError as exc:
-        raise MachineDescriptionError("machine", f"{path} is not UTF-8 text: {exc.reason}") from None
+        raise MachineDescriptionError(
+            "machine", f"{path} is not UTF-8 text: {exc.reason}"
+        ) from None
     return parse_machine_yaml(text, source=str(path))
 
 
 def parse_machine_yaml(text: str, *, source: str = "<string>") -> MachineDescription:
     try:
         data = load_yaml_text(text, source=source, field="machine", kind="YAML", quote=False)
-    except ConfigError as exc:  # syntax errors name the source; the others name the path inside, and get it
+    # syntax errors name the source; the others name the path inside, and get it
+    except ConfigError as exc:
         message = exc.message if exc.field == "machine" else f"{exc.message} in {source}"
         raise MachineDescriptionError(exc.field, message) from None
     try:
@@ -118,7 +136,11 @@ def parse_machine_description(data: object) -> MachineDescription:
     """Validate a decoded YAML document (a mapping) into a MachineDescription."""
     top = read.mapping(data, "machine", _TOP_KEYS, required=("name", "gpus"))
     name = read.string(top["name"], "name")
-    driver = read.string(top["driver_version"], "driver_version") if "driver_version" in top else DEFAULT_DRIVER_VERSION
+    driver = (
+        read.string(top["driver_version"], "driver_version")
+        if "driver_version" in top
+        else DEFAULT_DRIVER_VERSION
+    )
     raw_gpus = read.list_of(top["gpus"], "gpus")
     if not raw_gpus:
         raise MachineDescriptionError("gpus", "a machine has at least one GPU")
@@ -136,31 +158,50 @@ def parse_machine_description(data: object) -> MachineDescription:
     return MachineDescription(name, driver, gpus, nvlinks, nvswitch, nics, imex_channels)
 
 
-def _parse_gpu(raw: object, index: int, machine_name: str, fabric: Mapping[str, Any] | None) -> GpuDescription:
+def _parse_gpu(
+    raw: object, index: int, machine_name: str, fabric: Mapping[str, Any] | None
+) -> GpuDescription:
     where = f"gpus[{index}]"
     gpu = read.mapping(raw, where, _GPU_KEYS, required=("model", "memory_mib"))
     model = read.string(gpu["model"], f"{where}.model")
     memory_mib = read.integer(gpu["memory_mib"], f"{where}.memory_mib", minimum=1)
-    uuid = read.string(gpu["uuid"], f"{where}.uuid") if "uuid" in gpu else default_uuid(machine_name, index)
+    uuid = (
+        read.string(gpu["uuid"], f"{where}.uuid")
+        if "uuid" in gpu
+        else default_uuid(machine_name, index)
+    )
     if not _UUID.match(uuid):
-        raise MachineDescriptionError(f"{where}.uuid", f"{uuid!r} is not a GPU UUID like GPU-xxxxxxxx-xxxx-...")
+        raise MachineDescriptionError(
+            f"{where}.uuid", f"{uuid!r} is not a GPU UUID like GPU-xxxxxxxx-xxxx-..."
+        )
     if "pci_bus_id" in gpu:
         bus_id = read.string(gpu["pci_bus_id"], f"{where}.pci_bus_id")
         bus_id = normalise_pci_bus_id(bus_id) if _looks_like_bus_id(bus_id) else bus_id
         if not _PCI_BUS_ID.match(bus_id):
-            raise MachineDescriptionError(f"{where}.pci_bus_id", f"{bus_id!r} is not a PCI address like 0000:06:00.0")
+            raise MachineDescriptionError(
+                f"{where}.pci_bus_id", f"{bus_id!r} is not a PCI address like 0000:06:00.0"
+            )
         if int(bus_id.split(":")[0], 16) >= 0xFE00:
-            raise MachineDescriptionError(f"{where}.pci_bus_id", "PCI domains >= fe00 are reserved for NVSwitches")
+            raise MachineDescriptionError(
+                f"{where}.pci_bus_id", "PCI domains >= fe00 are reserved for NVSwitches"
+            )
     else:
         bus_id = default_pci_bus_id(index)
-    numa_node: int | None = None  # not given: unknown, as a platform that reports none (never a guessed 0)
+    # not given: unknown, as a platform that reports none (never a guessed 0)
+    numa_node: int | None = None
     if "numa_node" in gpu:
         raw_numa = gpu["numa_node"]
-        numa_node = None if raw_numa is None else read.integer(raw_numa, f"{where}.numa_node", 0, _MAX_NUMA_NODE)
+        numa_node = (
+            None
+            if raw_numa is None
+            else read.integer(raw_numa, f"{where}.numa_node", 0, _MAX_NUMA_NODE)
+        )
     if "pcie" in gpu:
         path = read.list_of(gpu["pcie"], f"{where}.pcie")
         if not path:
-            raise MachineDescriptionError(f"{where}.pcie", "needs at least the CPU socket, e.g. [cpu0]")
+            raise MachineDescriptionError(
+                f"{where}.pcie", "needs at least the CPU socket, e.g. [cpu0]"
+            )
         pcie = tuple(read.string(part, f"{where}.pcie[{i}]") for i, part in enumerate(path))
     else:
         pcie = (f"cpu{numa_node or 0}",)
@@ -168,7 +209,9 @@ def _parse_gpu(raw: object, index: int, machine_name: str, fabric: Mapping[str, 
     own = parse_fabric_keys(gpu["fabric"], f"{where}.fabric") if "fabric" in gpu else None
     where_fabric = f"{where}.fabric" if own is not None else "fabric"
     fabric_info = gpu_fabric(fabric, own, where_fabric)
-    return GpuDescription(index, model, memory_mib, uuid, bus_id, numa_node, pcie, mig=mig, fabric=fabric_info)
+    return GpuDescription(
+        index, model, memory_mib, uuid, bus_id, numa_node, pcie, mig=mig, fabric=fabric_info
+    )
 
 
 def _looks_like_bus_id(text: str) -> bool:
@@ -180,26 +223,34 @@ def _check_unique(gpus: tuple[GpuDescription, ...]) -> None:
     bus_ids: dict[str, int] = {}
     for gpu in gpus:
         if gpu.uuid.lower() in uuids:
-            raise MachineDescriptionError(f"gpus[{gpu.index}].uuid", f"same as gpus[{uuids[gpu.uuid.lower()]}]")
+            raise MachineDescriptionError(
+                f"gpus[{gpu.index}].uuid", f"same as gpus[{uuids[gpu.uuid.lower()]}]"
+            )
         if gpu.pci_bus_id in bus_ids:
-            raise MachineDescriptionError(f"gpus[{gpu.index}].pci_bus_id", f"same as gpus[{bus_ids[gpu.pci_bus_id]}]")
+            raise MachineDescriptionError(
+                f"gpus[{gpu.index}].pci_bus_id", f"same as gpus[{bus_ids[gpu.pci_bus_id]}]"
+            )
         uuids[gpu.uuid.lower()] = gpu.index
         bus_ids[gpu.pci_bus_id] = gpu.index
 
 
 def _check_pcie_tree(gpus: tuple[GpuDescription, ...]) -> None:
-    """PCIe paths must form a tree: a component sits at one depth, under one parent, in every path."""
+    """PCIe paths must form a tree: a component sits at one depth, under one parent, in every
+    path."""
     placed: dict[str, tuple[int, str | None, int]] = {}  # component -> (depth, parent, first gpu)
     for gpu in gpus:
         for depth, part in enumerate(gpu.pcie):
             parent = gpu.pcie[depth - 1] if depth else None
             if part in gpu.pcie[:depth]:
-                raise MachineDescriptionError(f"gpus[{gpu.index}].pcie[{depth}]", f"{part!r} repeats in the path")
+                raise MachineDescriptionError(
+                    f"gpus[{gpu.index}].pcie[{depth}]", f"{part!r} repeats in the path"
+                )
             seen = placed.setdefault(part, (depth, parent, gpu.index))
             if seen[:2] != (depth, parent):
                 raise MachineDescriptionError(
                     f"gpus[{gpu.index}].pcie[{depth}]",
-                    f"{part!r} sits under {parent!r} at depth {depth} here but under {seen[1]!r} at depth "
+                    f"{part!r} sits under {parent!r} at depth {depth} here but under {seen[1]!r} "
+                    "at depth "
                     f"{seen[0]} in gpus[{seen[2]}]; PCIe paths must form a tree",
                 )
 
@@ -214,6 +265,7 @@ def _check_numa_matches_host_bridge(gpus: tuple[GpuDescription, ...]) -> None:
         if other.numa_node != gpu.numa_node:
             raise MachineDescriptionError(
                 f"gpus[{gpu.index}].numa_node",
-                f"{gpu.numa_node}, but gpus[{other.index}] under the same host bridge {gpu.pcie[1]!r} "
+                f"{gpu.numa_node}, but gpus[{other.index}] under the same host bridge "
+                f"{gpu.pcie[1]!r} "
                 f"is on NUMA node {other.numa_node}",
             )

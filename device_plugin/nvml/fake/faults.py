@@ -1,21 +1,23 @@
 """FakeFaults: the injected fault state of a fake machine, and the event watches FakeNvml hands out.
 
 Boundary: this is FakeNvml's health side (device_plugin/nvml/health_types.HealthSource), plus an
-in-process injection API, reached as `FakeNvml.test_hooks` (named so: it is no part of NvmlBackend), for
-tests, the demo and device_plugin/health/fake_events.py (faults from outside the process). It models
-what NVML would report, not policy: every Xid is delivered, ignored or not.
+in-process injection API, reached as `FakeNvml.test_hooks` (named so: it is no part of NvmlBackend),
+for tests, the demo and device_plugin/health/fake_events.py (faults from outside the process). It
+models what NVML would report, not policy: every Xid is delivered, ignored or not.
 
 Faults that real hardware keeps until repaired stay until recover():
 - Xid 79 (fallen off the bus) and set_lost() make the GPU lost: probes fail with GPU_IS_LOST;
 - a double-bit ECC error leaves page retirement pending, as on real GPUs until a reset;
 - set_probe_failure() makes probes fail with any reason (remapped rows failed, a timeout...);
-- the driver's recovery action (recovery_action.py), where the machine's driver has it (565+): stated
-  with set_recovery_action() or with an Xid event, it stays until recover() or another is stated. Probes
-  report it (one that takes the GPU out fails them) and each Xid event carries the action current when it
-  arrives, as the real backend reads it then. On an older driver there is none, and stating one is refused.
-Other Xids are one-off events. Events for GPUs no open watch covers wait in a bounded backlog, handed to
-the next watch that covers them, so a fault injected just before the watcher starts is not lost.
-Thread-safe: one Condition guards everything; a watch's wait() wakes as soon as an event is delivered.
+- the driver's recovery action (recovery_action.py), where the machine's driver has it (565+):
+  stated with set_recovery_action() or with an Xid event, it stays until recover() or another is
+  stated. Probes report it (one that takes the GPU out fails them) and each Xid event carries the
+  action current when it arrives, as the real backend reads it then. On an older driver there is
+  none, and stating one is refused.
+Other Xids are one-off events. Events for GPUs no open watch covers wait in a bounded backlog,
+handed to the next watch that covers them, so a fault injected just before the watcher starts is not
+lost. Thread-safe: one Condition guards everything; a watch's wait() wakes as soon as an event is
+delivered.
 """
 
 from __future__ import annotations
@@ -26,7 +28,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from device_plugin.core.errors import NvmlError
-from device_plugin.nvml.health_types import HealthEvent, HealthEventKind, ProbeResult, frozen_failures
+from device_plugin.nvml.health_types import (
+    HealthEvent,
+    HealthEventKind,
+    ProbeResult,
+    frozen_failures,
+)
 from device_plugin.nvml.recovery_action import RecoveryAction, recovery_action_name, takes_gpu_out
 
 # NVML return codes (nvmlReturn_t), so callers see the same `code` as with the real library.
@@ -52,7 +59,9 @@ class _FaultState:
 class FakeEventWatch:
     """An EventWatch over a FakeFaults; created by FakeFaults.open_watch."""
 
-    def __init__(self, faults: FakeFaults, indices: frozenset[int], failures: Mapping[int, str]) -> None:
+    def __init__(
+        self, faults: FakeFaults, indices: frozenset[int], failures: Mapping[int, str]
+    ) -> None:
         self._faults = faults
         self.indices = indices
         self._failures = frozen_failures(failures)
@@ -67,12 +76,17 @@ class FakeEventWatch:
         cond = self._faults._cond
         with cond:
             cond.wait_for(
-                lambda: self._closed or bool(self._queue) or self._faults._wait_failure is not None, timeout_s
+                lambda: self._closed or bool(self._queue) or self._faults._wait_failure is not None,
+                timeout_s,
             )
             if self._closed:
-                raise NvmlError("nvmlEventSetWait_v2", "the event set is freed", code=NVML_ERROR_UNINITIALIZED)
+                raise NvmlError(
+                    "nvmlEventSetWait_v2", "the event set is freed", code=NVML_ERROR_UNINITIALIZED
+                )
             if self._faults._wait_failure is not None:
-                raise NvmlError("nvmlEventSetWait_v2", self._faults._wait_failure, code=NVML_ERROR_UNKNOWN)
+                raise NvmlError(
+                    "nvmlEventSetWait_v2", self._faults._wait_failure, code=NVML_ERROR_UNKNOWN
+                )
             return self._queue.popleft() if self._queue else None
 
     def close(self) -> None:
@@ -101,8 +115,9 @@ class FakeFaults:
     # ---- injection API -------------------------------------------------------------------------
 
     def inject(self, event: HealthEvent) -> None:
-        """Deliver `event` as NVML would, with the sticky side effects real hardware has. An Xid event's
-        recovery action becomes the GPU's; one without takes the GPU's current action (none once lost)."""
+        """Deliver `event` as NVML would, with the sticky side effects real hardware has. An Xid
+        event's recovery action becomes the GPU's; one without takes the GPU's current action (none
+        once lost)."""
         with self._cond:
             state = self._gpu(event.gpu_index)
             if event.recovery_action is not None:
@@ -114,7 +129,11 @@ class FakeFaults:
                 state.retired_pages_pending = True
             elif event.kind is HealthEventKind.RECOVERED:
                 self._clear(state)
-            if event.kind is HealthEventKind.XID and event.recovery_action is None and not state.lost:
+            if (
+                event.kind is HealthEventKind.XID
+                and event.recovery_action is None
+                and not state.lost
+            ):
                 event = replace(event, recovery_action=state.recovery_action)
             self._deliver(event)
 
@@ -122,12 +141,13 @@ class FakeFaults:
         self.inject(HealthEvent(index, HealthEventKind.LOST, detail=detail))
 
     def recover(self, index: int, detail: str = "") -> None:
-        """Clear every sticky fault of GPU `index` and tell the watches (probes pass from now on)."""
+        """Clear every sticky fault of GPU `index` and tell the watches (probes pass from now
+        on)."""
         self.inject(HealthEvent(index, HealthEventKind.RECOVERED, detail=detail))
 
     def set_recovery_action(self, index: int, action: int) -> None:
-        """Make the driver report `action` for GPU `index` (no event, as when a fault came and went unseen).
-        Raises NvmlError (NOT_SUPPORTED) where the machine's driver is older than 565."""
+        """Make the driver report `action` for GPU `index` (no event, as when a fault came and went
+        unseen). Raises NvmlError (NOT_SUPPORTED) where the machine's driver is older than 565."""
         with self._cond:
             state = self._gpu(index)
             self._check_supported(index)
@@ -144,13 +164,15 @@ class FakeFaults:
             self._create_failure = reason
 
     def fail_event_wait(self, reason: str | None) -> None:
-        """Make every wait on every watch raise (None: answer again); models NVML no longer answering."""
+        """Make every wait on every watch raise (None: answer again); models NVML no longer
+        answering."""
         with self._cond:
             self._wait_failure = reason
             self._cond.notify_all()
 
     def fail_registration(self, index: int, reason: str | None) -> None:
-        """Make event registration of GPU `index` fail in watches opened from now on (None: succeed)."""
+        """Make event registration of GPU `index` fail in watches opened from now on (None:
+        succeed)."""
         with self._cond:
             self._gpu(index)
             if reason is None:
@@ -167,7 +189,10 @@ class FakeFaults:
                 self._gpu(index)
             if self._create_failure is not None:
                 raise NvmlError("nvmlEventSetCreate", self._create_failure, code=NVML_ERROR_UNKNOWN)
-            failures = {i: f"nvmlDeviceRegisterEvents failed: {r}" for i, r in self._registration_failures.items()}
+            failures = {
+                i: f"nvmlDeviceRegisterEvents failed: {r}"
+                for i, r in self._registration_failures.items()
+            }
             refused = {i: failures[i] for i in wanted & failures.keys()}
             watch = FakeEventWatch(self, wanted - refused.keys(), refused)
             kept: deque[HealthEvent] = deque(maxlen=BACKLOG_LIMIT)
@@ -185,7 +210,9 @@ class FakeFaults:
         with self._cond:
             state = self._gpu(index)
             if state.lost:
-                return ProbeResult(index, False, "nvmlDeviceGetHandleByUUID failed: GPU is lost", lost=True)
+                return ProbeResult(
+                    index, False, "nvmlDeviceGetHandleByUUID failed: GPU is lost", lost=True
+                )
             action = state.recovery_action
             if action is not None and takes_gpu_out(action):
                 reason = f"driver asks for recovery action {recovery_action_name(action)}"
@@ -200,7 +227,11 @@ class FakeFaults:
     # ---- internals -----------------------------------------------------------------------------
 
     def _gpu(self, index: int) -> _FaultState:
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self._gpus):
+        if (
+            isinstance(index, bool)
+            or not isinstance(index, int)
+            or not 0 <= index < len(self._gpus)
+        ):
             raise NvmlError(
                 "fake fault injection",
                 f"no GPU with index {index!r}; this machine has {len(self._gpus)}",

@@ -1,7 +1,7 @@
 """The NVLink part of a machine description: direct NVLink bundles and NVSwitch domains.
 
-Boundary: the `nvlinks:` and `nvswitch:` keys of a machine-description file into frozen values, and the
-check that no GPU has more NVLinks than any GPU generation has; machine_description.py calls it.
+Boundary: the `nvlinks:` and `nvswitch:` keys of a machine-description file into frozen values, and
+the check that no GPU has more NVLinks than any GPU generation has; machine_description.py calls it.
 """
 
 from __future__ import annotations
@@ -27,14 +27,16 @@ class NvLinkBundle:
 
 @dataclass(frozen=True)
 class NvSwitchDomain:
-    """GPUs that reach each other through one NVSwitch fabric, each with `links_per_gpu` links into it."""
+    """GPUs that reach each other through one NVSwitch fabric, each with `links_per_gpu` links into
+    it."""
 
     gpus: tuple[int, ...]  # sorted
     links_per_gpu: int
 
 
 def nvswitch_bus_id(domain: int, switch: int) -> str:
-    """Synthetic PCI bus id of switch `switch` of NVSwitch domain `domain` (PCI domain 0xfe00 + domain)."""
+    """Synthetic PCI bus id of switch `switch` of NVSwitch domain `domain` (PCI domain 0xfe00 +
+    domain)."""
     return f"{0xFE00 + domain:04x}:{switch:02x}:00.0"
 
 
@@ -54,7 +56,9 @@ def parse_nvlinks(raw: object, gpu_count: int) -> tuple[NvLinkBundle, ...]:
             raise MachineDescriptionError(where, f"links GPU {a} to itself")
         key = (min(a, b), max(a, b))
         if key in bundles:
-            raise MachineDescriptionError(where, f"GPUs {key[0]} and {key[1]} are already linked by another entry")
+            raise MachineDescriptionError(
+                where, f"GPUs {key[0]} and {key[1]} are already linked by another entry"
+            )
         bundles[key] = NvLinkBundle(key[0], key[1], links)
     return tuple(bundles[key] for key in sorted(bundles))
 
@@ -67,14 +71,20 @@ def parse_nvswitch(raw: object, gpu_count: int) -> tuple[NvSwitchDomain, ...]:
     for d, entry in enumerate(read.list_of(raw, "nvswitch")):
         where = f"nvswitch[{d}]"
         domain = read.mapping(entry, where, _NVSWITCH_KEYS, required=("gpus", "links_per_gpu"))
-        links = read.integer(domain["links_per_gpu"], f"{where}.links_per_gpu", 1, MAX_NVLINKS_PER_GPU)
+        links = read.integer(
+            domain["links_per_gpu"], f"{where}.links_per_gpu", 1, MAX_NVLINKS_PER_GPU
+        )
         if domain["gpus"] == "all":
             members = list(range(gpu_count))
         else:
             listed = read.list_of(domain["gpus"], f"{where}.gpus")
             if not listed:
-                raise MachineDescriptionError(f"{where}.gpus", 'is empty; give GPU indices or "all"')
-            members = [read.gpu_index(g, f"{where}.gpus[{i}]", gpu_count) for i, g in enumerate(listed)]
+                raise MachineDescriptionError(
+                    f"{where}.gpus", 'is empty; give GPU indices or "all"'
+                )
+            members = [
+                read.gpu_index(g, f"{where}.gpus[{i}]", gpu_count) for i, g in enumerate(listed)
+            ]
         for i, gpu in enumerate(members):
             field = f"{where}.gpus" if domain["gpus"] == "all" else f"{where}.gpus[{i}]"
             if gpu in owner:
@@ -85,19 +95,24 @@ def parse_nvswitch(raw: object, gpu_count: int) -> tuple[NvSwitchDomain, ...]:
     return tuple(domains)
 
 
-def check_link_totals(gpu_count: int, nvlinks: tuple[NvLinkBundle, ...], nvswitch: tuple[NvSwitchDomain, ...]) -> None:
+def check_link_totals(
+    gpu_count: int, nvlinks: tuple[NvLinkBundle, ...], nvswitch: tuple[NvSwitchDomain, ...]
+) -> None:
     totals = [0] * gpu_count
     for bundle in nvlinks:
         totals[bundle.gpu_a] += bundle.links
         totals[bundle.gpu_b] += bundle.links
     for gpu, total in enumerate(totals):
         if total > MAX_NVLINKS_PER_GPU:
-            raise MachineDescriptionError("nvlinks", f"GPU {gpu} has {total} NVLinks; at most {MAX_NVLINKS_PER_GPU}")
+            raise MachineDescriptionError(
+                "nvlinks", f"GPU {gpu} has {total} NVLinks; at most {MAX_NVLINKS_PER_GPU}"
+            )
     for d, domain in enumerate(nvswitch):
         for gpu in domain.gpus:
             totals[gpu] += domain.links_per_gpu
             if totals[gpu] > MAX_NVLINKS_PER_GPU:
                 raise MachineDescriptionError(
                     f"nvswitch[{d}].links_per_gpu",
-                    f"GPU {gpu} would have {totals[gpu]} NVLinks in all; at most {MAX_NVLINKS_PER_GPU}",
+                    f"GPU {gpu} would have {totals[gpu]} NVLinks in all; at most "
+                    f"{MAX_NVLINKS_PER_GPU}",
                 )

@@ -1,9 +1,9 @@
 """FakeNvml: a stateful, thread-safe model of one machine, answering the NvmlBackend protocol.
 
 It is built from a validated MachineDescription and answers what NVML and sysfs would report on that
-node: GPUs, NVLinks (direct bundles and NVSwitch fabrics) and PCIe common ancestors. Per-GPU state is
-mutable and guarded by one lock so that later features (MIG layouts, injected faults) can change it
-while a server thread reads it; today nothing mutates it after construction except close().
+node: GPUs, NVLinks (direct bundles and NVSwitch fabrics) and PCIe common ancestors. Per-GPU state
+is mutable and guarded by one lock so that later features (MIG layouts, injected faults) can change
+it while a server thread reads it; today nothing mutates it after construction except close().
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ class _GpuState:
     description: GpuDescription
     info: GpuInfo
     links: tuple[NvLinkInfo, ...]
-    # Later features add typed fields here (a MIG layout, injected faults) and methods on FakeNvml that
-    # change them under the lock.
+    # Later features add typed fields here (a MIG layout, injected faults) and methods on FakeNvml
+    # that change them under the lock.
 
 
 class FakeNvml(FakeMigMixin):
@@ -107,9 +107,10 @@ class FakeNvml(FakeMigMixin):
             driver_version=description.driver_version,
             cuda_driver_version=cuda_version_for_driver(description.driver_version),
         )
-        # Test hooks, not NvmlBackend: faults injected by tests, the demo and --fake-events (fake_events.py);
-        # open_event_watch and probe below read them (the health side).
-        supported = supported_by_driver(description.driver_version)  # the recovery-action field (565+)
+        # Test hooks, not NvmlBackend: faults injected by tests, the demo and --fake-events
+        # (fake_events.py); open_event_watch and probe below read them (the health side).
+        # the recovery-action field (565+)
+        supported = supported_by_driver(description.driver_version)
         self.test_hooks = FakeFaults(len(self._gpus), recovery_action_supported=supported)
 
     @classmethod
@@ -132,10 +133,13 @@ class FakeNvml(FakeMigMixin):
             return tuple(state.info for state in self._gpus[: self._visible])
 
     def set_gpu_count(self, count: int) -> None:
-        """From now on the driver enumerates only the first `count` described GPUs: a GPU that a later
-        rescan finds (count raised) or that has gone (count lowered). The others answer like absent GPUs."""
+        """From now on the driver enumerates only the first `count` described GPUs: a GPU that a
+        later rescan finds (count raised) or that has gone (count lowered). The others answer like
+        absent GPUs."""
         if not 0 <= count <= len(self._gpus):
-            raise ValueError(f"GPU count {count} is outside 0..{len(self._gpus)} (the described GPUs)")
+            raise ValueError(
+                f"GPU count {count} is outside 0..{len(self._gpus)} (the described GPUs)"
+            )
         with self._lock:
             self._visible = count
 
@@ -144,7 +148,8 @@ class FakeNvml(FakeMigMixin):
             return self._state("nvmlDeviceGetNvLinkState", index).links
 
     def device_minor(self, index: int) -> int:
-        """The simulated driver numbers its device nodes like NVML (true on most real machines too)."""
+        """The simulated driver numbers its device nodes like NVML (true on most real machines
+        too)."""
         with self._lock:
             self._state("nvmlDeviceGetMinorNumber", index)
         return index
@@ -164,12 +169,14 @@ class FakeNvml(FakeMigMixin):
         return pcie_level_of_paths(a.pcie, b.pcie)
 
     def fabric_info(self, index: int) -> FabricInfo:
-        """The GPU's fabric registration as the description states it (not_supported when it states none)."""
+        """The GPU's fabric registration as the description states it (not_supported when it states
+        none)."""
         with self._lock:
             return self._state("nvmlDeviceGetGpuFabricInfoV", index).description.fabric
 
     def imex_channels(self, dev_root: Path) -> frozenset[int]:
-        """ImexChannelSource: the description's `imex_channels` (the simulated node's /dev; `dev_root` unused)."""
+        """ImexChannelSource: the description's `imex_channels` (the simulated node's /dev;
+        `dev_root` unused)."""
         with self._lock:
             self._check_open("stat /dev/nvidia-caps-imex-channels")
         return frozenset(self._description.imex_channels)
@@ -181,7 +188,8 @@ class FakeNvml(FakeMigMixin):
         return tuple(sorted(self._description.nics, key=nic_order_key))
 
     def pcie_path(self, pci_bus_id: str) -> tuple[str, ...] | None:
-        """NicSource: the described PCIe path of a GPU or NIC by bus id; None for any other device."""
+        """NicSource: the described PCIe path of a GPU or NIC by bus id; None for any other
+        device."""
         bus_id = normalise_pci_bus_id(pci_bus_id)
         for gpu in self._description.gpus:
             if gpu.pci_bus_id == bus_id:
@@ -192,7 +200,8 @@ class FakeNvml(FakeMigMixin):
         return None
 
     def telemetry(self, index: int) -> GpuTelemetry:
-        """Readings of an idle GPU, the same every time: all memory free, 0 % busy, IDLE_* temperature/power."""
+        """Readings of an idle GPU, the same every time: all memory free, 0 % busy, IDLE_*
+        temperature/power."""
         with self._lock:
             info = self._state("nvmlDeviceGetMemoryInfo", index).info
         return GpuTelemetry(
@@ -240,9 +249,9 @@ class FakeNvml(FakeMigMixin):
 def _links_by_gpu(description: MachineDescription) -> list[tuple[NvLinkInfo, ...]]:
     """Number every GPU's links: direct bundles by peer index first, then NVSwitch links.
 
-    A GPU's link k into NVSwitch domain d lands on synthetic switch k mod S of that domain, with S the
-    smaller of links_per_gpu and 6 (a DGX A100 has 6 NVSwitches). GPUs of one domain therefore reach the
-    same switch bus ids, and two domains never share one.
+    A GPU's link k into NVSwitch domain d lands on synthetic switch k mod S of that domain, with S
+    the smaller of links_per_gpu and 6 (a DGX A100 has 6 NVSwitches). GPUs of one domain therefore
+    reach the same switch bus ids, and two domains never share one.
     """
     remotes: list[list[tuple[str, bool]]] = [[] for _ in description.gpus]
     bus = [gpu.pci_bus_id for gpu in description.gpus]
@@ -256,7 +265,9 @@ def _links_by_gpu(description: MachineDescription) -> list[tuple[NvLinkInfo, ...
     for d, domain in enumerate(description.nvswitch):
         switches = min(domain.links_per_gpu, 6)
         for gpu in domain.gpus:
-            remotes[gpu].extend((nvswitch_bus_id(d, k % switches), True) for k in range(domain.links_per_gpu))
+            remotes[gpu].extend(
+                (nvswitch_bus_id(d, k % switches), True) for k in range(domain.links_per_gpu)
+            )
     return [
         tuple(
             NvLinkInfo(link=k, active=True, remote_pci_bus_id=remote, remote_is_nvswitch=is_switch)

@@ -1,16 +1,21 @@
-"""MIG state of the fake NVML backend: a mixin that FakeNvml inherits, plus the layout -> device mapping.
+"""MIG state of the fake NVML backend: a mixin that FakeNvml inherits, plus the layout -> device
+mapping.
 
 Each GPU's MIG layout starts as its machine description says (`mig:` key, validated by
-device_plugin.nvml.fake.mig_description) and can be replaced at runtime with `set_mig_layout`, which is what
-an operator's `nvidia-smi mig -dci/-dgi/-cgi` (or mig-manager) does on a real node; re-discovery tests use it.
+device_plugin.nvml.fake.mig_description) and can be replaced at runtime with `set_mig_layout`, which
+is what an operator's `nvidia-smi mig -dci/-dgi/-cgi` (or mig-manager) does on a real node;
+re-discovery tests use it.
 
-What the fake reports, and how it differs from a driver (nothing in the plugin relies on the differences):
+What the fake reports, and how it differs from a driver (nothing in the plugin relies on the
+differences):
 - MIG mode: None for a model without a profile table (NVML: NOT_SUPPORTED), else (enabled, pending);
-- one compute instance per GPU instance, spanning it (compute instance id 0), as `-cgi ... -C` creates;
+- one compute instance per GPU instance, spanning it (compute instance id 0), as `-cgi ... -C`
+  creates;
 - GPU instance id = placement start + 1 (unique per GPU, as placements never overlap; drivers number
   them their own way, e.g. 7..14 for seven 1g instances on an A100);
-- MIG UUID derived from (parent UUID, profile, start): an instance that survives a re-layout keeps its
-  UUID, a re-created one at the same place gets the same UUID again (a driver would mint a new one);
+- MIG UUID derived from (parent UUID, profile, start): an instance that survives a re-layout keeps
+  its UUID, a re-created one at the same place gets the same UUID again (a driver would mint a new
+  one);
 - devices ordered by placement start (NVML's MIG device index order is the driver's).
 """
 
@@ -28,11 +33,14 @@ from device_plugin.nvml.mig_types import MigDevice, MigMode
 if TYPE_CHECKING:
     from device_plugin.nvml.fake.description import GpuDescription, MachineDescription
 
-_MIG_UUID_NAMESPACE = uuid_lib.UUID("3b0c6f2e-5d7a-4e61-9a2b-8c4d1e7f9a30")  # fixed: UUIDs must be stable
+# fixed: UUIDs must be stable
+_MIG_UUID_NAMESPACE = uuid_lib.UUID("3b0c6f2e-5d7a-4e61-9a2b-8c4d1e7f9a30")
 
 
 def mig_uuid(parent_uuid: str, profile: str, start: int) -> str:
-    return "MIG-" + str(uuid_lib.uuid5(_MIG_UUID_NAMESPACE, f"{parent_uuid.lower()}/{profile}/{start}"))
+    return "MIG-" + str(
+        uuid_lib.uuid5(_MIG_UUID_NAMESPACE, f"{parent_uuid.lower()}/{profile}/{start}")
+    )
 
 
 def initial_layout(gpu: GpuDescription) -> MigLayout | None:
@@ -42,8 +50,11 @@ def initial_layout(gpu: GpuDescription) -> MigLayout | None:
     return None if profile_table(gpu.model) is None else MigLayout(enabled=False, pending=False)
 
 
-def layout_devices(layout: MigLayout | None, parent_index: int, parent_uuid: str) -> tuple[MigDevice, ...]:
-    """The MIG devices NVML would list for a GPU in this layout (none unless MIG is currently enabled)."""
+def layout_devices(
+    layout: MigLayout | None, parent_index: int, parent_uuid: str
+) -> tuple[MigDevice, ...]:
+    """The MIG devices NVML would list for a GPU in this layout (none unless MIG is currently
+    enabled)."""
     if layout is None or not layout.enabled:
         return ()
     return tuple(
@@ -88,7 +99,8 @@ class FakeMigMixin:
         return None if layout is None else MigMode(current=layout.enabled, pending=layout.pending)
 
     def mig_devices(self, index: int) -> tuple[MigDevice, ...]:
-        """Every MIG device of GPU `index`, ordered by placement; empty unless MIG is currently enabled."""
+        """Every MIG device of GPU `index`, ordered by placement; empty unless MIG is currently
+        enabled."""
         with self._lock:
             info = self._state("nvmlDeviceGetMigDeviceHandleByIndex", index).info
             layout = self._mig_layouts[index]
@@ -102,15 +114,20 @@ class FakeMigMixin:
         enabled: bool = True,
         pending: bool | None = None,
     ) -> tuple[MigDevice, ...]:
-        """Replace GPU `index`'s MIG layout (entries as in the `mig.devices` schema); returns its new devices.
+        """Replace GPU `index`'s MIG layout (entries as in the `mig.devices` schema); returns its
+        new devices.
 
-        An impossible layout raises MachineDescriptionError naming "gpus[<index>].mig.devices[...]" and
-        leaves the old layout in place.
+        An impossible layout raises MachineDescriptionError naming "gpus[<index>].mig.devices[...]"
+        and leaves the old layout in place.
         """
         with self._lock:
             state = self._state("nvmlDeviceCreateGpuInstance", index)
             layout = build_layout(
-                state.description.model, list(devices), f"gpus[{index}].mig", enabled=enabled, pending=pending
+                state.description.model,
+                list(devices),
+                f"gpus[{index}].mig",
+                enabled=enabled,
+                pending=pending,
             )
             self._mig_layouts[index] = layout
             return layout_devices(layout, index, state.info.uuid)

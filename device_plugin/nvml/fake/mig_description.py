@@ -11,11 +11,12 @@ Schema (inside one `gpus[i]` entry):
 
 A layout that NVML could not create is a MachineDescriptionError naming the field
 ("gpus[2].mig.devices[1].profile"): a profile the model lacks, MIG on a model without MIG, a start
-that is not one of the profile's placements, overlapping placements, more instances of a profile than
-the model allows, more compute or memory slices than the GPU has. Counted entries are placed after the
-explicit ones by an exhaustive search (a GPU has 8 memory slices, so it is tiny), largest profiles
-first, lowest start first: the same input always gives the same placements.
-Boundary: pure validation over device_plugin.nvml.mig_profiles; the fake turns a MigLayout into devices.
+that is not one of the profile's placements, overlapping placements, more instances of a profile
+than the model allows, more compute or memory slices than the GPU has. Counted entries are placed
+after the explicit ones by an exhaustive search (a GPU has 8 memory slices, so it is tiny), largest
+profiles first, lowest start first: the same input always gives the same placements.
+Boundary: pure validation over device_plugin.nvml.mig_profiles; the fake turns a MigLayout into
+devices.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ def parse_mig(raw: object, where: str, model: str) -> MigLayout:
         raise MachineDescriptionError(where, f"must be a mapping, not {_kind(raw)}")
     for key in raw:
         if key not in _MIG_KEYS:
-            raise MachineDescriptionError(f"{where}.{key}", f"unknown key; allowed: {', '.join(sorted(_MIG_KEYS))}")
+            raise MachineDescriptionError(
+                f"{where}.{key}", f"unknown key; allowed: {', '.join(sorted(_MIG_KEYS))}"
+            )
     if "enabled" not in raw:
         raise MachineDescriptionError(f"{where}.enabled", "is required (true or false)")
     enabled = _bool(raw["enabled"], f"{where}.enabled")
@@ -66,17 +69,27 @@ def parse_mig(raw: object, where: str, model: str) -> MigLayout:
 
 
 def build_layout(
-    model: str, devices: Sequence[object], where: str, *, enabled: bool = True, pending: bool | None = None
+    model: str,
+    devices: Sequence[object],
+    where: str,
+    *,
+    enabled: bool = True,
+    pending: bool | None = None,
 ) -> MigLayout:
-    """Validate and place a list of `{profile, count}` / `{profile, start}` entries for a GPU model."""
+    """Validate and place a list of `{profile, count}` / `{profile, start}` entries for a GPU
+    model."""
     pending = enabled if pending is None else pending
     table = profile_table(model)
     if table is None and (enabled or pending):
         field = f"{where}.enabled" if enabled else f"{where}.pending"
-        raise MachineDescriptionError(field, f"{model!r} does not support MIG (no MIG profile table for it)")
+        raise MachineDescriptionError(
+            field, f"{model!r} does not support MIG (no MIG profile table for it)"
+        )
     if not enabled:
         if devices:
-            raise MachineDescriptionError(f"{where}.devices", "MIG is disabled on this GPU; it can have no MIG devices")
+            raise MachineDescriptionError(
+                f"{where}.devices", "MIG is disabled on this GPU; it can have no MIG devices"
+            )
         return MigLayout(enabled=False, pending=pending)
     assert table is not None  # enabled implies a table, checked above
     fixed: list[tuple[MigPlacement, int]] = []  # (placement, entry number)
@@ -100,24 +113,35 @@ def build_layout(
             + "; ".join(f"{p.name} at {list(p.placement_starts)}" for p in table.profiles)
             + ")",
         )
-    return MigLayout(enabled=True, pending=pending, placements=tuple(sorted(placed, key=lambda p: p.start)))
+    return MigLayout(
+        enabled=True, pending=pending, placements=tuple(sorted(placed, key=lambda p: p.start))
+    )
 
 
-def _parse_entry(entry: object, field: str, table: MigProfileTable) -> tuple[MigProfile, int | None, int]:
+def _parse_entry(
+    entry: object, field: str, table: MigProfileTable
+) -> tuple[MigProfile, int | None, int]:
     if not isinstance(entry, Mapping):
-        raise MachineDescriptionError(field, f"must be a mapping like {{profile: ..., count: N}}, not {_kind(entry)}")
+        raise MachineDescriptionError(
+            field, f"must be a mapping like {{profile: ..., count: N}}, not {_kind(entry)}"
+        )
     for key in entry:
         if key not in _DEVICE_KEYS:
-            raise MachineDescriptionError(f"{field}.{key}", f"unknown key; allowed: {', '.join(sorted(_DEVICE_KEYS))}")
+            raise MachineDescriptionError(
+                f"{field}.{key}", f"unknown key; allowed: {', '.join(sorted(_DEVICE_KEYS))}"
+            )
     if "profile" not in entry:
         raise MachineDescriptionError(f"{field}.profile", "is required")
     name = entry["profile"]
     if not isinstance(name, str) or not name.strip():
-        raise MachineDescriptionError(f"{field}.profile", f'must be a profile name like "1g.10gb", not {_kind(name)}')
+        raise MachineDescriptionError(
+            f"{field}.profile", f'must be a profile name like "1g.10gb", not {_kind(name)}'
+        )
     profile = table.profile(name.strip())
     if profile is None:
         raise MachineDescriptionError(
-            f"{field}.profile", f"{table.model} has no MIG profile {name!r}; it has {', '.join(table.names)}"
+            f"{field}.profile",
+            f"{table.model} has no MIG profile {name!r}; it has {', '.join(table.names)}",
         )
     if "count" in entry and "start" in entry:
         raise MachineDescriptionError(f"{field}.start", "give either count or start, not both")
@@ -126,7 +150,8 @@ def _parse_entry(entry: object, field: str, table: MigProfileTable) -> tuple[Mig
         if start not in profile.placement_starts:
             raise MachineDescriptionError(
                 f"{field}.start",
-                f"{profile.name} can start at memory slice {list(profile.placement_starts)}, not {start}",
+                f"{profile.name} can start at memory slice {list(profile.placement_starts)}, not "
+                f"{start}",
             )
         return profile, start, 1
     count = _int(entry["count"], f"{field}.count") if "count" in entry else 1
@@ -142,22 +167,28 @@ def _check_fixed(fixed: list[tuple[MigPlacement, int]], where: str) -> None:
             if slot in owner:
                 raise MachineDescriptionError(
                     f"{where}.devices[{i}].start",
-                    f"{placement.profile.name} at {placement.start} overlaps devices[{owner[slot]}] "
+                    f"{placement.profile.name} at {placement.start} overlaps "
+                    f"devices[{owner[slot]}] "
                     f"(memory slice {slot})",
                 )
             owner[slot] = i
 
 
-def _check_totals(table: MigProfileTable, entries: list[tuple[MigProfile, str]], where: str) -> None:
-    """Instance limits per profile, then the GPU's compute and memory slices. `entries`: (profile, field)."""
+def _check_totals(
+    table: MigProfileTable, entries: list[tuple[MigProfile, str]], where: str
+) -> None:
+    """Instance limits per profile, then the GPU's compute and memory slices. `entries`: (profile,
+    field)."""
     per_profile: dict[str, int] = {}
     for profile, _ in entries:
         per_profile[profile.name] = per_profile.get(profile.name, 0) + 1
-    for profile, field in reversed(entries):  # name the last entry of a profile: it went over the limit
+    # name the last entry of a profile: it went over the limit
+    for profile, field in reversed(entries):
         if per_profile[profile.name] > profile.max_instances:
             raise MachineDescriptionError(
                 field,
-                f"{per_profile[profile.name]} x {profile.name} in all; {table.model} allows at most "
+                f"{per_profile[profile.name]} x {profile.name} in all; {table.model} allows at "
+                "most "
                 f"{profile.max_instances}",
             )
     compute = sum(p.compute_slices for p, _ in entries)
@@ -165,13 +196,17 @@ def _check_totals(table: MigProfileTable, entries: list[tuple[MigProfile, str]],
     if compute > table.compute_slices or memory > table.memory_slices:
         raise MachineDescriptionError(
             f"{where}.devices",
-            f"needs {compute} compute and {memory} memory slices; a {table.model} has {table.compute_slices} "
+            f"needs {compute} compute and {memory} memory slices; a {table.model} has "
+            f"{table.compute_slices} "
             f"and {table.memory_slices}",
         )
 
 
-def _place(table: MigProfileTable, fixed: list[MigPlacement], todo: list[MigProfile]) -> list[MigPlacement] | None:
-    """Place `todo` around `fixed` (exhaustive, deterministic: largest first, lowest start first)."""
+def _place(
+    table: MigProfileTable, fixed: list[MigPlacement], todo: list[MigProfile]
+) -> list[MigPlacement] | None:
+    """Place `todo` around `fixed` (exhaustive, deterministic: largest first, lowest start
+    first)."""
     used = [False] * table.memory_slices
     for placement in fixed:
         for slot in range(placement.start, placement.start + placement.profile.memory_slices):

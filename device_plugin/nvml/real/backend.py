@@ -1,8 +1,10 @@
-"""RealNvml: the NvmlBackend over nvidia-ml-py (pynvml). The only module in the project that imports pynvml.
+"""RealNvml: the NvmlBackend over nvidia-ml-py (pynvml). The only module in the project that imports
+pynvml.
 
 Every pynvml call goes through RealNvml._call, the one choke point that turns pynvml.NVMLError into
-device_plugin.core.errors.NvmlError naming the call, the device and NVML's return code. NUMA nodes do not
-come from NVML but from sysfs (`<sys_root>/bus/pci/devices/<bdf>/numa_node`), with the root injectable.
+device_plugin.core.errors.NvmlError naming the call, the device and NVML's return code. NUMA nodes
+do not come from NVML but from sysfs (`<sys_root>/bus/pci/devices/<bdf>/numa_node`), with the root
+injectable.
 """
 
 from __future__ import annotations
@@ -25,31 +27,48 @@ from device_plugin.nvml.real.health import RealEventWatch, RealHealth
 from device_plugin.nvml.real.mig import read_mig_devices, read_mig_mode
 from device_plugin.nvml.sysfs_nics import SysfsNics
 from device_plugin.nvml.telemetry import GpuTelemetry
-from device_plugin.nvml.types import GpuInfo, NicInfo, NvLinkInfo, PcieLevel, SystemInfo, normalise_pci_bus_id
+from device_plugin.nvml.types import (
+    GpuInfo,
+    NicInfo,
+    NvLinkInfo,
+    PcieLevel,
+    SystemInfo,
+    normalise_pci_bus_id,
+)
 
 log = logging.getLogger(__name__)
 
 _MIB = 1024 * 1024
 # NVML return codes are part of its C ABI; pynvml only names them.
-# A link index this GPU does not have: skip it and look at the next one (links need not be contiguous).
-_ABSENT_LINK_CODES = frozenset({pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_INVALID_ARGUMENT})
+# A link index this GPU does not have: skip it and look at the next one (links need not be
+# contiguous).
+_ABSENT_LINK_CODES = frozenset(
+    {pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_INVALID_ARGUMENT}
+)
 # The driver cannot answer this query at all (old driver or GPU generation).
-_UNSUPPORTED_CODES = frozenset({pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND})
+_UNSUPPORTED_CODES = frozenset(
+    {pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND}
+)
 
 
 def read_numa_node(sys_root: Path, pci_bus_id: str) -> int | None:
-    """NUMA node of a PCI device from sysfs; None when the file is missing or says -1 (no NUMA affinity)."""
+    """NUMA node of a PCI device from sysfs; None when the file is missing or says -1 (no NUMA
+    affinity)."""
     path = sys_root / "bus" / "pci" / "devices" / normalise_pci_bus_id(pci_bus_id) / "numa_node"
     try:
         text = path.read_text(encoding="ascii").strip()
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise NvmlError("read numa_node", f"cannot read {path}: {exc.strerror or exc}", device=pci_bus_id) from exc
+        raise NvmlError(
+            "read numa_node", f"cannot read {path}: {exc.strerror or exc}", device=pci_bus_id
+        ) from exc
     try:
         node = int(text)
     except ValueError as exc:
-        raise NvmlError("read numa_node", f"{path} holds {text!r}, not an integer", device=pci_bus_id) from exc
+        raise NvmlError(
+            "read numa_node", f"{path} holds {text!r}, not an integer", device=pci_bus_id
+        ) from exc
     return None if node < 0 else node
 
 
@@ -67,7 +86,8 @@ class RealNvml:
     """NvmlBackend over the NVIDIA driver. Initialises NVML on construction; close() shuts it down.
 
     `library` is the pynvml module itself unless a test injects a stand-in with the same functions,
-    constants and NVMLError class (tests/nvml/nvml_standin.py builds one from a machine description).
+    constants and NVMLError class (tests/nvml/nvml_standin.py builds one from a machine
+    description).
     """
 
     def __init__(self, sys_root: Path = Path("/sys"), *, library: Any = None) -> None:
@@ -82,8 +102,10 @@ class RealNvml:
         except self._nvml.NVMLError as exc:
             raise NvmlUnavailableError(
                 "nvmlInit",
-                f"{exc} (NVML code {exc.value}). Is the NVIDIA driver loaded and libnvidia-ml.so.1 visible (in a "
-                "container: run it with the NVIDIA container runtime)? Without a GPU, simulate one with "
+                f"{exc} (NVML code {exc.value}). Is the NVIDIA driver loaded and libnvidia-ml.so.1 "
+                "visible (in a "
+                "container: run it with the NVIDIA container runtime)? Without a GPU, simulate one "
+                "with "
                 "--machine NAME or --machine FILE.",
                 code=exc.value,
             ) from exc
@@ -93,11 +115,19 @@ class RealNvml:
     def _call(self, function: str, *args: Any, device: str | None = None) -> Any:
         """The choke point: call pynvml.<function>(*args), translating its errors into NvmlError."""
         if self._closed:
-            raise NvmlError(function, "the backend is closed", device=device, code=pynvml.NVML_ERROR_UNINITIALIZED)
+            raise NvmlError(
+                function,
+                "the backend is closed",
+                device=device,
+                code=pynvml.NVML_ERROR_UNINITIALIZED,
+            )
         fn: Callable[..., Any] | None = getattr(self._nvml, function, None)
         if fn is None:  # an nvidia-ml-py release older than the function
             raise NvmlError(
-                function, "not in this nvidia-ml-py", device=device, code=pynvml.NVML_ERROR_FUNCTION_NOT_FOUND
+                function,
+                "not in this nvidia-ml-py",
+                device=device,
+                code=pynvml.NVML_ERROR_FUNCTION_NOT_FOUND,
             )
         try:
             return fn(*args)
@@ -138,7 +168,8 @@ class RealNvml:
 
     def nvlinks(self, index: int) -> tuple[NvLinkInfo, ...]:
         handle = self._handle(index)
-        gpu_bus_ids: set[str] | None = None  # fetched only if the driver cannot name remote device types
+        # fetched only if the driver cannot name remote device types
+        gpu_bus_ids: set[str] | None = None
         links: list[NvLinkInfo] = []
         for link in range(self._nvml.NVML_NVLINK_MAX_LINKS):
             where = f"GPU {index} link {link}"
@@ -149,11 +180,14 @@ class RealNvml:
                     continue
                 raise
             try:
-                remote = normalise_pci_bus_id(_text(self._remote_pci_info(handle, link, where).busId))
+                remote = normalise_pci_bus_id(
+                    _text(self._remote_pci_info(handle, link, where).busId)
+                )
             except NvmlError:
                 if active:
                     raise
-                links.append(NvLinkInfo(link, False, "", False))  # a down link may have no remote to name
+                # a down link may have no remote to name
+                links.append(NvLinkInfo(link, False, "", False))
                 continue
             try:
                 kind = self._call("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link, device=where)
@@ -161,7 +195,8 @@ class RealNvml:
             except NvmlError as exc:
                 if exc.code not in _UNSUPPORTED_CODES:
                     raise
-                # Drivers before R450 cannot say; a remote that is none of our GPUs is then an NVSwitch.
+                # Drivers before R450 cannot say; a remote that is none of our GPUs is then an
+                # NVSwitch.
                 if gpu_bus_ids is None:
                     gpu_bus_ids = {gpu.pci_bus_id for gpu in self.gpus()}
                 is_switch = remote not in gpu_bus_ids
@@ -177,7 +212,9 @@ class RealNvml:
         return self._call(function, handle, link, device=where)
 
     def device_minor(self, index: int) -> int:
-        return int(self._call("nvmlDeviceGetMinorNumber", self._handle(index), device=f"GPU {index}"))
+        return int(
+            self._call("nvmlDeviceGetMinorNumber", self._handle(index), device=f"GPU {index}")
+        )
 
     def pcie_level(self, index_a: int, index_b: int) -> PcieLevel:
         call = "nvmlDeviceGetTopologyCommonAncestor"
@@ -189,27 +226,38 @@ class RealNvml:
                 code=pynvml.NVML_ERROR_INVALID_ARGUMENT,
             )
         try:
-            level = self._call(call, self._handle(index_a), self._handle(index_b), device=f"GPUs {index_a},{index_b}")
+            level = self._call(
+                call,
+                self._handle(index_a),
+                self._handle(index_b),
+                device=f"GPUs {index_a},{index_b}",
+            )
         except NvmlError as exc:
             if exc.code not in _UNSUPPORTED_CODES:
                 raise
-            # Some hypervisors hide the PCIe tree of passed-through GPUs. Assume the farthest level: the
-            # allocator then never prefers this pair for PCIe closeness it cannot prove.
+            # Some hypervisors hide the PCIe tree of passed-through GPUs. Assume the farthest level:
+            # the allocator then never prefers this pair for PCIe closeness it cannot prove.
             log.warning(
-                "GPUs %d,%d: NVML cannot tell their PCIe common ancestor (%s); assuming SYS", index_a, index_b, exc
+                "GPUs %d,%d: NVML cannot tell their PCIe common ancestor (%s); assuming SYS",
+                index_a,
+                index_b,
+                exc,
             )
             return PcieLevel.SYSTEM
         try:
             return PcieLevel(int(level))
         except ValueError as exc:
-            raise NvmlError(call, f"unknown topology level {level}", device=f"GPUs {index_a},{index_b}") from exc
+            raise NvmlError(
+                call, f"unknown topology level {level}", device=f"GPUs {index_a},{index_b}"
+            ) from exc
 
     def fabric_info(self, index: int) -> FabricInfo:
         """GPU `index`'s NVLink fabric registration (device_plugin/nvml/real/fabric.py)."""
         return read_fabric_info(self._call, self._nvml, self._handle(index), f"GPU {index}")
 
     def imex_channels(self, dev_root: Path) -> frozenset[int]:
-        """ImexChannelSource: the channel device nodes under `dev_root` (device_plugin/nvml/imex_channels.py)."""
+        """ImexChannelSource: the channel device nodes under `dev_root`
+        (device_plugin/nvml/imex_channels.py)."""
         return scan_imex_channels(dev_root)
 
     def nics(self) -> tuple[NicInfo, ...]:
@@ -221,12 +269,15 @@ class RealNvml:
         return self._sysfs_nics.pcie_path(pci_bus_id)
 
     def telemetry(self, index: int) -> GpuTelemetry:
-        """Live readings for the /metrics GPU gauges; a reading this GPU or driver does not support is None."""
+        """Live readings for the /metrics GPU gauges; a reading this GPU or driver does not support
+        is None."""
         handle = self._handle(index)
         where = f"GPU {index}"
         memory = self._optional("nvmlDeviceGetMemoryInfo", handle, where)
         rates = self._optional("nvmlDeviceGetUtilizationRates", handle, where)
-        temperature = self._optional("nvmlDeviceGetTemperature", handle, where, pynvml.NVML_TEMPERATURE_GPU)
+        temperature = self._optional(
+            "nvmlDeviceGetTemperature", handle, where, pynvml.NVML_TEMPERATURE_GPU
+        )
         power_mw = self._optional("nvmlDeviceGetPowerUsage", handle, where)
         return GpuTelemetry(
             index=index,
@@ -238,7 +289,8 @@ class RealNvml:
         )
 
     def _optional(self, function: str, handle: Any, where: str, *args: Any) -> Any:
-        """_call, but None when the GPU or driver cannot answer this query (NOT_SUPPORTED, too old)."""
+        """_call, but None when the GPU or driver cannot answer this query (NOT_SUPPORTED, too
+        old)."""
         try:
             return self._call(function, handle, *args, device=where)
         except NvmlError as exc:
@@ -247,7 +299,8 @@ class RealNvml:
             raise
 
     def open_event_watch(self, indices: tuple[int, ...]) -> RealEventWatch:
-        """HealthSource: an NVML event set over GPUs `indices` (device_plugin/nvml/real/health.py)."""
+        """HealthSource: an NVML event set over GPUs `indices`
+        (device_plugin/nvml/real/health.py)."""
         return self._health.open_event_watch(indices)
 
     def probe(self, index: int) -> ProbeResult:

@@ -1,19 +1,20 @@
 """RealHealth: the health side of RealNvml (NVML event sets and probes) over RealNvml's choke point.
 
-Boundary: this module never imports pynvml. RealNvml passes its `_call(function, *args, device=...)`,
-which resolves the pynvml function, calls it and turns pynvml errors into NvmlError with NVML's code;
-everything here is in terms of those NvmlErrors and NVML's C ABI values below. What is critical is not
-decided here: every Xid is reported (device_plugin/config/health.py ignores application Xids).
+Boundary: this module never imports pynvml. RealNvml passes its `_call(function, *args,
+device=...)`, which resolves the pynvml function, calls it and turns pynvml errors into NvmlError
+with NVML's code; everything here is in terms of those NvmlErrors and NVML's C ABI values below.
+What is critical is not decided here: every Xid is reported (device_plugin/config/health.py ignores
+application Xids).
 
-Events: one event set; each GPU registers Xid critical errors and double-bit ECC errors, masked by what
-it supports (single-bit ECC is never registered: it is corrected). An event names its GPU by the handle
-registered for it, not by asking NVML: a GPU that fell off the bus answers GPU_IS_LOST to every call, its
-UUID query included, and its own Xid 79 must still reach the watcher as that GPU's event. Probes: the
-handle by UUID still resolves, memory info answers, no retired pages pending, no remapped rows pending
-or failed, and the driver's recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, drivers 565+) does not
-take the GPU out (recovery_action.py). The action is also read when an Xid arrives, so the event says what
-the driver asked for. A driver without the field (NOT_SUPPORTED) gives no information: logged once per GPU,
-never a failure.
+Events: one event set; each GPU registers Xid critical errors and double-bit ECC errors, masked by
+what it supports (single-bit ECC is never registered: it is corrected). An event names its GPU by
+the handle registered for it, not by asking NVML: a GPU that fell off the bus answers GPU_IS_LOST to
+every call, its UUID query included, and its own Xid 79 must still reach the watcher as that GPU's
+event. Probes: the handle by UUID still resolves, memory info answers, no retired pages pending, no
+remapped rows pending or failed, and the driver's recovery action
+(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, drivers 565+) does not take the GPU out (recovery_action.py).
+The action is also read when an Xid arrives, so the event says what the driver asked for. A driver
+without the field (NOT_SUPPORTED) gives no information: logged once per GPU, never a failure.
 """
 
 from __future__ import annotations
@@ -61,8 +62,9 @@ def _text(value: str | bytes) -> str:
 
 
 def handle_key(handle: Any) -> Hashable:
-    """Equal for every handle of one GPU: pynvml makes a new ctypes pointer object per call, so its handles are
-    compared by the address they hold; a stand-in's plain handles (tests) compare as themselves."""
+    """Equal for every handle of one GPU: pynvml makes a new ctypes pointer object per call, so its
+    handles are compared by the address they hold; a stand-in's plain handles (tests) compare as
+    themselves."""
     if isinstance(handle, ctypes._Pointer):
         return ("address", ctypes.cast(handle, ctypes.c_void_p).value)
     return handle
@@ -82,13 +84,15 @@ class RealEventWatch:
         self._call = call
         self._set = event_set
         self._by_uuid = dict(by_uuid)
-        self._by_handle = dict(by_handle or {})  # handle_key of each registered GPU's handle -> index
+        # handle_key of each registered GPU's handle -> index
+        self._by_handle = dict(by_handle or {})
         self._failures = frozen_failures(failures)
         self._closed = False
 
     @classmethod
     def open(cls, call: NvmlCall, indices: Iterable[int]) -> RealEventWatch:
-        event_set = call("nvmlEventSetCreate")  # an NvmlError here is the caller's "cannot watch at all"
+        # an NvmlError here is the caller's "cannot watch at all"
+        event_set = call("nvmlEventSetCreate")
         by_uuid: dict[str, int] = {}
         by_handle: dict[Hashable, int] = {}
         failures: dict[int, str] = {}
@@ -97,14 +101,21 @@ class RealEventWatch:
             try:
                 handle = call("nvmlDeviceGetHandleByIndex", index, device=where)
                 uuid = _text(call("nvmlDeviceGetUUID", handle, device=where))
-                mask = WATCHED_EVENTS & int(call("nvmlDeviceGetSupportedEventTypes", handle, device=where))
+                mask = WATCHED_EVENTS & int(
+                    call("nvmlDeviceGetSupportedEventTypes", handle, device=where)
+                )
                 if not mask:
-                    log.warning("%s supports neither Xid nor double-bit ECC events; only probes watch it", where)
+                    log.warning(
+                        "%s supports neither Xid nor double-bit ECC events; only probes watch it",
+                        where,
+                    )
                     continue
                 call("nvmlDeviceRegisterEvents", handle, mask, event_set, device=where)
             except NvmlError as exc:
                 if exc.code in _UNSUPPORTED:
-                    log.warning("%s: %s; the driver is too old for events, only probes watch it", where, exc)
+                    log.warning(
+                        "%s: %s; the driver is too old for events, only probes watch it", where, exc
+                    )
                     continue
                 failures[index] = str(exc)
                 continue
@@ -127,19 +138,28 @@ class RealEventWatch:
             raise
         index = self._by_handle.get(handle_key(data.device))
         if index is None:
-            # A handle we did not register (a driver that hands out another one): name it by its UUID. An
-            # event whose source cannot be named is a watch failure (NvmlError from the UUID call); one from
-            # a GPU this watch did not register cannot concern our devices and is logged and dropped.
+            # A handle we did not register (a driver that hands out another one): name it by its
+            # UUID. An event whose source cannot be named is a watch failure (NvmlError from the
+            # UUID call); one from a GPU this watch did not register cannot concern our devices and
+            # is logged and dropped.
             uuid = _text(self._call("nvmlDeviceGetUUID", data.device, device="event source"))
             index = self._by_uuid.get(uuid)
             if index is None:
-                log.warning("NVML event 0x%x from %s, a GPU this watch did not register; ignored", data.eventType, uuid)
+                log.warning(
+                    "NVML event 0x%x from %s, a GPU this watch did not register; ignored",
+                    data.eventType,
+                    uuid,
+                )
                 return None
         detail = _instance_detail(data)
         if data.eventType & EVENT_XID_CRITICAL:
             action = self._action_after_xid(data.device, index)
             return HealthEvent(
-                index, HealthEventKind.XID, xid=int(data.eventData), detail=detail, recovery_action=action
+                index,
+                HealthEventKind.XID,
+                xid=int(data.eventData),
+                detail=detail,
+                recovery_action=action,
             )
         if data.eventType & EVENT_DOUBLE_BIT_ECC:
             return HealthEvent(index, HealthEventKind.DOUBLE_BIT_ECC, detail=detail)
@@ -147,12 +167,16 @@ class RealEventWatch:
         return None
 
     def _action_after_xid(self, handle: Any, index: int) -> int | None:
-        """What the driver asks for now; None where it cannot say (no field, or a GPU that no longer answers:
-        the Xid is then judged by the Xid policy alone)."""
+        """What the driver asks for now; None where it cannot say (no field, or a GPU that no longer
+        answers: the Xid is then judged by the Xid policy alone)."""
         try:
             return read_recovery_action(self._call, handle, f"GPU {index}")
         except NvmlError as exc:
-            log.info("GPU %d: recovery action unreadable after an Xid (%s); the Xid policy decides", index, exc)
+            log.info(
+                "GPU %d: recovery action unreadable after an Xid (%s); the Xid policy decides",
+                index,
+                exc,
+            )
             return None
 
     def close(self) -> None:
@@ -172,13 +196,14 @@ def _instance_detail(data: Any) -> str:
 
 
 class RealHealth:
-    """HealthSource over RealNvml's choke point. Probes use the UUID first seen at an index, so a GPU that
-    disappears or is renumbered fails its probe instead of silently probing another GPU."""
+    """HealthSource over RealNvml's choke point. Probes use the UUID first seen at an index, so a
+    GPU that disappears or is renumbered fails its probe instead of silently probing another GPU."""
 
     def __init__(self, call: NvmlCall) -> None:
         self._call = call
         self._uuids: dict[int, str] = {}
-        self._no_action_logged: set[int] = set()  # GPUs whose driver answered NOT_SUPPORTED (said once each)
+        # GPUs whose driver answered NOT_SUPPORTED (said once each)
+        self._no_action_logged: set[int] = set()
 
     def open_event_watch(self, indices: tuple[int, ...]) -> RealEventWatch:
         return RealEventWatch.open(self._call, indices)
@@ -195,7 +220,9 @@ class RealHealth:
         uuid = self._uuids.get(index)
         if uuid is None:
             handle = self._call("nvmlDeviceGetHandleByIndex", index, device=where)
-            uuid = self._uuids.setdefault(index, _text(self._call("nvmlDeviceGetUUID", handle, device=where)))
+            uuid = self._uuids.setdefault(
+                index, _text(self._call("nvmlDeviceGetUUID", handle, device=where))
+            )
         handle = self._call("nvmlDeviceGetHandleByUUID", uuid.encode(), device=where)
         self._call("nvmlDeviceGetMemoryInfo", handle, device=where)
         # The driver's verdict first: a failed probe then says which recovery the driver wants.
@@ -203,20 +230,35 @@ class RealHealth:
         if action is None and index not in self._no_action_logged:
             self._no_action_logged.add(index)
             log.info(
-                "%s: the driver reports no recovery action (NOT_SUPPORTED; drivers 565+ do); probed without", where
+                "%s: the driver reports no recovery action (NOT_SUPPORTED; drivers 565+ do); "
+                "probed without",
+                where,
             )
         if action is not None and takes_gpu_out(action):
             name = recovery_action_name(action)
-            return f"driver asks for recovery action {name} (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION)", action
-        if self._optional("nvmlDeviceGetRetiredPagesPendingStatus", handle, where) == NVML_FEATURE_ENABLED:
-            return "retired pages pending (nvmlDeviceGetRetiredPagesPendingStatus); a GPU reset is needed", action
+            return (
+                f"driver asks for recovery action {name} (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION)",
+                action,
+            )
+        if (
+            self._optional("nvmlDeviceGetRetiredPagesPendingStatus", handle, where)
+            == NVML_FEATURE_ENABLED
+        ):
+            return (
+                "retired pages pending (nvmlDeviceGetRetiredPagesPendingStatus); a GPU reset is "
+                "needed",
+                action,
+            )
         rows = self._optional("nvmlDeviceGetRemappedRows", handle, where)
         if rows is not None:
             _, _, pending, failed = rows
             if failed:
                 return "row remapping failed (nvmlDeviceGetRemappedRows)", action
             if pending:
-                return "row remapping pending (nvmlDeviceGetRemappedRows); a GPU reset is needed", action
+                return (
+                    "row remapping pending (nvmlDeviceGetRemappedRows); a GPU reset is needed",
+                    action,
+                )
         return None, action
 
     def _optional(self, function: str, handle: Any, where: str, *args: Any) -> Any:
@@ -234,9 +276,11 @@ def _optional(call: NvmlCall, function: str, handle: Any, where: str, *args: Any
 
 
 def read_recovery_action(call: NvmlCall, handle: Any, where: str) -> int | None:
-    """The GPU's recovery action (recovery_action.py's values); None where the driver lacks the field.
-    Raises NvmlError for any other failure (the GPU lost, NVML gone)."""
-    values = _optional(call, "nvmlDeviceGetFieldValues", handle, where, [FI_DEV_GET_GPU_RECOVERY_ACTION])
+    """The GPU's recovery action (recovery_action.py's values); None where the driver lacks the
+    field. Raises NvmlError for any other failure (the GPU lost, NVML gone)."""
+    values = _optional(
+        call, "nvmlDeviceGetFieldValues", handle, where, [FI_DEV_GET_GPU_RECOVERY_ACTION]
+    )
     if values is None:
         return None
     field = values[0]
@@ -244,7 +288,12 @@ def read_recovery_action(call: NvmlCall, handle: Any, where: str) -> int | None:
         return None
     if field.nvmlReturn != NVML_SUCCESS:
         raise NvmlError(
-            "nvmlDeviceGetFieldValues", "GPU_RECOVERY_ACTION unreadable", device=where, code=field.nvmlReturn
+            "nvmlDeviceGetFieldValues",
+            "GPU_RECOVERY_ACTION unreadable",
+            device=where,
+            code=field.nvmlReturn,
         )
-    member = _VALUE_MEMBERS[field.valueType] if 0 <= field.valueType < len(_VALUE_MEMBERS) else "uiVal"
+    member = (
+        _VALUE_MEMBERS[field.valueType] if 0 <= field.valueType < len(_VALUE_MEMBERS) else "uiVal"
+    )
     return int(getattr(field.value, member))
