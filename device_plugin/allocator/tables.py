@@ -81,7 +81,6 @@ class ExactTables:
     neg_key: tuple[list[int], ...]
     positions: PositionSets  # which positions of order[k] hold which GPU (a request's candidates)
     best_ring: dict[int, list[int]]  # j -> Qj per mask, for j in FRAG_SIZES with j < n
-    partner_max: HalfTables
     # criterion 5 of each mask as the free set that a choice leaves, packed (pack_frag)
     frag: list[int]
 
@@ -145,7 +144,6 @@ def build_tables(
         neg_key=neg_key,
         positions=build_positions(order, n),
         best_ring=best_ring,
-        partner_max=maxes,
         frag=frag,
     )
 

@@ -20,7 +20,6 @@ from device_plugin.core.names import GPU_RESOURCE, NVIDIA_DOMAIN
 from device_plugin.core.short_text import short
 
 PREFIX = f"{NVIDIA_DOMAIN}/"
-MIG_PREFIX = f"{PREFIX}mig-"
 # a qualified name's name part
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
 MAX_PATTERN_CHARS = 128  # NVML product names are under 96 characters; MIG profiles under 20

@@ -40,13 +40,6 @@ def _list(field: str, value: Any, *, non_empty: bool = False) -> list[Any]:
     return value
 
 
-def _type(field: str, value: Any, kind: type) -> None:
-    if value is not None and (
-        not isinstance(value, kind) or (kind is int and isinstance(value, bool))
-    ):
-        raise ConfigError(field, f"must be {kind.__name__}, got {short(value)}")
-
-
 def check_resources(value: Any) -> dict[str, Any]:
     if value is None:
         return {}

@@ -15,10 +15,10 @@ device (docs/dra.md, names old to new). A GPU in MIG mode is published only thro
 (as NVIDIA's driver does), and stays out of the partitions.
 
 Attribute names without a domain are the driver's own and mean what NVIDIA's driver means by them
-(ATTRIBUTES); the Kubernetes standard attributes live under resource.kubernetes.io. Ours, which
+(docs/dra.md lists them); the Kubernetes standard attributes live under resource.kubernetes.io. Ours, which
 NVIDIA's driver does not define or defines differently (its `partitionK` are Fabric Manager
 partitions), are qualified by the configured own domain (OWN_ATTRIBUTES, `own_domain` below:
-gpuDevicePlugin.ownDomain). docs/dra.md repeats both tables.
+gpuDevicePlugin.ownDomain). docs/dra.md repeats that table.
 """
 
 from __future__ import annotations
@@ -49,26 +49,6 @@ from device_plugin.nvml.types import GpuInfo
 from device_plugin.topology.model import Topology
 
 STANDARD = "resource.kubernetes.io/"
-ATTRIBUTES = {
-    "type": "gpu or mig (NVIDIA's driver)",
-    "uuid": "NVML UUID (GPU-... or MIG-...) (NVIDIA's driver)",
-    "index": "NVML index of the GPU or of the MIG device's parent (NVIDIA's driver, older "
-    "releases)",
-    "minor": "device minor number, /dev/nvidia<minor> (NVIDIA's driver, older releases)",
-    "productName": "NVML model name (NVIDIA's driver)",
-    "architecture": "Volta, Ampere, Hopper, ... from the model name (NVIDIA's driver)",
-    "cudaComputeCapability": "version, e.g. 9.0.0 (NVIDIA's driver)",
-    "driverVersion": "version, e.g. 535.161.8 (NVIDIA's driver; leading zeros dropped as semver "
-    "requires)",
-    "cudaDriverVersion": "version, e.g. 12.2.0 (NVIDIA's driver)",
-    "profile": "MIG profile name, MIG devices only (NVIDIA's driver)",
-    "parentUUID": "UUID of the MIG device's GPU (NVIDIA's driver)",
-    STANDARD + "pciBusID": "PCI address, Kubernetes standard attribute",
-    STANDARD
-    + "pcieRoot": "PCIe root complex pci<domain>:<bus>, standard; only where the PCIe tree is "
-    "known",
-    STANDARD + "numaNode": "NUMA node of the GPU; only where the platform reports one",
-}
 # Ours, under the own domain (`<ownDomain>/<name>`).
 OWN_ATTRIBUTES = {
     "bestSet4": "greedy best 4-sets; equal values = one of this node's best 4-sets, numbered in "
@@ -96,7 +76,6 @@ OWN_ATTRIBUTES = {
     "bookkeeping only "
     "(memory_shares.py)",
 }
-CAPACITIES = {"memory": "GPU or MIG device memory"}
 HINTS_FULL, HINTS_SETS, HINTS_NONE = "full", "sets", "none"  # gpuDevicePlugin.placementHints
 # bestSet2: no shipped claim reads it (rankedSet2A-D place pairs), so not published
 PUBLISHED_BEST_SETS = (4, 8, 16)

@@ -82,7 +82,6 @@ class HealthTransition:
 class GpuHealthState:
     health: Health = Health.HEALTHY
     reason: str = ""
-    last_critical_s: float | None = None
     # first passing probe since the last failure, while Unhealthy
     passing_since_s: float | None = None
     # why the event watch does not cover this GPU; None when it does
@@ -142,7 +141,7 @@ class HealthStateMachine:
                 event.describe(),
             )
             return None
-        state = replace(self._states[event.gpu_index], last_critical_s=now_s, passing_since_s=None)
+        state = replace(self._states[event.gpu_index], passing_since_s=None)
         cause = _EVENT_CAUSE[event.kind]
         return self._fail(
             event.gpu_index, state, event.describe(), now_s, cause, event.xid, event.recovery_action

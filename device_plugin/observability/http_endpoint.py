@@ -48,7 +48,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-METRICS_ADDRESS_ENV = "METRICS_ADDRESS"
 # under the DaemonSet's 2 s probe timeout, above the 1 s servicer self-probe (its reason wins)
 PROBE_TIMEOUT_S = 1.5
 PROBE_QUEUE_MAX = 32  # probes waiting for the probe worker; more are answered 503 at once
