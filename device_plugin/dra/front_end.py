@@ -289,7 +289,8 @@ class DraFrontEnd:
 
     def on_health(self, transition: HealthTransition) -> tuple[str, ...]:
         """Mark (or unmark) the GPU's devices with its taint and tell the kubelet's health watchers;
-        hand the republish to the publisher's thread. Nothing is rebuilt."""
+        hand the republish to the publisher's thread. Nothing is rebuilt, and the hints that follow
+        the GPUs in use are recomputed off this path, by the hint thread, as after a Prepare."""
         index = transition.gpu_index
         with self._lock:
             before = self._taints
@@ -308,13 +309,13 @@ class DraFrontEnd:
             if changed:
                 self._taints = after
                 self._marked_locked()
-                self._reranked_locked()
                 published = self._published_locked()
                 started = self._started
         if changed:
             log.info("GPU %d is %s (%s): republishing", index, transition.after, transition.reason)
             if started:
                 self.publisher.request(published)
+            self._hints.wake()  # the GPU's hints (in use or not) follow on the hint thread
         return (self.driver_name,)
 
     def label_options(self, config: Config) -> LabelOptions:
