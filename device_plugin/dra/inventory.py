@@ -15,9 +15,9 @@ device (docs/dra.md, names old to new). A GPU in MIG mode is published only thro
 (as NVIDIA's driver does), and stays out of the partitions.
 
 Attribute names without a domain are the driver's own and mean what NVIDIA's driver means by them
-(docs/dra.md lists them); the Kubernetes standard attributes live under resource.kubernetes.io. Ours, which
-NVIDIA's driver does not define or defines differently (its `partitionK` are Fabric Manager
-partitions), are qualified by the configured own domain (OWN_ATTRIBUTES, `own_domain` below:
+(docs/dra.md lists them); the Kubernetes standard attributes live under resource.kubernetes.io.
+Ours, which NVIDIA's driver does not define or defines differently (its `partitionK` are Fabric
+Manager partitions), are qualified by the configured own domain (OWN_ATTRIBUTES, `own_domain` below:
 gpuDevicePlugin.ownDomain). docs/dra.md repeats that table.
 """
 

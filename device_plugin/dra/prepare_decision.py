@@ -116,9 +116,6 @@ class PrepareDecision:
         if changed:
             self._on_held()
 
-    def device_uuids(self) -> Mapping[str, str]:
-        return self._view[0]
-
     def unhealthy(self) -> frozenset[str]:
         return self._view[1]
 

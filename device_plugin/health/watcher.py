@@ -83,12 +83,6 @@ class HealthWatcher:
         with self._lock:
             return self._indices
 
-    def add_listener(self, listener: TransitionListener) -> None:
-        """Called with every later transition, in order, on the dispatch thread; a failing one is
-        logged."""
-        with self._lock:
-            self._listeners.append(listener)
-
     def replay(self, listener: TransitionListener) -> None:
         """Tell `listener` of a transition to the current state of every GPU that is not Healthy,
         and wait.

@@ -97,8 +97,11 @@ def start(
     resources: Sequence[ResourceManager],
     config: HealthConfig = FAST,
     indices: range = range(8),
+    more: Sequence[TransitionListener] = (),
 ) -> HealthWatcher:
-    watcher = HealthWatcher(source, indices, config, listeners=listeners(resources))  # type: ignore[arg-type]
+    """A started watcher telling `resources` and then `more` of every transition."""
+    told = [*listeners(resources), *more]
+    watcher = HealthWatcher(source, indices, config, listeners=told)  # type: ignore[arg-type]
     watcher.start()
     return watcher
 

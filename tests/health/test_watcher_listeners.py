@@ -34,24 +34,26 @@ def test_a_replay_brings_new_resource_managers_to_the_current_health(
 
 
 def test_listeners_get_each_transition_and_a_broken_one_is_contained(
-    fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher
+    fake: FakeNvml, managers: list[ResourceManager]
 ) -> None:
     seen: list[HealthTransition] = []
 
     def broken(transition: HealthTransition) -> None:
         raise RuntimeError("listener bug")
 
-    watcher.add_listener(broken)
-    watcher.add_listener(seen.append)
-    fake.test_hooks.inject(HealthEvent(1, HealthEventKind.XID, xid=31, detail="ignored"))
-    fake.test_hooks.inject(HealthEvent(1, HealthEventKind.XID, xid=94))
-    wait_until(managers[0], gpus_are({1}))
-    assert watcher.wait_delivered(5.0)  # the delivery the managers saw has reached every listener
-    assert [(t.gpu_index, t.before, t.after, t.xid) for t in seen] == [(1, Health.HEALTHY, Health.UNHEALTHY, 94)]
+    watcher = start(fake, managers, more=[broken, seen.append])
+    try:
+        fake.test_hooks.inject(HealthEvent(1, HealthEventKind.XID, xid=31, detail="ignored"))
+        fake.test_hooks.inject(HealthEvent(1, HealthEventKind.XID, xid=94))
+        wait_until(managers[0], gpus_are({1}))
+        assert watcher.wait_delivered(5.0)  # the delivery the managers saw has reached every listener
+        assert [(t.gpu_index, t.before, t.after, t.xid) for t in seen] == [(1, Health.HEALTHY, Health.UNHEALTHY, 94)]
+    finally:
+        watcher.stop()
 
 
 def test_a_blocked_listener_holds_no_lock_and_later_transitions_wait_in_order(
-    fake: FakeNvml, managers: list[ResourceManager], watcher: HealthWatcher
+    fake: FakeNvml, managers: list[ResourceManager]
 ) -> None:
     """A listener that takes long (a front-end republishing) must not stall probes, states() or a rescan."""
     release = threading.Event()
@@ -63,7 +65,7 @@ def test_a_blocked_listener_holds_no_lock_and_later_transitions_wait_in_order(
         release.wait(WAIT_S)
         seen.append((transition.gpu_index, transition.after))
 
-    watcher.add_listener(slow)
+    watcher = start(fake, managers, more=[slow])
     try:
         fake.test_hooks.inject(HealthEvent(1, HealthEventKind.XID, xid=94))
         assert entered.wait(WAIT_S)
@@ -77,8 +79,11 @@ def test_a_blocked_listener_holds_no_lock_and_later_transitions_wait_in_order(
         assert seen == []  # decided, but queued behind the blocked delivery
     finally:
         release.set()
-    assert watcher.wait_delivered(WAIT_S)
-    assert seen[:2] == [(1, Health.UNHEALTHY), (2, Health.UNHEALTHY)]
+    try:
+        assert watcher.wait_delivered(WAIT_S)
+        assert seen[:2] == [(1, Health.UNHEALTHY), (2, Health.UNHEALTHY)]
+    finally:
+        watcher.stop()
 
 
 def test_after_stop_a_replay_is_delivered_on_the_callers_thread(
