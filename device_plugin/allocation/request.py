@@ -1,13 +1,14 @@
 """The one place a kubelet request is checked: GetPreferredAllocation and Allocate, per container.
 
-Boundary: `require_containers` checks the message (at least one container); `validate_preferred`
-checks one GetPreferredAllocation container and is the only way to build a ValidatedRequest (the
-constructor refuses anything else), so an AllocationPolicy that receives one needs no checks of its
-own (the allocator checks only that the GPU indices a policy derives make a request).
-`validate_allocate` checks one Allocate container into a CheckedAllocation. ResourceManager calls
-these on every request and nothing after them checks the request again; tests call them to build a
-policy's input the way production does. Checks about a policy's device *kind* (whole GPUs for the
-topology policy) are made when the resource is composed, not per request.
+Boundary: the message itself (at least one container) is the helper's
+(dp_helper/served_resource.py's require_containers); `validate_preferred` checks one
+GetPreferredAllocation container and is the only way to build a ValidatedRequest (the constructor
+refuses anything else), so an AllocationPolicy that receives one needs no checks of its own (the
+allocator checks only that the GPU indices a policy derives make a request). `validate_allocate`
+checks one Allocate container into a CheckedAllocation. ResourceManager calls these on every request
+and nothing after them checks the request again; tests call them to build a policy's input the way
+production does. Checks about a policy's device *kind* (whole GPUs for the topology policy) are made
+when the resource is composed, not per request.
 
 GetPreferredAllocation runs on the kubelet's admission path: validation is one pass over sets, IDs
 are ordered by a precomputed rank (a dict lookup), and error text is built only when a request is
@@ -16,7 +17,7 @@ refused.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Sized
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from device_plugin.core.devices import Device
@@ -55,12 +56,6 @@ class CheckedAllocation:
 
     resource_name: str
     devices: tuple[Device, ...]
-
-
-def require_containers(containers: Sized) -> None:
-    """A request with no containers asks for nothing: refused (both RPCs)."""
-    if not len(containers):
-        raise InvalidRequestError("container_requests is empty")
 
 
 def validate_preferred(

@@ -10,8 +10,8 @@ the lock without copying; IDs keep their canonical rank (device_sort_key) from i
 request's set is ordered by a dict lookup instead of sorting Device objects. GetPreferredAllocation
 and Allocate run on the kubelet's admission path: validation is one pass, and log text (DEBUG) is
 built only when used.
-A request with no containers is a property of the wire message: the servicer refuses it
-(require_containers).
+A request with no containers is a property of the wire message: the device-plugin helper refuses it
+(dp_helper/served_resource.py). The helper serves a ResourceManager as its ServedResource.
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ import threading
 import time
 from pathlib import Path
 
-from device_plugin.allocation.resources import ResourceManager
 from device_plugin.dp_helper.lifecycle_registration import SOCKET_GONE, KubeletRegistration
 from device_plugin.dp_helper.lifecycle_state import (
     LIVE,
@@ -42,6 +41,7 @@ from device_plugin.dp_helper.plugin_dir import SocketNaming
 from device_plugin.dp_helper.plugin_dir_watch import DirectoryEvents, KubeletWatcher
 from device_plugin.dp_helper.registration import KUBELET_SOCKET_NAME, SelfProbe
 from device_plugin.dp_helper.served import Served, serve
+from device_plugin.dp_helper.served_resource import ServedResource
 from device_plugin.dp_helper.servicer import DevicePluginServicer
 from device_plugin.serving.socket_files import DirectoryUnusable, describe_os_error, identity, inode
 from device_plugin.serving.taken_socket import TakenSocket
@@ -59,7 +59,7 @@ TAKEN_BY = {  # who else serves our socket's path, when one does (for the one ER
 class PluginManager:
     def __init__(
         self,
-        resource: ResourceManager,
+        resource: ServedResource,
         plugin_dir: Path,
         *,
         timing: LifecycleTiming | None = None,

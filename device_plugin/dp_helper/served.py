@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_plugin.allocation.resources import ResourceManager
+from device_plugin.dp_helper.served_resource import ServedResource
 from device_plugin.dp_helper.servicer import (
     DevicePluginServicer,
     RpcObserver,
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Served:
-    resource: ResourceManager
+    resource: ServedResource
     bound: BoundSocket
     servicer: DevicePluginServicer
 
@@ -49,7 +49,7 @@ class Served:
 def serve(
     directory: Path,
     socket_file: str,
-    resource: ResourceManager,
+    resource: ServedResource,
     on_stream_ended: StreamEndedCallback,
     observer: RpcObserver | None,
 ) -> Served | None:

@@ -6,13 +6,13 @@ event loop thread (device_plugin.serving.event_loop). A ListAndWatch stream is a
 an asyncio event, not a thread, so no number of idle, slow or unread streams from any local client
 can hold back Allocate or GetPreferredAllocation: unary handlers run on the loop as soon as they
 arrive. They are short and CPU-bound, so they run inline (no thread hop on the kubelet's path). One
-feeder thread per servicer waits on the ResourceManager and wakes the streams when the device list
+feeder thread per servicer waits on the ServedResource and wakes the streams when the device list
 changes; each stream then sends a full snapshot. A handler that hangs would stop the loop: the
 lifecycle's self-probe (GetDevicePluginOptions over the socket) notices it and /healthz reports it.
 
 The servicer translates protobuf <-> domain and nothing more; every check lives in
-device_plugin.allocation.request (called here for the message, by the ResourceManager per container)
-and every decision in the ResourceManager. Domain errors become gRPC status codes in exactly one
+device_plugin.allocation.request (called here for the message, by the ServedResource per container)
+and every decision in the ServedResource. Domain errors become gRPC status codes in exactly one
 place (status_for), with the message bounded, so no handler exception escapes into gRPC's machinery
 and no request is echoed whole.
 """
@@ -31,12 +31,11 @@ import grpc
 
 from api import deviceplugin_pb2 as pb
 from api import deviceplugin_pb2_grpc as pb_grpc
-from device_plugin.allocation.request import require_containers
-from device_plugin.allocation.resources import ResourceManager
 from device_plugin.core.call_log import CallLog
 from device_plugin.core.devices import ContainerAllocation, Device
 from device_plugin.core.errors import InvalidRequestError, PluginError
 from device_plugin.core.short_text import bounded_text
+from device_plugin.dp_helper.served_resource import ServedResource, require_containers
 from device_plugin.serving import event_loop
 from device_plugin.serving.aio_server import AddServices
 
@@ -116,12 +115,12 @@ def allocation_to_pb(allocation: ContainerAllocation) -> pb.ContainerAllocateRes
 
 
 class DevicePluginServicer(pb_grpc.DevicePluginServicer):
-    """Serves one ResourceManager on the serving loop. `on_stream_ended` hears of streams the client
+    """Serves one ServedResource on the serving loop. `on_stream_ended` hears of streams the client
     ended."""
 
     def __init__(
         self,
-        resource: ResourceManager,
+        resource: ServedResource,
         on_stream_ended: StreamEndedCallback | None = None,
         observer: RpcObserver | None = None,
     ) -> None:

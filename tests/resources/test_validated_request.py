@@ -7,9 +7,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from device_plugin.allocation.request import ValidatedRequest, require_containers, validate_allocate
+from device_plugin.allocation.request import ValidatedRequest, validate_allocate
 from device_plugin.core.devices import Device, Health
 from device_plugin.core.errors import InvalidRequestError, UnhealthyDeviceError, UnknownDeviceError
+from device_plugin.dp_helper.served_resource import require_containers
 from tests.validated import validated
 
 # Canonical order is by GPU index, then ID: "z" (GPU 0) sorts before "a" (GPU 1).
