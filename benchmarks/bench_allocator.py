@@ -20,7 +20,7 @@ import time
 import _common  # noqa: F401  (puts the checkout on sys.path)
 from _common import percentile, table
 
-from device_plugin.allocator import Allocator
+from device_plugin.gpu_sets import Allocator
 from device_plugin.nvml.fake.catalog import shipped_machine_names
 from device_plugin.nvml.fake.description import parse_machine_description
 from device_plugin.nvml.fake.machine import FakeNvml

@@ -2,8 +2,8 @@
 
 Usage: .venv/bin/python benchmarks/bench_quality.py [--seeds 1,2,3] [--pods 300]
 
-Policies: ours (device_plugin.allocator), first-fit in the kubelet's random order, and our own
-reimplementation of NVIDIA's pairwise-score partition policy (device_plugin.allocator.baselines).
+Policies: ours (device_plugin.gpu_sets), first-fit in the kubelet's random order, and our own
+reimplementation of NVIDIA's pairwise-score partition policy (device_plugin.gpu_sets.baselines).
 Per policy: mean predicted ring bandwidth per pod size (GB/s), the share of multi-GPU pods that got
 an optimal ring among the GPUs free at that moment, and the multi-GPU pods whose ring fell below what
 an empty node gives (fragmentation). Summed over the seeds. The last column checks the claim: ours at
@@ -17,8 +17,8 @@ import argparse
 import _common  # noqa: F401  (puts the checkout on sys.path)
 from _common import table
 
-from device_plugin.allocator import Allocator
-from device_plugin.allocator.simulation import Placement, SimulationResult, generate_workload, policies, replay
+from device_plugin.gpu_sets import Allocator
+from device_plugin.gpu_sets.simulation import Placement, SimulationResult, generate_workload, policies, replay
 from device_plugin.nvml.fake.catalog import shipped_machine_names
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology

@@ -26,7 +26,7 @@ import _common  # noqa: F401  (puts the checkout on sys.path)
 from _common import table, target_line
 from dra_first_fit import SIZES, trace
 
-from device_plugin.allocator import Allocator
+from device_plugin.gpu_sets import Allocator
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from testbed.placement_quality import optimal

@@ -29,9 +29,9 @@ from typing import Any
 
 import yaml
 
-from device_plugin.allocator import Allocator
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.occupancy import occupancy_overrides
+from device_plugin.gpu_sets import Allocator
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from testbed.placement_quality import optimal

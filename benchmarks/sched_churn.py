@@ -15,10 +15,10 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from device_plugin.allocator import Allocator
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.occupancy import is_whole_gpu, occupancy_overrides, with_values
 from device_plugin.dra_helper.api.slices import build_slices
+from device_plugin.gpu_sets import Allocator
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from testbed.realnode.rest import Rest

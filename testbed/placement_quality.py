@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from device_plugin.allocator import Allocator
+from device_plugin.gpu_sets import Allocator
 
 
 def optimal(allocator: Allocator, free: Iterable[int], chosen: Iterable[int]) -> bool:

@@ -20,7 +20,7 @@ Where this order differs from a plain reading of the layout, and why:
 - process/ (signals, log output; used by cli and commands/run, importing nothing of ours) sits beside node/.
 - mig/ and timeslice/ (inside device_plugin/) sit above allocation/: they implement its policy protocol,
   read its ValidatedRequest and share its gpu_choice; allocation/ never names them (dp/composition).
-- observability/ > health/ > allocator/ > topology/: labels need the topology; the allocator needs the
+- observability/ > health/ > gpu_sets/ > topology/: labels need the topology; the GPU-set choice needs the
   topology; health transitions are what metrics and labels report, so health sits below observability.
 - serving/ sits just below dp_helper/ and dra_helper/: both serve kubelet sockets the same way (one
   event loop, 0600 binds, foreign files refused, sockets kept); dp/ and dra/ may not import each other.
@@ -61,7 +61,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("device_plugin.allocation",),
     ("device_plugin.observability",),
     ("device_plugin.health",),
-    ("device_plugin.allocator",),
+    ("device_plugin.gpu_sets",),
     ("device_plugin.topology",),
     ("device_plugin.config",),
     ("device_plugin.nvml",),

@@ -20,9 +20,9 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
 from device_plugin.allocation.protocols import ValidatedRequest
-from device_plugin.allocator import Allocator
-from device_plugin.allocator.decision import AllocationDecision, DecisionHook
 from device_plugin.core.devices import Device
+from device_plugin.gpu_sets import Allocator
+from device_plugin.gpu_sets.decision import AllocationDecision, DecisionHook
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def require_whole_gpus(resource_name: str, devices: Iterable[Device]) -> None:
 
 
 class TopologyPolicy:
-    """Chooses whole GPUs by the objective of device_plugin.allocator.objective."""
+    """Chooses whole GPUs by the objective of device_plugin.gpu_sets.objective."""
 
     def __init__(
         self,

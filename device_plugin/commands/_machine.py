@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from device_plugin.allocator import Allocator
 from device_plugin.core.ascii_digits import is_ascii_digits
 from device_plugin.core.errors import ConfigError, InvalidRequestError, PluginError
+from device_plugin.gpu_sets import Allocator
 from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.fake.catalog import shipped_machine_names
 from device_plugin.topology.build import build_topology

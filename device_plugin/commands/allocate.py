@@ -13,13 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from device_plugin.allocator.decision import Candidate, Explanation
 from device_plugin.commands._compose import Composed, add_config_arguments, composed_node
 from device_plugin.commands._machine import add_machine_argument, fail, parse_indices
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import InvalidRequestError, PluginError
 from device_plugin.core.names import GPU_RESOURCE
 from device_plugin.core.short_text import counted
+from device_plugin.gpu_sets.decision import Candidate, Explanation
 
 NAME = "allocate"
 HELP = "choose GPUs for a request as GetPreferredAllocation would (--explain: why these)"

@@ -33,7 +33,7 @@ from device_plugin.core.errors import ConfigError, NvmlUnavailableError, PluginE
 from device_plugin.core.version import package_version
 from device_plugin.dp.front_end import DevicePluginFrontEnd
 from device_plugin.health.fake_events import FakeEventsTail
-from device_plugin.node.front_end import FrontEnd
+from device_plugin.node.front_end_protocol import FrontEnd
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.backends import open_backend
 from device_plugin.nvml.fake.machine import FakeNvml

@@ -1,7 +1,7 @@
 """`gpu-device-plugin simulate`: replay a workload on a machine under our policy and two baselines.
 
 Without --trace a seeded workload is generated (sizes 1, 2, 4, 8 mixed). The trace format is
-documented in device_plugin.allocator.simulation and docs/allocation.md.
+documented in device_plugin.gpu_sets.simulation and docs/allocation.md.
 """
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ import argparse
 import json
 from pathlib import Path
 
-from device_plugin.allocator.simulation import (
+from device_plugin.commands._machine import add_machine_argument, build_allocator, fail
+from device_plugin.core.errors import ConfigError, PluginError
+from device_plugin.gpu_sets.simulation import (
     SimulationResult,
     generate_workload,
     parse_trace,
     policies,
     replay,
 )
-from device_plugin.commands._machine import add_machine_argument, build_allocator, fail
-from device_plugin.core.errors import ConfigError, PluginError
 
 NIC_SIZES = (4, 8)  # the pods that go multi-node, whose GPUs all want a GPUDirect-close NIC
 NAME = "simulate"

@@ -33,12 +33,12 @@ from device_plugin.allocation.response_builders import (
     scan_device_nodes,
 )
 from device_plugin.allocation.whole_gpu_selection import TopologyPolicy, require_whole_gpus
-from device_plugin.allocator import Allocator
-from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config.model import Config
 from device_plugin.config.resource_names import parse_resource_naming
 from device_plugin.config.sharing_model import Placement
 from device_plugin.core.ids import parse_device_id
+from device_plugin.gpu_sets import Allocator
+from device_plugin.gpu_sets.decision import AllocationDecision
 from device_plugin.mig.discovery import MigInventory
 from device_plugin.mig.policy import MigAllocationPolicy
 from device_plugin.mig.strategy import build_resources as mig_resources

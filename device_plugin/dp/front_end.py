@@ -1,10 +1,10 @@
 """The device-plugin front-end: the node's resources, each served to the kubelet by its own
 PluginManager.
 
-Boundary: implements node/front_end.py's FrontEnd over dp/composition.py (inventory + config -> the
-ResourceManagers) and dp_helper/lifecycle.py (one PluginManager per resource: gRPC server,
-registration, kubelet restarts). The runtime (node/runtime.py) owns everything else: the inventory,
-health, reloads, metrics, probes and labels.
+Boundary: implements node/front_end_protocol.py's FrontEnd over dp/composition.py (inventory +
+config -> the ResourceManagers) and dp_helper/lifecycle.py (one PluginManager per resource: gRPC
+server, registration, kubelet restarts). The runtime (node/runtime.py) owns everything else: the
+inventory, health, reloads, metrics, probes and labels.
 
 What apply() decides: the resources are composed first; if that fails (a changed config naming a GPU
 that is gone) nothing changes. Then the resources that changed or disappeared are stopped first
@@ -37,7 +37,7 @@ from device_plugin.dp.resource_reporting import (
 from device_plugin.dp_helper.lifecycle import LifecycleTiming, PluginManager
 from device_plugin.dp_helper.plugin_dir import SocketNaming
 from device_plugin.health.state import HealthTransition
-from device_plugin.node.front_end import RuntimeContext
+from device_plugin.node.front_end_protocol import RuntimeContext
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.node.runtime import NodeRuntime
 from device_plugin.nvml.protocol import NvmlBackend

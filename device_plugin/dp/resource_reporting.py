@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from device_plugin.allocation.resources import ResourceManager
-from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.config.model import Config
 from device_plugin.core.mig_strategy import MigStrategy
 from device_plugin.dp.composition import Node
+from device_plugin.gpu_sets.decision import AllocationDecision
 from device_plugin.health.state import HealthTransition
 from device_plugin.node.health_routing import HealthRoute
 from device_plugin.observability.labels import (

@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import combinations
 
-from device_plugin.allocator import Allocator
-from device_plugin.allocator.objective import SetScore
+from device_plugin.gpu_sets import Allocator
+from device_plugin.gpu_sets.objective import SetScore
 
 COVERING_MAX_GPUS = 8  # 2^8 situations; at 16 GPUs the candidate families alone run to millions
 

@@ -1,7 +1,7 @@
 """The DRA front-end: the node's inventory as DRA devices, published as ResourceSlices and prepared
 for the kubelet.
 
-Boundary: implements node/front_end.py's FrontEnd over the kubelet-plugin helper
+Boundary: implements node/front_end_protocol.py's FrontEnd over the kubelet-plugin helper
 (dra_helper/plugin.py: the Preparer and its gRPC servers on the kubelet side, the SlicePublisher on
 the API side) and our devices; the Preparer asks prepare_decision.py (the helper's Driver), which
 this object shows the devices and their health whenever they change (`see`), and which wakes the
@@ -55,7 +55,7 @@ from device_plugin.dra_helper.plugin import DraHelper, PluginOptions
 from device_plugin.dra_helper.service.device_health import device_reports
 from device_plugin.dra_helper.service.health_service import HEARTBEAT_S
 from device_plugin.health.state import HealthTransition
-from device_plugin.node.front_end import RuntimeContext
+from device_plugin.node.front_end_protocol import RuntimeContext
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.observability.http_endpoint import EndpointProbeResult
 from device_plugin.observability.labels import LabelOptions

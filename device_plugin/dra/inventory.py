@@ -27,7 +27,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from device_plugin.allocator import Allocator
 from device_plugin.core.gpu_models import model_facts
 from device_plugin.core.names import OWN_DOMAIN, own_name
 from device_plugin.dra.partitions import Partitions, compute_partitions
@@ -40,6 +39,7 @@ from device_plugin.dra.ranked_sets import (
 )
 from device_plugin.dra.single_order import RANK_ATTRIBUTE, WHOLE_GPU, single_gpu_order
 from device_plugin.dra_helper.api.devices import Attribute, DeviceTaint, RequestPolicy
+from device_plugin.gpu_sets import Allocator
 from device_plugin.mig.discovery import discover
 from device_plugin.node.inventory import NodeInventory
 from device_plugin.nvml.mig_profiles import profile_table

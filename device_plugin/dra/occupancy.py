@@ -28,11 +28,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from device_plugin.allocator import Allocator
 from device_plugin.core.names import own_name
 from device_plugin.dra.ranked_sets import LETTERS
 from device_plugin.dra.single_order import RANK_ATTRIBUTE, WHOLE_GPU, occupancy_ranks
 from device_plugin.dra_helper.api.devices import Attribute
+from device_plugin.gpu_sets import Allocator
 
 FIRST_FOUR = f"rankedSet4{LETTERS[0]}"
 Overrides = Mapping[int, Mapping[str, int]]  # GPU index -> {qualified attribute: value now}

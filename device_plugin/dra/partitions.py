@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from device_plugin.allocator import Allocator
+from device_plugin.gpu_sets import Allocator
 
 PARTITION_SIZES = (2, 4, 8, 16)
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import combinations
 
-from device_plugin.allocator import Allocator
 from device_plugin.dra.covering_sets import COVERING_MAX_GPUS, covering_groupings, score_order
+from device_plugin.gpu_sets import Allocator
 
 # Groupings per size. 4-sets: A..F, with a NUMA-node and an any-K fallback all 8 of firstAvailable's
 # alternatives (four left a DGX-1 claim to "any 4" on a worse set). Pairs: A..D already decide every

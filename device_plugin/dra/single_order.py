@@ -31,9 +31,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from itertools import combinations
 
-from device_plugin.allocator import Allocator
 from device_plugin.dra.covering_sets import COVERING_MAX_GPUS
 from device_plugin.dra_helper.api.devices import Attribute
+from device_plugin.gpu_sets import Allocator
 
 RANK_ATTRIBUTE = "singleGPURank"  # in our own domain
 # the attribute a whole GPU's device carries (not a MIG device)

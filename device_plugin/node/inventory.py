@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from device_plugin.allocator import Allocator
+from device_plugin.gpu_sets import Allocator
 from device_plugin.mig.discovery import MigInventory, discover
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import GpuInfo

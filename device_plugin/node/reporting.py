@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from device_plugin.config.model import Config
 from device_plugin.config.safe_write import kubelet_owned_dirs
-from device_plugin.node.front_end import FrontEnd
+from device_plugin.node.front_end_protocol import FrontEnd
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.telemetry import TelemetrySource
 from device_plugin.nvml.types import GpuInfo

@@ -5,7 +5,7 @@ NodeRuntime owns, for the life of the process: the backend's inventory (GPUs, MI
 and the Allocator over them, node/inventory.py), the HealthWatcher and its route
 (node/health_routing.py), the metrics registry, the HTTP endpoint and the node-labels file
 (node/reporting.py), and the rescan loop. What the kubelet sees is the front-end's
-(node/front_end.py): the device plugin's PluginManagers or the DRA driver's sockets and
+(node/front_end_protocol.py): the device plugin's PluginManagers or the DRA driver's sockets and
 ResourceSlices.
 
 A rescan (every rescanIntervalSeconds, the config-file watch, SIGHUP) re-reads the config file (if
@@ -34,7 +34,7 @@ from device_plugin.config.file_reload import ConfigFileReload, ConfigLoader
 from device_plugin.config.model import Config
 from device_plugin.core.errors import PluginError
 from device_plugin.health.watcher import HealthWatcher
-from device_plugin.node.front_end import FrontEnd, RuntimeContext
+from device_plugin.node.front_end_protocol import FrontEnd, RuntimeContext
 from device_plugin.node.health_routing import NodeHealth
 from device_plugin.node.inventory import NodeInventory, scan_inventory
 from device_plugin.node.pod_gpus import PodGpuReader, node_uuids

@@ -1,7 +1,7 @@
 """An independent, deliberately simple reference for the documented objective (the six criteria of docs/allocation.md).
 
 It enumerates every candidate set and every ring (permutations), with exact fractions, and shares no
-code with device_plugin.allocator. Only fit for machines of at most 8 GPUs.
+code with device_plugin.gpu_sets. Only fit for machines of at most 8 GPUs.
 """
 
 from __future__ import annotations

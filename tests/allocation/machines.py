@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from device_plugin.allocator import Allocator
+from device_plugin.gpu_sets import Allocator
 from device_plugin.nvml.fake.catalog import shipped_machine_names
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology

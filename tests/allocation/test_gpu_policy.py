@@ -8,10 +8,10 @@ import random
 import pytest
 
 from device_plugin.allocation.whole_gpu_selection import TopologyPolicy, require_whole_gpus
-from device_plugin.allocator import Allocator
-from device_plugin.allocator.decision import AllocationDecision
 from device_plugin.core.devices import Device
 from device_plugin.core.errors import InvalidRequestError
+from device_plugin.gpu_sets import Allocator
+from device_plugin.gpu_sets.decision import AllocationDecision
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from tests.validated import validated

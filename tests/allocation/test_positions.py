@@ -1,6 +1,6 @@
 """The position bitsets of the exact search agree with filtering the best-first lists by hand.
 
-device_plugin.allocator.positions turns "which sets of order[k] lie inside `available` and hold `must`"
+device_plugin.gpu_sets.positions turns "which sets of order[k] lie inside `available` and hold `must`"
 into ANDs of big integers; here every answer is compared with the plain list filter, on the 16-GPU
 island machine (where lists are longest) for random requests, and on a made-up list small enough to
 check every request. members() reads a block bit by bit when it has few candidates and as text when it
@@ -14,7 +14,7 @@ from itertools import combinations
 
 import pytest
 
-from device_plugin.allocator.positions import build_positions, first_position, members
+from device_plugin.gpu_sets.positions import build_positions, first_position, members
 from tests.allocation.machines import allocator_of
 
 

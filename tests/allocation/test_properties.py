@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from device_plugin.allocator import Allocator
+from device_plugin.gpu_sets import Allocator
 from tests.allocation.brute_force import BruteForce
 from tests.allocation.random_machines import machine_descriptions, topology_from
 

@@ -77,7 +77,7 @@ def test_relative_link_resolves(source: Path, target: str) -> None:
     ("heading", "anchor"),
     [
         ("The demo (no GPU, no Kubernetes)", "the-demo-no-gpu-no-kubernetes"),
-        ("The objective (`device_plugin/allocator/objective.py`)", "the-objective-device_pluginallocatorobjectivepy"),
+        ("The objective (`device_plugin/gpu_sets/objective.py`)", "the-objective-device_plugingpu_setsobjectivepy"),
         ("GPU\u2013NIC topology", "gpunic-topology"),
         ("Try it without GPUs (kind, minikube)", "try-it-without-gpus-kind-minikube"),
     ],

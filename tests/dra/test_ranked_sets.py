@@ -9,11 +9,11 @@ from itertools import chain, combinations
 
 import pytest
 
-from device_plugin.allocator import Allocator
 from device_plugin.core.names import OWN_DOMAIN
 from device_plugin.dra.covering_sets import COVERING_MAX_GPUS
 from device_plugin.dra.inventory import DraDevice, build_devices
 from device_plugin.dra.ranked_sets import GROUPINGS, LETTERS, RANKED_SIZES, ranked_groupings, score_order
+from device_plugin.gpu_sets import Allocator
 from device_plugin.nvml.fake.catalog import shipped_machine_names
 from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation.machines import allocator_of, topology_of

@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from device_plugin.allocation.whole_gpu_selection import TopologyPolicy
-from device_plugin.allocator import Allocator
-from device_plugin.allocator.decision import AllocationDecision
+from device_plugin.gpu_sets import Allocator
+from device_plugin.gpu_sets.decision import AllocationDecision
 from device_plugin.nvml.backends import open_backend
 from device_plugin.topology.build import build_topology
 from tests.composed import gpu_devices

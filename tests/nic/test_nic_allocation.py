@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from device_plugin.allocator import Allocator
 from device_plugin.cli import main
+from device_plugin.gpu_sets import Allocator
 from device_plugin.nvml.fake.catalog import shipped_machine_names
 from tests.allocation.machines import allocator_of, topology_of
 

@@ -12,7 +12,7 @@ import itertools
 
 import pytest
 
-from device_plugin.allocator.allocator import Allocator
+from device_plugin.gpu_sets.allocator import Allocator
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.nvml.protocol import NvmlBackend
 from device_plugin.nvml.types import PcieLevel

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from device_plugin.allocator import Allocator
+from device_plugin.gpu_sets import Allocator
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.topology.build import build_topology
 from testbed.placement_quality import optimal

@@ -2,7 +2,7 @@
 
 `order[k]` lists every k-GPU set best first by criteria 1-4, ties in criterion-6 order. A set is a
 candidate when it lies inside `available` and contains `must`. The candidates' positions in
-`order[k]` come as one bitset from the per-GPU position bitsets (device_plugin.allocator.positions:
+`order[k]` come as one bitset from the per-GPU position bitsets (device_plugin.gpu_sets.positions:
 one AND per unavailable or must-include GPU, at C speed, whatever the number of candidates); the
 lowest position opens the top tie block of criteria 1-4, and its end is found by bisection on the
 keys. Only the candidates of that block are compared on criterion 5 (fragmentation, a per-mask table
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from device_plugin.allocator.positions import first_position, members
-from device_plugin.allocator.tables import ExactTables
+from device_plugin.gpu_sets.positions import first_position, members
+from device_plugin.gpu_sets.tables import ExactTables
 
 TIE_CAP = 4096
 

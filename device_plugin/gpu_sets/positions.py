@@ -2,7 +2,7 @@
 few big-int ops.
 
 Boundary: built once at start-up from the exact tables' `order` lists
-(device_plugin.allocator.tables); read by the exact search (device_plugin.allocator.exact). No
+(device_plugin.gpu_sets.tables); read by the exact search (device_plugin.gpu_sets.exact). No
 objective, no I/O.
 
 A k-GPU set at position p of `order[k]` is a candidate for a request when it lies inside the

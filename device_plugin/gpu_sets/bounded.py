@@ -21,7 +21,7 @@ any request; the answer is always a valid set (right size, inside available, con
 
 from __future__ import annotations
 
-from device_plugin.allocator.objective import pack_key
+from device_plugin.gpu_sets.objective import pack_key
 
 SEED_CAP = 32
 _INFINITE = 1 << 60

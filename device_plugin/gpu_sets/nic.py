@@ -1,4 +1,4 @@
-"""Criterion 4 of the objective: GPUDirect-close NICs (see device_plugin.allocator.objective).
+"""Criterion 4 of the objective: GPUDirect-close NICs (see device_plugin.gpu_sets.objective).
 
 A GPU is NIC-close when some RDMA NIC is PIX or PXB from it
 (device_plugin.topology.GPUDIRECT_CLOSE). GPUs that are close to the same NICs form a rail group: on

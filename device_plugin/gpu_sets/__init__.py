@@ -1,4 +1,5 @@
-"""Topology-aware choice of whole GPUs (the package): `Allocator` (allocator.py) and its parts.
+"""gpu_sets: the topology-aware choice of a set of whole GPUs, `Allocator` (allocator.py), and its
+parts (allocation/ is the request path that asks it).
 
 The parts, one job each: objective.py (the objective), tables.py and exact.py (the exact search on
 <= 16 GPUs), bounded.py (larger machines), decision.py (decisions and explanations), nic.py and
@@ -7,7 +8,7 @@ policies, replays). The package re-exports what allocator.py exported when it wa
 callers import from here.
 """
 
-from device_plugin.allocator.allocator import (
+from device_plugin.gpu_sets.allocator import (
     MAX_EXACT_GPUS,
     AllocationDecision,
     Allocator,

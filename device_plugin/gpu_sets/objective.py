@@ -10,7 +10,7 @@ exact). The chosen S maximises, lexicographically:
    defined as 0 (no collective; all single GPUs tie here).
 2. total(S) = sum of w(a, b) over all pairs of S: more fast pairs, more parallel channels.
 3. fewer NUMA nodes spanned by S (GPUs whose node is unknown count as one node, "unknown").
-4. GPUDirect-close NICs (device_plugin.allocator.nic): for |S| >= 2, more GPUs of S with a NIC at
+4. GPUDirect-close NICs (device_plugin.gpu_sets.nic): for |S| >= 2, more GPUs of S with a NIC at
    PIX or PXB, then more of them on distinct NICs (rail-aligned); for |S| = 1, a GPU without a close
    NIC wins, keeping NIC-close GPUs for the multi-GPU pods that go multi-node. Equal for all sets on
    a node without RDMA NICs. It comes after ring and total bandwidth, so it never costs bandwidth.
@@ -69,7 +69,7 @@ def pack_frag(best_rings_mbps: tuple[int, ...], partner_sum_mbps: int) -> int:
 class SetScore:
     """Criteria 1-4 of one GPU set, bandwidths in GB/s.
 
-    nic_rank is criterion 4 packed (device_plugin.allocator.nic, larger better); close_nic_gpus and
+    nic_rank is criterion 4 packed (device_plugin.gpu_sets.nic, larger better); close_nic_gpus and
     distinct_close_nics spell it out (the allocator fills them in; unpack cannot tell them apart).
     """
 

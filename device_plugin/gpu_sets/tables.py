@@ -1,8 +1,8 @@
 """Start-up precompute for the exact search (at most MAX_EXACT_GPUS GPUs): every subset scored once.
 
 Subsets are bitmasks (bit i = GPU i). For all 2^n masks we compute criteria 1-4 of the objective
-(device_plugin.allocator.objective) and the Qj tables of criterion 5, then sort the masks of every
-size best first, so a request is a scan of one sorted list (device_plugin.allocator.exact).
+(device_plugin.gpu_sets.objective) and the Qj tables of criterion 5, then sort the masks of every
+size best first, so a request is a scan of one sorted list (device_plugin.gpu_sets.exact).
 
 The expensive part is ring(S), the bottleneck Hamiltonian cycle. It is done by thresholding: for
 each distinct pair bandwidth t (a handful on real machines) except the smallest, one dynamic
@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from device_plugin.allocator.objective import FRAG_SIZES, pack_frag, pack_key
-from device_plugin.allocator.positions import PositionSets, build_positions
+from device_plugin.gpu_sets.objective import FRAG_SIZES, pack_frag, pack_key
+from device_plugin.gpu_sets.positions import PositionSets, build_positions
 from device_plugin.topology.model import BandwidthTier
 
 MAX_EXACT_GPUS = 16

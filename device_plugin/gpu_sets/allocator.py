@@ -3,7 +3,7 @@
 `Allocator(topology)` precomputes at construction (exact tables for <= 16 GPUs) and then answers
 `allocate(available, must_include, size) -> ascending GPU indices` as a pure function of its
 arguments: no I/O, no clock, and the answer never depends on the order of the input lists. The
-objective is written down in device_plugin.allocator.objective. Invalid input raises
+objective is written down in device_plugin.gpu_sets.objective. Invalid input raises
 InvalidRequestError and nothing else.
 
 One way to choose: allocate() (every caller: the device plugin's whole-GPU policy, the DRA
@@ -19,14 +19,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-import device_plugin.allocator.exact as exact
-from device_plugin.allocator.bounded import search_bounded
-from device_plugin.allocator.decision import AllocationDecision, Candidate, Explanation, why_lost
-from device_plugin.allocator.nic import NicGroups
-from device_plugin.allocator.objective import FragmentationScore, SetScore, key_ring, pack_key
-from device_plugin.allocator.ring import ring_of_set
-from device_plugin.allocator.tables import MAX_EXACT_GPUS, build_tables
+import device_plugin.gpu_sets.exact as exact
 from device_plugin.core.errors import InvalidRequestError
+from device_plugin.gpu_sets.bounded import search_bounded
+from device_plugin.gpu_sets.decision import AllocationDecision, Candidate, Explanation, why_lost
+from device_plugin.gpu_sets.nic import NicGroups
+from device_plugin.gpu_sets.objective import FragmentationScore, SetScore, key_ring, pack_key
+from device_plugin.gpu_sets.ring import ring_of_set
+from device_plugin.gpu_sets.tables import MAX_EXACT_GPUS, build_tables
 from device_plugin.topology.model import Topology
 
 __all__ = [

@@ -19,8 +19,8 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from device_plugin.allocator.allocator import Allocator
 from device_plugin.core.errors import ConfigError
+from device_plugin.gpu_sets.allocator import Allocator
 
 DEFAULT_SIZE_WEIGHTS = ((1, 0.4), (2, 0.3), (4, 0.2), (8, 0.1))
 
@@ -180,7 +180,7 @@ def replay(
 def policies(allocator: Allocator) -> dict[str, Policy]:
     """The policies compared: ours, first-fit in kubelet order, NVIDIA's pairwise partition, and on
     a node with RDMA NICs also ours without criterion 4 (the same objective, NIC-blind)."""
-    from device_plugin.allocator.baselines import PairwisePartitionPolicy, first_fit
+    from device_plugin.gpu_sets.baselines import PairwisePartitionPolicy, first_fit
 
     nvidia = PairwisePartitionPolicy(allocator.topology)
     out: dict[str, Policy] = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from device_plugin.allocator.objective import FragmentationScore, SetScore
+from device_plugin.gpu_sets.objective import FragmentationScore, SetScore
 
 
 @dataclass(frozen=True)
