@@ -95,10 +95,6 @@ class PluginManager:
 
     # ---- public --------------------------------------------------------------------------------
 
-    def wait_for_registrations(self, count: int, timeout_s: float) -> bool:
-        """Until `count` Register calls have succeeded so far (tests wait on it)."""
-        return self._registration.wait_for(count, timeout_s)
-
     def serving(self) -> tuple[bool, str]:
         """Liveness: the control thread runs, our socket is still ours and the servicer answers on
         it."""

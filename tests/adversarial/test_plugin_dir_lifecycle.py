@@ -21,9 +21,9 @@ import pytest
 
 from device_plugin.config.model import Config
 from device_plugin.core.names import GPU_RESOURCE
-from device_plugin.dp_helper.lifecycle import PluginManager
 from device_plugin.nvml.backends import open_backend
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn
+from testbed.observed import ObservedPluginManager
 from testbed.timing import FAST_LIFECYCLE
 from tests.composed import build_resources
 
@@ -37,9 +37,9 @@ def base() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _manager(plugin_dir: Path) -> PluginManager:
+def _manager(plugin_dir: Path) -> ObservedPluginManager:
     (resource,) = build_resources(open_backend("single-gpu"), Config())
-    return PluginManager(resource, plugin_dir, timing=FAST_LIFECYCLE)
+    return ObservedPluginManager(resource, plugin_dir, timing=FAST_LIFECYCLE)
 
 
 def _wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> None:

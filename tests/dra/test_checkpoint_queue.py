@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from device_plugin.dra_helper.checkpoint.journal import CommitQueue
+from device_plugin.dra_helper.checkpoint.group_commit import CommitQueue
 
 
 def run_at_once(queue: CommitQueue[str, str], items: list[str]) -> dict[str, str | BaseException]:

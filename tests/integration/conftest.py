@@ -14,9 +14,9 @@ import pytest
 from device_plugin.allocation.resources import ResourceManager
 from device_plugin.config.model import Config
 from device_plugin.core.names import GPU_RESOURCE
-from device_plugin.dp_helper.lifecycle import PluginManager
 from device_plugin.nvml.backends import open_backend
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn, PluginConnection
+from testbed.observed import ObservedPluginManager
 from testbed.timing import FAST_LIFECYCLE
 from tests.composed import build_resources
 
@@ -35,7 +35,7 @@ def plugin_dir() -> Iterator[Path]:
 class Node:
     dir: Path
     resource: ResourceManager
-    manager: PluginManager
+    manager: ObservedPluginManager
     kubelet: KubeletStandIn
 
     @property
@@ -48,7 +48,7 @@ def start_node(plugin_dir: Path, machine: str = "dgx1-v100", *, resource: Resour
         (resource,) = build_resources(open_backend(machine), Config())  # machines that serve one resource
     kubelet = KubeletStandIn(plugin_dir)
     kubelet.start()
-    manager = PluginManager(resource, plugin_dir, timing=FAST)
+    manager = ObservedPluginManager(resource, plugin_dir, timing=FAST)
     manager.start()
     kubelet.wait_for_connection(resource.resource_name, timeout_s=WAIT_S)
     return Node(plugin_dir, resource, manager, kubelet)

@@ -9,11 +9,11 @@ import pytest
 from device_plugin.config.model import Config
 from device_plugin.core.errors import RegistrationError
 from device_plugin.core.names import GPU_RESOURCE
-from device_plugin.dp_helper.lifecycle import PluginManager
 from device_plugin.dp_helper.plugin_dir import socket_name
 from device_plugin.dp_helper.registration import register
 from device_plugin.nvml.backends import open_backend
 from device_plugin.standins.kubelet_device_plugin import KubeletStandIn, is_extended_resource_name
+from testbed.observed import ObservedPluginManager
 from tests.composed import build_resources
 
 from .conftest import FAST, WAIT_S, Node
@@ -37,7 +37,7 @@ def test_options_are_the_same_in_register_and_get_options(node: Node) -> None:
 
 def test_plugin_started_before_kubelet_registers_when_socket_appears(plugin_dir: Path) -> None:
     (resource,) = build_resources(open_backend("single-gpu"), Config())
-    manager = PluginManager(resource, plugin_dir, timing=FAST)
+    manager = ObservedPluginManager(resource, plugin_dir, timing=FAST)
     manager.start()
     kubelet = KubeletStandIn(plugin_dir)
     try:
@@ -54,7 +54,7 @@ def test_refused_registration_is_retried_not_fatal(plugin_dir: Path) -> None:
     kubelet = KubeletStandIn(plugin_dir, refuse_registrations=2)
     kubelet.start()
     (resource,) = build_resources(open_backend("single-gpu"), Config())
-    manager = PluginManager(resource, plugin_dir, timing=FAST)
+    manager = ObservedPluginManager(resource, plugin_dir, timing=FAST)
     manager.start()
     try:
         kubelet.wait_for_connection(GPU_RESOURCE, timeout_s=WAIT_S)

@@ -1,8 +1,8 @@
 """The DRA checkpoint's journal: changes appended to one file, a whole batch made durable by one
-write, and the group commit that forms the batches.
+write.
 
-Boundary: bytes of records in and out of `journal-<n>.log` files in the claims folder, and who
-commits what when; what the records mean for the map is store.py's. A record is one line: a claim
+Boundary: bytes of records in and out of `journal-<n>.log` files in the claims folder; what the
+records mean for the map is store.py's. A record is one line: a claim
 file's JSON (format.encode) for a put, {"version": 2, "uid": .., "deleted": true} for a delete. The
 file is opened O_DSYNC: a write returns once its data is durable (a write and an fdatasync in one
 system call, so one wait per round, not two). A line is acknowledged only after the write that
@@ -22,17 +22,7 @@ file only, O_NONBLOCK, MAX_JOURNAL_BYTES) and each line with a depth cap; a bad 
 JSON, the wrong shape, a checksum that does not match: format.verify) is skipped and counted, never
 fatal, and the claim it names, when a uid can still be read from it, is reported to the caller as
 spoiled: its state from that record on is unknown.
-
-Group commit (CommitQueue): whoever asks while a commit runs is committed with everyone else
-waiting, in one round. A caller submits one item and blocks until the round that carried it has
-finished. The first caller that finds no round running becomes the leader: it takes every item
-queued at that moment (from any thread, any request), hands them to `commit` in the order they were
-submitted, wakes exactly their callers, and hands the lead to the first caller queued meanwhile. No
-thread of its own, so nothing to start or stop, and no pool to deadlock. Waking only the callers
-concerned matters under load: a woken thread must win the interpreter's lock before it can go on,
-and a crowd of them woken at once delays the next round's leader. `commit` returns one outcome per
-item, so an item can fail alone; an exception raised by `commit` itself fails every item of its
-round.
+The group commit that forms the batches is group_commit.py's.
 """
 
 from __future__ import annotations
@@ -42,12 +32,10 @@ import json
 import logging
 import os
 import re
-import threading
 import weakref
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from device_plugin.config.reading import MAX_DEPTH, read_regular_file
 from device_plugin.dra_helper.checkpoint.files import ClaimsFolder
@@ -249,67 +237,3 @@ def _too_deep(value: Any) -> bool:
         )
         stack.extend((child, depth + 1) for child in children)
     return False
-
-
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-@dataclass
-class _Slot(Generic[T]):
-    item: T
-    woken: threading.Event = field(default_factory=threading.Event)  # done, or made the next leader
-    done: bool = False
-    result: object = None
-    error: BaseException | None = None
-
-
-class CommitQueue(Generic[T, R]):
-    def __init__(self, commit: Callable[[Sequence[T]], Sequence[R | BaseException]]) -> None:
-        self._commit = commit
-        self._lock = threading.Lock()  # guards _waiting and _running
-        self._waiting: list[_Slot[T]] = []
-        self._running = False  # a leader holds the lead (committing, or handed it on)
-        self.rounds = 0  # commits run: fewer than items when callers overlap
-
-    def submit(self, item: T) -> R:
-        """`item`'s outcome, once the round that carried it has been committed (its exception
-        raised)."""
-        slot = _Slot(item)
-        with self._lock:
-            self._waiting.append(slot)
-            lead, self._running = not self._running, True
-        if not lead:
-            slot.woken.wait()
-        if not slot.done:  # the lead is ours: our item is still waiting, so this round carries it
-            self._lead()
-        if slot.error is not None:
-            raise slot.error
-        return slot.result  # type: ignore[return-value]
-
-    def _lead(self) -> None:
-        """Commit every waiting item, wake their callers, pass the lead on (or let it go)."""
-        with self._lock:
-            batch, self._waiting = self._waiting, []
-            self.rounds += 1
-        try:
-            outcomes: Sequence[R | BaseException] = self._commit([slot.item for slot in batch])
-            if len(outcomes) != len(batch):
-                raise RuntimeError(
-                    f"commit answered {len(outcomes)} outcomes for {len(batch)} items"
-                )
-        except BaseException as error:  # the whole round failed: each caller gets the error
-            outcomes = [error] * len(batch)
-        for slot, outcome in zip(batch, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                slot.error = outcome
-            else:
-                slot.result = outcome
-            slot.done = True
-        with self._lock:
-            following = self._waiting[0] if self._waiting else None
-            self._running = following is not None
-        for slot in batch:
-            slot.woken.set()
-        if following is not None:
-            following.woken.set()

@@ -38,9 +38,9 @@ from device_plugin.dra_helper.checkpoint.format import (
     encode,
     file_name,
 )
+from device_plugin.dra_helper.checkpoint.group_commit import CommitQueue
 from device_plugin.dra_helper.checkpoint.journal import (
     MAX_RECORD_BYTES,
-    CommitQueue,
     FolderGone,
     Journal,
     delete_record,

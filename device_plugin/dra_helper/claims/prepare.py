@@ -127,10 +127,6 @@ class Preparer:
             if c is not None
         ]
 
-    def in_flight(self) -> int:
-        """Claims with a Prepare or Unprepare running now (their lock entries; 0 when idle)."""
-        return len(self._locks)
-
     def unprepare(self, claims: Sequence[ClaimRef]) -> dict[str, str]:
         """Claim UID -> error ("" on success). Unknown claims succeed: there is nothing to undo."""
         return {claim.uid: self.unprepare_claim(claim) for claim in claims}

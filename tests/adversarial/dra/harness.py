@@ -30,6 +30,7 @@ from device_plugin.dra_helper.service.grpc_service import DraGrpcServer
 from device_plugin.dra_helper.service.socket_paths import SocketPaths
 from device_plugin.nvml.fake.machine import FakeNvml
 from device_plugin.standins.api_objects import allocated_claim
+from testbed.observed import ObservedPreparer
 from tests.allocation.machines import topology_of
 
 DRIVER, NODE = DEFAULT_DRA_DRIVER_NAME, "node-a"  # the default driver name
@@ -163,10 +164,10 @@ def dra_server(
     return DraGrpcServer(driver_name, paths, preparer, poll_s=poll_s, wedged_after_s=wedged_after_s)
 
 
-def preparer_of(root: Path, reader: HeldClaims | FetchedClaims, devices: Devices | None = None) -> Preparer:
+def preparer_of(root: Path, reader: HeldClaims | FetchedClaims, devices: Devices | None = None) -> ObservedPreparer:
     """A Preparer over the checkpoint under `root` (a second one over the same root: a restart); held
     claims are fetched as the API server's are (each read awaited, the held wait in a thread of its own)."""
-    return Preparer(
+    return ObservedPreparer(
         driver_name=DRIVER,
         fetcher=reader.fetched() if isinstance(reader, HeldClaims) else reader,
         driver=(devices or Devices()).decision(),
