@@ -42,7 +42,8 @@ from dra_driver import DRIVER, NODE
 from dra_processes import CALL_TIMEOUT_S, Apart, driver_apart, errors_of
 
 from api import dra_v1_pb2, dra_v1_pb2_grpc
-from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedClaim, PreparedDevice
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.values import PreparedClaim, PreparedDevice
 
 MACHINE = "dgx1-v100"
 

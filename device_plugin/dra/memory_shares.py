@@ -29,7 +29,7 @@ from device_plugin.core.short_text import one_line
 from device_plugin.dra.inventory import DraDevice
 from device_plugin.dra.single_order import WHOLE_GPU
 from device_plugin.dra_helper.api.devices import RequestPolicy
-from device_plugin.dra_helper.checkpoint.format import Share
+from device_plugin.dra_helper.checkpoint.values import Share
 from device_plugin.dra_helper.claims.claim import AllocatedDevice
 
 MEMORY = "memory"  # NVIDIA's capacity name: the device's memory, as NVIDIA means it

@@ -44,8 +44,7 @@ from device_plugin.core.short_text import one_line, short
 from device_plugin.dra.memory_shares import isolated, share_for
 from device_plugin.dra.mps.cdi_spec import SpecError
 from device_plugin.dra.mps.share_setup import MpsShareSetup
-from device_plugin.dra_helper.checkpoint.format import Share
-from device_plugin.dra_helper.checkpoint.store import PreparedDevice
+from device_plugin.dra_helper.checkpoint.values import PreparedDevice, Share
 from device_plugin.dra_helper.claims.claim import (
     Allocation,
     ClaimBodyError,

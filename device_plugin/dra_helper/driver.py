@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from device_plugin.dra_helper.checkpoint.store import PreparedDevice
+from device_plugin.dra_helper.checkpoint.values import PreparedDevice
 from device_plugin.dra_helper.claims.claim import Allocation
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from device_plugin.dra_helper.checkpoint import journal as checkpoint_journal
-from device_plugin.dra_helper.checkpoint.store import PreparedClaim, PreparedDevice
+from device_plugin.dra_helper.checkpoint.values import PreparedClaim, PreparedDevice
 
 
 def claim(i: int) -> PreparedClaim:

@@ -10,7 +10,8 @@ from dataclasses import asdict
 
 import pytest
 
-from device_plugin.dra_helper.checkpoint.format import PreparedClaim, PreparedDevice, Share, decode, encode
+from device_plugin.dra_helper.checkpoint.format import decode, encode
+from device_plugin.dra_helper.checkpoint.values import PreparedClaim, PreparedDevice, Share
 
 CLAIMS = {
     "no devices": PreparedClaim("ns", "c", ()),

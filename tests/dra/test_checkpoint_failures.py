@@ -16,7 +16,8 @@ import pytest
 
 from device_plugin.dra_helper.checkpoint import files as checkpoint_files
 from device_plugin.dra_helper.checkpoint.journal import journal_name
-from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedClaim, PreparedDevice
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.values import PreparedClaim, PreparedDevice
 from tests.dra.checkpoint_helpers import claim, files, journal_writes
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from device_plugin.dra_helper.checkpoint.format import Share
+from device_plugin.dra_helper.checkpoint.values import Share
 from device_plugin.dra_helper.claims.exclusion import DeviceHolders, Hold
 
 ADMIN, PLAIN = Hold("gpu-0", admin_access=True), Hold("gpu-0", admin_access=False)

@@ -12,8 +12,8 @@ import pytest
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.memory_shares import share_listing, shareable, shareable_memory
 from device_plugin.dra_helper.api.slices import build_slices
-from device_plugin.dra_helper.checkpoint.format import Share
 from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.values import Share
 from device_plugin.nvml.fake.machine import FakeNvml
 from tests.allocation.machines import topology_of
 from tests.dra.test_kubelet_side import DRIVER, NODE, Driver, driver, kubelet  # noqa: F401 (the fixture)

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedDevice
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.values import PreparedDevice
 from device_plugin.dra_helper.claims.claim import Allocation, ClaimBodyError, ClaimRef, PrepareResult
 from device_plugin.dra_helper.claims.prepare import Preparer
 from tests.adversarial.dra.harness import DRIVER, HeldClaims

@@ -24,7 +24,7 @@ from device_plugin.dra.memory_shares import isolated
 from device_plugin.dra.mps import cdi_spec
 from device_plugin.dra.mps.control_daemon import MpsError
 from device_plugin.dra.mps.gpu_daemons import GpuDaemons
-from device_plugin.dra_helper.checkpoint.store import PreparedDevice
+from device_plugin.dra_helper.checkpoint.values import PreparedDevice
 
 log = logging.getLogger(__name__)
 

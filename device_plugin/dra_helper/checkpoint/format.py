@@ -25,10 +25,10 @@ import hashlib
 import json
 import re
 import zlib
-from dataclasses import dataclass
 from typing import Any
 
 from device_plugin.core.short_text import short
+from device_plugin.dra_helper.checkpoint.values import PreparedClaim, PreparedDevice, Share
 
 FORMAT_VERSION = 2
 LEGACY_VERSION = 1
@@ -41,37 +41,6 @@ CHECKSUM = "crc32"
 # before crc32
 _UNCHECKED_KEYS = (frozenset({"version", "uid", "claim"}), frozenset({"version", "uid", "deleted"}))
 _PLAIN_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
-
-
-@dataclass(frozen=True)
-class Share:
-    """One share of a device several claims hold (consumable capacity): the scheduler's shareID, how
-    much of the device's memory it was charged, of how much (MiB, as the device was published then),
-    and the percent of its compute (0: none asked; written only when not 0, so older entries read as
-    0)."""
-
-    share_id: str
-    memory_mib: int
-    of_mib: int
-    compute_percent: int = 0
-
-
-@dataclass(frozen=True)
-class PreparedDevice:
-    request_names: tuple[str, ...]
-    pool_name: str
-    device_name: str
-    cdi_device_ids: tuple[str, ...]
-    # the allocation's adminAccess (claims/exclusion.py: such a holder shares the device)
-    admin_access: bool = False
-    share: Share | None = None  # a share of the device, not all of it (dra/memory_shares.py)
-
-
-@dataclass(frozen=True)
-class PreparedClaim:
-    namespace: str
-    name: str
-    devices: tuple[PreparedDevice, ...]
 
 
 class EntryError(ValueError):

@@ -31,13 +31,7 @@ from pathlib import Path
 from device_plugin.core.short_text import one_line
 from device_plugin.dra_helper.checkpoint.commit import GroupSync, replace_files
 from device_plugin.dra_helper.checkpoint.files import ClaimsFolder
-from device_plugin.dra_helper.checkpoint.format import (
-    PreparedClaim,
-    PreparedDevice,
-    Share,
-    encode,
-    file_name,
-)
+from device_plugin.dra_helper.checkpoint.format import encode, file_name
 from device_plugin.dra_helper.checkpoint.group_commit import CommitQueue
 from device_plugin.dra_helper.checkpoint.journal import (
     MAX_RECORD_BYTES,
@@ -46,15 +40,9 @@ from device_plugin.dra_helper.checkpoint.journal import (
     delete_record,
 )
 from device_plugin.dra_helper.checkpoint.load import Leftover, load
+from device_plugin.dra_helper.checkpoint.values import PreparedClaim
 
-__all__ = [
-    "CLAIMS_FOLDER",
-    "COMPACT_AFTER_BYTES",
-    "Checkpoint",
-    "PreparedClaim",
-    "PreparedDevice",
-    "Share",
-]
+__all__ = ["CLAIMS_FOLDER", "COMPACT_AFTER_BYTES", "Checkpoint"]
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from device_plugin.core.short_text import short
-from device_plugin.dra_helper.checkpoint.store import PreparedDevice
+from device_plugin.dra_helper.checkpoint.values import PreparedDevice
 
 MAX_NAMESPACE_CHARS, MAX_NAME_CHARS = 63, 253
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

@@ -36,7 +36,8 @@ from functools import partial
 from typing import Any
 
 from device_plugin.core.short_text import one_line
-from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedClaim
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.values import PreparedClaim
 from device_plugin.dra_helper.claims.claim import (
     ClaimBodyError,
     ClaimFetcher,

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from device_plugin.dra_helper.checkpoint.format import Share
+from device_plugin.dra_helper.checkpoint.values import Share
 
 
 @dataclass

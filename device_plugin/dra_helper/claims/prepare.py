@@ -30,7 +30,8 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
 from device_plugin.core.short_text import one_line
-from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedClaim
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.values import PreparedClaim
 from device_plugin.dra_helper.claims.claim import (
     ClaimBodyError,
     ClaimFetcher,

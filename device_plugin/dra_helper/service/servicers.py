@@ -32,7 +32,7 @@ from api import pluginregistration_pb2 as reg_pb2
 from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.core.call_log import CallLog
 from device_plugin.core.short_text import bounded_text, one_line
-from device_plugin.dra_helper.checkpoint.format import PreparedDevice
+from device_plugin.dra_helper.checkpoint.values import PreparedDevice
 from device_plugin.dra_helper.claims.prepare import (
     ERROR_CHARS,
     ClaimRef,

@@ -23,7 +23,8 @@ from api import pluginregistration_pb2_grpc as reg_grpc
 from device_plugin.config.schema import DEFAULT_DRA_DRIVER_NAME
 from device_plugin.dra.inventory import build_devices
 from device_plugin.dra.prepare_decision import PrepareDecision
-from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedDevice
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.values import PreparedDevice
 from device_plugin.dra_helper.claims.claim import Allocation, ClaimRef, PrepareResult
 from device_plugin.dra_helper.claims.prepare import Preparer
 from device_plugin.dra_helper.service.grpc_service import DraGrpcServer

@@ -19,7 +19,8 @@ import pytest
 
 from device_plugin.dra_helper.checkpoint.format import MAX_ENTRY_BYTES, encode
 from device_plugin.dra_helper.checkpoint.journal import MAX_JOURNAL_BYTES, delete_record, journal_name
-from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedClaim
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.values import PreparedClaim
 from tests.adversarial.dra.harness import DRIVER, HeldClaims, dra_server, prepare, unprepare, wait_until
 
 HANG_GUARD_S = 20.0  # not a performance bound: a hang fails the test instead of stopping the suite

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from device_plugin.dra_helper.checkpoint.store import Checkpoint, PreparedClaim
+from device_plugin.dra_helper.checkpoint.store import Checkpoint
+from device_plugin.dra_helper.checkpoint.values import PreparedClaim
 from device_plugin.dra_helper.claims.claim import ClaimRef, read_allocation
 from device_plugin.dra_helper.claims.cleanup import clean_up
 from device_plugin.dra_helper.claims.prepare import Preparer
