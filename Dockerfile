@@ -19,8 +19,6 @@ RUN --mount=type=secret,id=pip.conf,target=/etc/pip.conf --mount=type=secret,id=
 COPY pyproject.toml README.md ./
 COPY api ./api
 COPY device_plugin ./device_plugin
-COPY mig ./mig
-COPY timeslice ./timeslice
 RUN pip wheel --no-deps --no-build-isolation --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE}
