@@ -233,7 +233,7 @@ def test_restricted_package_imported_only_where_allowed(package: str) -> None:
     assert all(any(matches(m, p) for m in importers) for p in RESTRICTED[package]), importers
 
 
-def test_the_kubelet_plugin_helper_knows_no_gpu() -> None:
+def test_the_dra_helper_knows_no_gpu() -> None:
     helper = [m for m in CODE if matches(m, HELPER)]
     assert len(helper) > 20, helper
     assert layering_rules.beyond_allowed(dict(SOURCE.edges), HELPER, HELPER_MAY_IMPORT) == {}

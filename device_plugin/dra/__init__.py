@@ -27,6 +27,6 @@ Modules, one job each:
   rescans, config reloads, metrics, probes and node labels with the device-plugin mode.
 
 The generic half (registration, the DRA and health services, claim reads, slice publishing and
-watching, the checkpoint) is device_plugin/kubelet_plugin/; the API-server and kubelet stand-ins are
+watching, the checkpoint) is device_plugin/dra_helper/; the API-server and kubelet stand-ins are
 device_plugin/standins/, which this package may not import.
 """

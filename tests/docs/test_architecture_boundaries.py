@@ -19,7 +19,7 @@ def _table() -> dict[str, str]:
 
 
 def _places(allowed: tuple[str, ...]) -> list[str]:
-    """How the table names each allowed place: `nvml/real*.py`, `kubelet/`, `api/` ..."""
+    """How the table names each allowed place: `nvml/real/`, `dp_helper/`, `api/` ..."""
     names = []
     for place in allowed:
         parts = place.split(".")
