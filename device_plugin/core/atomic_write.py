@@ -3,7 +3,8 @@ renamed over the target, so a reader sees the old content or the new, never a pa
 
 Boundary: one file, no folder fsync (the callers decide when a folder's entries must be durable: the
 checkpoint groups them, the labels file does not need it). Used by the node-feature-discovery labels
-file (config/safe_write.py) and the DRA checkpoint's claim files (dra_helper/checkpoint/files.py).
+file (config/safe_write.py), the DRA checkpoint's claim files (dra_helper/checkpoint/files.py) and
+the CDI specs of MPS shares (dra/mps/cdi_spec.py).
 """
 
 from __future__ import annotations

@@ -190,13 +190,13 @@ class PrepareDecision:
                         share,
                     )
                 )
-        gpus = sorted({d.device_name for d in devices if len(d.cdi_device_ids) > 1})
+        mps = self.mps is not None
+        gpus = sorted({d.device_name for d in devices if mps and isolated(d.share)})
         if len(gpus) > 1:  # NVIDIA's driver has the same limit (its issue 1283)
             problems.append(
                 f"the claim has MPS shares of {len(gpus)} GPUs ({', '.join(gpus[:4])}): a "
-                "container reaches one "
-                "MPS daemon (one pipe folder), so a claim's shares must be on one GPU; ask for one "
-                "share per claim"
+                "container reaches one MPS daemon (one pipe folder), so a claim's shares must be "
+                "on one GPU; ask for one share per claim"
             )
         return tuple(devices), problems
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from device_plugin.core.atomic_write import replace_atomically
 from device_plugin.core.short_text import one_line
 
 CDI_VERSION = "0.6.0"  # env and mounts are older than this; containerd 1.7+ and CRI-O read it
@@ -77,23 +77,17 @@ def spec(own_domain: str, devices: Iterable[tuple[str, dict[str, Any]]]) -> dict
 
 
 def write(path: Path, body: dict[str, Any]) -> None:
-    """Write atomically (the runtime may read the folder at any moment); unchanged content is not
+    """Write atomically (the runtime may read the folder at any moment: core/atomic_write.py, its
+    temporary file named with a leading dot, which the runtime skips); unchanged content is not
     rewritten."""
     data = json.dumps(body, indent=2, sort_keys=True).encode() + b"\n"
     with contextlib.suppress(OSError):
         if path.read_bytes() == data:
             return
-    temporary = path.with_name(f".{path.name}.tmp")  # not *.json: the runtime skips it
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temporary, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
+        replace_atomically(path.parent, path.name, data, temp_prefix=".", mode=0o644)
     except OSError as error:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
         raise SpecError(f"cannot write the CDI spec {path}: {error}") from None
 
 

@@ -60,6 +60,11 @@ class GpuDaemons:
         with self._lock:
             return self._gpu_locks.setdefault(uuid, threading.Lock())
 
+    def _counted(self, uuid: str) -> bool:
+        """Whether GPU `uuid` has shares now."""
+        with self._lock:
+            return bool(self._users.get(uuid))
+
     def users(self) -> dict[str, frozenset[str]]:
         with self._lock:
             return {uuid: frozenset(keys) for uuid, keys in self._users.items() if keys}
@@ -102,7 +107,7 @@ class GpuDaemons:
                     self._report(uuid, str(error))
         for uuid in self._orphans(set(wanted)):
             with self._gpu_lock(uuid):
-                if uuid not in self.users():
+                if not self._counted(uuid):
                     self._stop_quietly(uuid, "no share needs it (left from before a restart)")
         return failed
 
@@ -120,7 +125,7 @@ class GpuDaemons:
         docstring)."""
         for uuid in sorted(self.users()):
             with self._gpu_lock(uuid):
-                if uuid not in self.users():
+                if not self._counted(uuid):
                     continue  # its last share left meanwhile
                 daemon = self.daemon(uuid)
                 why = daemon.trouble()

@@ -26,7 +26,7 @@ read), so that after a crash the checkpoint is what the driver matches.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
 from device_plugin.core.short_text import one_line
@@ -71,6 +71,11 @@ def _holds(claim: PreparedClaim) -> tuple[Hold, ...]:
     )
 
 
+def _held_by(claims: Mapping[str, PreparedClaim]) -> list[tuple[str, str, tuple[Hold, ...]]]:
+    """(uid, label, holds) of each claim, as DeviceHolders.load takes them."""
+    return [(uid, claim_label(c.namespace, c.name, uid), _holds(c)) for uid, c in claims.items()]
+
+
 def _never() -> bool:
     return False
 
@@ -98,7 +103,7 @@ class Preparer:
         self._checkpoint = checkpoint
         self._locks = ClaimLocks()
         self.holders = DeviceHolders()
-        self.holders.load(self._checkpointed())
+        self.holders.load(_held_by(self._claims()))
 
     def reload(self) -> None:
         """Another instance changed the checkpoint: read it again, and hold what it holds now."""
@@ -110,23 +115,20 @@ class Preparer:
         again after another instance changed it. ConfigError: the checkpoint folder cannot be
         used."""
         self._checkpoint.open()
+        claims = self._claims()
         holders = DeviceHolders()
-        holders.load(self._checkpointed())
+        holders.load(_held_by(claims))
         self.holders = holders
         self._tell_held()
-        claims = ((uid, self._checkpoint.get(uid)) for uid in self._checkpoint.uids())
-        self._adopt({uid: claim.devices for uid, claim in claims if claim is not None})
+        self._adopt({uid: claim.devices for uid, claim in claims.items()})
 
     def _tell_held(self) -> None:
         self._held(*self.holders.snapshot())
 
-    def _checkpointed(self) -> list[tuple[str, str, tuple[Hold, ...]]]:
+    def _claims(self) -> dict[str, PreparedClaim]:
+        """Every claim the checkpoint holds now, by UID."""
         claims = ((uid, self._checkpoint.get(uid)) for uid in self._checkpoint.uids())
-        return [
-            (uid, claim_label(c.namespace, c.name, uid), _holds(c))
-            for uid, c in claims
-            if c is not None
-        ]
+        return {uid: c for uid, c in claims if c is not None}
 
     def unprepare(self, claims: Sequence[ClaimRef]) -> dict[str, str]:
         """Claim UID -> error ("" on success). Unknown claims succeed: there is nothing to undo."""
